@@ -1,0 +1,67 @@
+# One entry point for every gate. A fresh clone needs only python3 and make:
+#   make chat   - install the runtime into .venv and chat with the bot on a local (moto) stack
+#   make test   - install dev tools into .venv and run every gate (lint, format, types, template, tests)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+RUN_STAMP := $(VENV)/.run-installed
+DEV_STAMP := $(VENV)/.dev-installed
+UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --no-header
+
+.PHONY: chat test lint typecheck template unit integration e2e bench lock build clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(RUN_STAMP): requirements/run.lock | $(VENV)/bin/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements/run.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+$(DEV_STAMP): requirements/dev.lock | $(VENV)/bin/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements/dev.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@ $(RUN_STAMP)
+
+chat: $(RUN_STAMP)
+	$(BIN)/nanobot-lambda chat $(ARGS)
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# The three handlers are all called app.py, so mypy checks each on its own.
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy layers/nanobot_lambda
+	for handler in functions/*/app.py; do $(BIN)/mypy $$handler || exit 1; done
+
+template: $(DEV_STAMP)
+	$(BIN)/cfn-lint infra/template.yaml
+
+test: lint typecheck template
+	$(BIN)/pytest
+
+unit: $(DEV_STAMP)
+	$(BIN)/pytest tests/unit
+
+integration: $(DEV_STAMP)
+	$(BIN)/pytest tests/integration
+
+e2e: $(DEV_STAMP)
+	$(BIN)/pytest tests/e2e
+
+bench: $(RUN_STAMP)
+	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+
+# Regenerate the hash-locked requirement files after changing pins in pyproject.toml.
+lock: $(DEV_STAMP)
+	$(UV_COMPILE) pyproject.toml requirements/build.in --extra llm --extra local --extra dev -o requirements/dev.lock
+	$(UV_COMPILE) pyproject.toml requirements/build.in --extra llm --extra local -c requirements/dev.lock -o requirements/run.lock
+	$(MAKE) -C layers lock UV=$(abspath $(BIN)/uv)
+
+# Lambda artifacts (python3.12, manylinux wheels): the same targets `sam build` runs.
+build: $(DEV_STAMP)
+	$(MAKE) -C layers build
+
+clean:
+	rm -rf $(VENV) .aws-sam build .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,51 @@
+"""agent_turn function: one queued job per record (SQS FIFO, partial batch responses).
+
+A record that raises is reported as a batch item failure: SQS retries it and, after
+maxReceiveCount attempts, moves it to the dead-letter queue. Other chats' records go on
+(`skip_group_on_error`); later records of the failing chat wait, preserving order.
+"""
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import (
+    SqsFifoPartialProcessor,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from nanobot_lambda.aws import dynamodb_client, s3_client
+from nanobot_lambda.jobs import parse_job
+from nanobot_lambda.litellm_model import LitellmChatModel
+from nanobot_lambda.logs import configure_logging
+from nanobot_lambda.sessions import DynamoSessionStore
+from nanobot_lambda.settings import AgentSettings
+from nanobot_lambda.telegram.client import TelegramBot
+from nanobot_lambda.turns import TurnService
+from nanobot_lambda.workspace import S3Workspace
+
+logger = Logger()
+configure_logging(logger)
+
+settings = AgentSettings.from_env()
+turns = TurnService(
+    settings,
+    workspace=S3Workspace(settings.workspace_bucket, s3_client()),
+    sessions=DynamoSessionStore(settings.sessions_table, dynamodb_client()),
+    model=LitellmChatModel(settings),
+    bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
+)
+processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+
+
+def process_record(record: SQSRecord) -> None:
+    turns.process(parse_job(record.body))
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(
+        event=event, record_handler=process_record, processor=processor, context=context
+    )

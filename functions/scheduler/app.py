@@ -1,0 +1,28 @@
+"""Scheduler function: events from EventBridge Scheduler (today: the heartbeat)."""
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from nanobot_lambda.aws import s3_client, sqs_client
+from nanobot_lambda.jobs import TurnQueue
+from nanobot_lambda.logs import configure_logging
+from nanobot_lambda.scheduler import SchedulerService
+from nanobot_lambda.settings import SchedulerSettings
+from nanobot_lambda.workspace import S3Workspace
+
+logger = Logger()
+configure_logging(logger)
+
+settings = SchedulerSettings.from_env()
+scheduler = SchedulerService(
+    workspace=S3Workspace(settings.workspace_bucket, s3_client()),
+    queue=TurnQueue(settings.turn_queue_url, sqs_client()),
+    heartbeat_chat_id=settings.heartbeat_chat_id,
+)
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, str]:
+    return scheduler.handle(event)

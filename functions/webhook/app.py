@@ -1,0 +1,31 @@
+"""Webhook function: Telegram update in, turn job onto the SQS FIFO queue, fast 200 out.
+
+Must never import litellm (a test guards it): it is the latency-critical cold start.
+"""
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from nanobot_lambda.aws import sqs_client
+from nanobot_lambda.jobs import TurnQueue
+from nanobot_lambda.logs import configure_logging
+from nanobot_lambda.settings import WebhookSettings
+from nanobot_lambda.webhook import Webhook
+
+logger = Logger()
+configure_logging(logger)
+
+# Built once per container, in the init phase; a bad setting fails here, naming the variable.
+settings = WebhookSettings.from_env()
+webhook = Webhook(
+    settings.telegram_secret_token,
+    settings.allow_from,
+    TurnQueue(settings.turn_queue_url, sqs_client()),
+)
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return webhook.handle(event).to_http()

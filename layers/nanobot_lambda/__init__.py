@@ -1,0 +1,1 @@
+"""nanobot-lambda: a personal AI assistant in Telegram on AWS serverless."""

@@ -1,0 +1,93 @@
+"""Build what the model sees, the nanobot way: a system prompt, the history, the new message.
+
+The system prompt holds only what changes when the workspace changes (identity, bootstrap
+files, memory), in a fixed order, so two turns in a row send byte-identical prefixes and
+provider prompt caching works. Time and chat go in a runtime-context block on the user
+message instead; that block is never saved to the session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from nanobot_lambda import texts
+from nanobot_lambda.workspace import NotText, Workspace
+
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
+MEMORY_FILE = "memory/MEMORY.md"
+SECTION_SEPARATOR = "\n\n---\n\n"
+MAX_FILE_CHARS = 20_000
+MAX_BOOTSTRAP_CHARS = 60_000
+TRUNCATION_MARKER = "\n[… truncated: read the file for the rest]"
+
+
+@dataclass(frozen=True)
+class RuntimeContext:
+    now: datetime
+    timezone: str
+    channel: str
+    chat_id: str
+
+    def render(self) -> str:
+        local = self.now.astimezone(ZoneInfo(self.timezone))
+        return texts.render(
+            "runtime_context",
+            time=local.strftime("%Y-%m-%d %H:%M (%A)"),
+            timezone=f"{self.timezone}, UTC{local.strftime('%z')[:3]}:{local.strftime('%z')[3:]}",
+            channel=self.channel,
+            chat_id=self.chat_id,
+        )
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
+
+
+class ContextBuilder:
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+
+    def _read(self, path: str) -> str:
+        file = self._workspace.read(path)
+        if file is None:
+            return ""
+        try:
+            return file.text.strip()
+        except NotText:
+            return ""
+
+    def system_prompt(self) -> str:
+        sections = [texts.load("identity")]
+        budget = MAX_BOOTSTRAP_CHARS
+        for name in BOOTSTRAP_FILES:
+            content = self._read(name)
+            if not content or budget <= 0:
+                continue
+            content = _cap(content, min(MAX_FILE_CHARS, budget))
+            budget -= len(content)
+            sections.append(f"## {name}\n\n{content}")
+        memory = self._read(MEMORY_FILE)
+        if memory:
+            sections.append(f"# Memory\n\n{_cap(memory, MAX_FILE_CHARS)}")
+        return SECTION_SEPARATOR.join(sections)
+
+    def messages(
+        self, history: list[dict[str, Any]], user_text: str, runtime: RuntimeContext
+    ) -> list[dict[str, Any]]:
+        """The request: system prompt, history (as saved), and the user message with metadata."""
+        return [
+            {"role": "system", "content": self.system_prompt()},
+            *(_for_model(message) for message in history),
+            {"role": "user", "content": f"{runtime.render()}\n\n{user_text}"},
+        ]
+
+
+_MODEL_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def _for_model(message: dict[str, Any]) -> dict[str, Any]:
+    """A saved message without the bookkeeping fields providers would reject."""
+    return {key: value for key, value in message.items() if key in _MODEL_FIELDS}

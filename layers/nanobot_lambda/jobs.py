@@ -1,0 +1,59 @@
+"""The turn queue: what goes on it (a versioned envelope per job kind) and how it is sent.
+
+SQS FIFO gives per-chat order (`MessageGroupId` = session key) with cross-chat parallelism, and
+drops a re-sent job with the same `MessageDeduplicationId` within five minutes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+
+class _Job(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    version: Literal[1] = 1
+
+
+class TelegramUpdateJob(_Job):
+    """A Telegram update accepted by the webhook, kept whole so agent_turn sees what it saw."""
+
+    kind: Literal["telegram_update"] = "telegram_update"
+    update: dict[str, Any]
+
+
+class HeartbeatJob(_Job):
+    """The heartbeat found tasks in HEARTBEAT.md: run them and report to `chat_id`."""
+
+    kind: Literal["heartbeat"] = "heartbeat"
+    chat_id: int
+    tasks: str
+    fired_at: str
+
+
+TurnJob = Annotated[TelegramUpdateJob | HeartbeatJob, Field(discriminator="kind")]
+_job_adapter: TypeAdapter[TelegramUpdateJob | HeartbeatJob] = TypeAdapter(TurnJob)
+
+
+def parse_job(body: str) -> TelegramUpdateJob | HeartbeatJob:
+    """Parse a queue message body; raises pydantic.ValidationError for anything else."""
+    return _job_adapter.validate_json(body)
+
+
+class TurnQueue:
+    def __init__(self, queue_url: str, sqs: SQSClient) -> None:
+        self._queue_url = queue_url
+        self._sqs = sqs
+
+    def enqueue(self, job: TelegramUpdateJob | HeartbeatJob, group: str, dedup_id: str) -> str:
+        response = self._sqs.send_message(
+            QueueUrl=self._queue_url,
+            MessageBody=job.model_dump_json(),
+            MessageGroupId=group,
+            MessageDeduplicationId=dedup_id,
+        )
+        return response["MessageId"]

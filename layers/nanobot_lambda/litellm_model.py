@@ -1,0 +1,86 @@
+"""`ChatModel` on litellm: any provider litellm supports, chosen by `LLM_MODEL`.
+
+Importing this module imports litellm (about 3 s), so only agent_turn does, in its init phase.
+litellm's own retries handle 429/5xx/timeouts (`LLM_NUM_RETRIES`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+# Before litellm is imported: use the bundled cost map instead of fetching it over the network,
+# and keep tiktoken's cache in Lambda's only writable directory.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
+
+import litellm
+
+from nanobot_lambda.model import ModelError, ModelReply, ToolCall, Usage
+from nanobot_lambda.settings import LlmSettings
+
+litellm.suppress_debug_info = True
+litellm.drop_params = True  # a setting a provider does not support is dropped, not an error
+for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "openai"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+logger = logging.getLogger(__name__)
+
+
+class LitellmChatModel:
+    def __init__(self, settings: LlmSettings) -> None:
+        self._model = settings.llm_model
+        self._options: dict[str, Any] = {
+            "max_tokens": settings.llm_max_tokens,
+            "timeout": settings.llm_timeout_seconds,
+            "num_retries": settings.llm_num_retries,
+        }
+        if settings.llm_api_base:
+            self._options["api_base"] = settings.llm_api_base
+        if settings.llm_api_key is not None:
+            self._options["api_key"] = settings.llm_api_key.get_secret_value()
+        if settings.llm_temperature is not None:
+            self._options["temperature"] = settings.llm_temperature
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        try:
+            response = litellm.completion(
+                model=self._model,
+                messages=messages,
+                tools=tools or None,
+                **self._options,
+            )
+        except Exception as error:
+            status = getattr(error, "status_code", None)
+            # litellm's messages can quote the request; keep the log to kind and status.
+            raise ModelError(f"{type(error).__name__} (status {status})") from None
+        choice = response.choices[0]
+        message = choice.message
+        tool_calls = tuple(
+            ToolCall(
+                id=call.id or f"call_{index}",
+                name=call.function.name or "",
+                arguments=call.function.arguments or "{}",
+            )
+            for index, call in enumerate(message.tool_calls or [])
+        )
+        return ModelReply(content=message.content, tool_calls=tool_calls, usage=_usage(response))
+
+
+def _usage(response: Any) -> Usage:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) or 0
+    try:
+        cost: float | None = float(litellm.completion_cost(completion_response=response))
+    except Exception:
+        cost = None  # unknown model or price: usage is still recorded without cost
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        cached_tokens=cached,
+        cost_usd=cost,
+    )

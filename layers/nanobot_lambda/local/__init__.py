@@ -1,0 +1,1 @@
+"""The local stack: the deployed functions in-process against moto (chat and tests)."""

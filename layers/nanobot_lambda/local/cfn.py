@@ -1,0 +1,206 @@
+"""Read `infra/template.yaml` so the local stack and the tests use the deployed definitions.
+
+A small evaluator for the intrinsic functions the template uses (Ref, GetAtt, Sub, If, Equals,
+Not, Join, Select): enough to derive local resource names, queue attributes and each function's
+environment from the same file SAM deploys, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_SHORT_TAGS = {
+    "!Ref": "Ref",
+    "!Condition": "Condition",
+    **{
+        f"!{name}": f"Fn::{name}"
+        for name in (
+            "GetAtt",
+            "Sub",
+            "If",
+            "Equals",
+            "Not",
+            "And",
+            "Or",
+            "Join",
+            "Select",
+            "Split",
+            "FindInMap",
+            "Base64",
+            "GetAZs",
+            "ImportValue",
+        )
+    },
+}
+
+
+class _TemplateLoader(yaml.SafeLoader):
+    """SafeLoader that turns CloudFormation short tags into their long (JSON) form."""
+
+
+def _construct_tag(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, Any]:
+    name = _SHORT_TAGS[node.tag]
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+        if name == "Fn::GetAtt":
+            value = str(value).split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+for _tag in _SHORT_TAGS:
+    _TemplateLoader.add_constructor(_tag, _construct_tag)
+
+
+def load_template(path: Path) -> dict[str, Any]:
+    with path.open(encoding="utf-8") as handle:
+        loaded = yaml.load(handle, Loader=_TemplateLoader)  # noqa: S506 - SafeLoader subclass
+    if not isinstance(loaded, dict) or "Resources" not in loaded:
+        raise ValueError(f"{path} is not a CloudFormation template")
+    return loaded
+
+
+def find_template(start: Path | None = None) -> Path:
+    """Locate infra/template.yaml from the working directory upwards, then beside the package."""
+    candidates = [Path.cwd(), *Path.cwd().parents]
+    if start is not None:
+        candidates = [start, *start.parents, *candidates]
+    candidates += list(Path(__file__).resolve().parents)
+    for directory in candidates:
+        template = directory / "infra" / "template.yaml"
+        if template.is_file():
+            return template
+    raise FileNotFoundError("infra/template.yaml not found: run from the nanobot-lambda checkout")
+
+
+class UnresolvedValue(Exception):
+    pass
+
+
+@dataclass
+class TemplateContext:
+    """What the evaluator knows: parameter values and what each resource's Ref/GetAtt yields."""
+
+    template: dict[str, Any]
+    parameters: dict[str, str] = field(default_factory=dict)
+    refs: dict[str, str] = field(default_factory=dict)
+    attributes: dict[tuple[str, str], str] = field(default_factory=dict)
+    pseudo: dict[str, str] = field(
+        default_factory=lambda: {
+            "AWS::Region": "us-east-1",
+            "AWS::AccountId": "123456789012",
+            "AWS::Partition": "aws",
+            "AWS::StackName": "nanobot-local",
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::NoValue": "",
+        }
+    )
+
+    def __post_init__(self) -> None:
+        declared = self.template.get("Parameters", {})
+        defaults = {
+            name: str(spec["Default"]) for name, spec in declared.items() if "Default" in spec
+        }
+        self.parameters = {**defaults, **self.parameters}
+
+    def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        return {
+            name: spec
+            for name, spec in self.template["Resources"].items()
+            if spec.get("Type") == resource_type
+        }
+
+    def condition(self, name: str) -> bool:
+        return bool(self.evaluate(self.template["Conditions"][name]))
+
+    def evaluate(self, value: Any) -> Any:
+        """Evaluate intrinsic functions in `value`; raises UnresolvedValue when it cannot."""
+        if isinstance(value, list):
+            return [self.evaluate(item) for item in value]
+        if not isinstance(value, Mapping):
+            return value
+        if len(value) != 1:
+            return {key: self.evaluate(item) for key, item in value.items()}
+        ((name, argument),) = value.items()
+        if name == "Ref":
+            return self._ref(argument)
+        if name == "Fn::GetAtt":
+            resource, attribute = argument
+            try:
+                return self.attributes[(resource, attribute)]
+            except KeyError:
+                raise UnresolvedValue(f"GetAtt {resource}.{attribute}") from None
+        if name == "Fn::Sub":
+            return self._sub(argument)
+        if name == "Fn::If":
+            condition, when_true, when_false = argument
+            return self.evaluate(when_true if self.condition(condition) else when_false)
+        if name == "Fn::Equals":
+            left, right = (self.evaluate(item) for item in argument)
+            return str(left) == str(right)
+        if name == "Fn::Not":
+            return not self.evaluate(argument[0])
+        if name == "Fn::And":
+            return all(self.evaluate(item) for item in argument)
+        if name == "Fn::Or":
+            return any(self.evaluate(item) for item in argument)
+        if name == "Condition":
+            return self.condition(argument)
+        if name == "Fn::Join":
+            separator, items = argument
+            return str(separator).join(str(item) for item in self.evaluate(items))
+        if name == "Fn::Select":
+            index, items = argument
+            return self.evaluate(items)[int(self.evaluate(index))]
+        if name.startswith("Fn::"):
+            raise UnresolvedValue(name)
+        return {key: self.evaluate(item) for key, item in value.items()}
+
+    def _ref(self, name: str) -> str:
+        for table in (self.parameters, self.refs, self.pseudo):
+            if name in table:
+                return table[name]
+        raise UnresolvedValue(f"Ref {name}")
+
+    def _sub(self, argument: Any) -> str:
+        if isinstance(argument, list):
+            text, variables = argument[0], {k: self.evaluate(v) for k, v in argument[1].items()}
+        else:
+            text, variables = argument, {}
+
+        def replace(match: re.Match[str]) -> str:
+            token = match.group(1)
+            if token in variables:
+                return str(variables[token])
+            if "." in token:
+                resource, attribute = token.split(".", 1)
+                return str(self.evaluate({"Fn::GetAtt": [resource, attribute]}))
+            return self._ref(token)
+
+        return re.sub(r"\$\{([^}!][^}]*)\}", replace, str(text))
+
+    def function_environment(self, logical_id: str) -> dict[str, str]:
+        """The environment a function gets: Globals merged with its own variables."""
+        globals_env = (
+            self.template.get("Globals", {})
+            .get("Function", {})
+            .get("Environment", {})
+            .get("Variables", {})
+        )
+        function = self.template["Resources"][logical_id]
+        own_env = function["Properties"].get("Environment", {}).get("Variables", {})
+        environment: dict[str, str] = {}
+        for name, raw in {**globals_env, **own_env}.items():
+            value = self.evaluate(raw)
+            environment[name] = "" if value is None else str(value)
+        return environment

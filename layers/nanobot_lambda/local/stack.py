@@ -1,0 +1,328 @@
+"""The whole deployment on one machine: moto as AWS, a local Bot API, the three handlers.
+
+Everything is derived from `infra/template.yaml`: the resources, their settings, and each
+function's environment. Secrets go where the deployed stack keeps them (SSM SecureStrings, on
+moto), so the functions resolve them the same way. The handlers are the deployed files,
+imported in-process; the agent_turn handler is fed by a poller that behaves like Lambda's SQS
+event source mapping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+
+from nanobot_lambda.local.bot_api import LocalBotApi, SentMessage
+from nanobot_lambda.local.cfn import TemplateContext, load_template
+from nanobot_lambda.local.resources import create_resources
+from nanobot_lambda.local.runtime import LocalLambdaContext, QueuePoller, load_handler_module
+from nanobot_lambda.webhook import SECRET_HEADER
+from nanobot_lambda.workspace import S3Workspace, seed_workspace
+
+REGION = "us-east-1"
+FUNCTIONS = {
+    "webhook": "WebhookFunction",
+    "agent_turn": "AgentTurnFunction",
+    "scheduler": "SchedulerFunction",
+}
+
+
+@dataclass(frozen=True)
+class LocalUser:
+    id: int = 100000001
+    username: str = "local_user"
+    first_name: str = "You"
+
+    def as_telegram(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "is_bot": False,
+            "first_name": self.first_name,
+            "username": self.username,
+            "language_code": "en",
+        }
+
+
+class LogSink(logging.Handler):
+    """Collects the functions' log records; echoes WARNING and up to a callback if given."""
+
+    def __init__(self, echo: Callable[[logging.LogRecord], None] | None = None) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self._echo = echo
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        if self._echo is not None and record.levelno >= logging.WARNING:
+            self._echo(record)
+
+    @property
+    def errors(self) -> list[logging.LogRecord]:
+        return [record for record in self.records if record.levelno >= logging.ERROR]
+
+
+class LocalStack:
+    def __init__(
+        self,
+        template_path: Path,
+        *,
+        model_env: Mapping[str, str],
+        user: LocalUser | None = None,
+        allow_from: str | None = None,
+        endpoint_url: str | None = None,
+        parameters: Mapping[str, str] | None = None,
+        on_message: Callable[[SentMessage], None] | None = None,
+        replace_log_output: bool = False,
+        on_log: Callable[[logging.LogRecord], None] | None = None,
+    ) -> None:
+        self.template_path = template_path
+        self.user = user or LocalUser()
+        self.bot_token = f"100200300:local-{secrets.token_urlsafe(12)}"
+        self.secret_token = secrets.token_urlsafe(24)
+        self.prefix = f"nanobot-{uuid.uuid4().hex[:8]}"
+        self.log_sink = LogSink(on_log)
+        self._model_env = dict(model_env)
+        self._allow_from = str(self.user.id) if allow_from is None else allow_from
+        self._extra_parameters = dict(parameters or {})
+        self._endpoint_url = endpoint_url
+        self._on_message = on_message
+        self._replace_log_output = replace_log_output
+        self._saved_environ: dict[str, str] | None = None
+        self._moto: Any = None
+        self._update_ids = itertools.count(int(time.time()) % 100_000_000 * 10)
+        self.handlers: dict[str, ModuleType] = {}
+        self.environment: dict[str, dict[str, str]] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> LocalStack:
+        self._saved_environ = dict(os.environ)
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        if self._endpoint_url is None:
+            from moto.server import ThreadedMotoServer
+
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)
+            self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._moto.start()
+            host, port = self._moto.get_host_and_port()
+            self._endpoint_url = f"http://{host}:{port}"
+        os.environ.update(
+            AWS_ENDPOINT_URL=self._endpoint_url,
+            AWS_ACCESS_KEY_ID="local",
+            AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
+            AWS_SESSION_TOKEN="local",  # noqa: S106
+            AWS_DEFAULT_REGION=REGION,
+            AWS_REGION=REGION,
+        )
+        # Powertools Parameters keeps providers (and their boto3 clients) per process.
+        from aws_lambda_powertools.utilities.parameters import clear_caches
+
+        clear_caches()  # type: ignore[no-untyped-call]
+
+        self.bot_api = LocalBotApi(self.bot_token, self._on_message).start()
+        self.template = TemplateContext(
+            load_template(self.template_path), parameters=self._template_parameters()
+        )
+        create_resources(self.template, self.prefix, REGION)
+        self._store_secrets()
+        for name, logical_id in FUNCTIONS.items():
+            environment = self.template.function_environment(logical_id)
+            environment["TELEGRAM_API_BASE"] = self.bot_api.base_url
+            self.environment[name] = environment
+            # The functions read os.environ when imported; their variables never disagree.
+            os.environ.update(environment)
+        seed_workspace(self.workspace)
+        for name, logical_id in FUNCTIONS.items():
+            # SAM resolves CodeUri relative to the template's folder.
+            code_uri = self._function_property(logical_id, "CodeUri")
+            code_dir = (self.template_path.parent / code_uri).resolve()
+            self.handlers[name] = load_handler_module(code_dir, f"nanobot_local_{name}")
+        self._attach_log_sink()
+        self.poller = QueuePoller(
+            boto3.client("sqs"),
+            self.template.refs["TurnQueue"],
+            self.handlers["agent_turn"].handler,
+            context=lambda: self._context("agent_turn"),
+            batch_size=int(self._event_property("AgentTurnFunction", "BatchSize", 1)),
+        )
+
+    def stop(self) -> None:
+        if hasattr(self, "bot_api"):
+            self.bot_api.stop()
+        if self._moto is not None:
+            self._moto.stop()
+            self._moto = None
+        for logger in self._function_loggers():
+            if self.log_sink in logger.handlers:
+                logger.removeHandler(self.log_sink)
+        if self._saved_environ is not None:
+            os.environ.clear()
+            os.environ.update(self._saved_environ)
+            self._saved_environ = None
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- configuration ---------------------------------------------------------------------
+
+    def _template_parameters(self) -> dict[str, str]:
+        parameters = {
+            "AllowFrom": self._allow_from,
+            "LlmModel": self._model_env.get("LLM_MODEL", ""),
+            "LlmApiBase": self._model_env.get("LLM_API_BASE", ""),
+            "HeartbeatChatId": str(self.user.id),
+        }
+        if self._model_env.get("LLM_API_KEY"):
+            parameters["LlmApiKeyParameter"] = "/nanobot-lambda/llm-api-key"
+        parameters.update(self._extra_parameters)
+        return parameters
+
+    def _store_secrets(self) -> None:
+        values = {
+            "TelegramBotTokenParameter": self.bot_token,
+            "TelegramSecretTokenParameter": self.secret_token,
+            "LlmApiKeyParameter": self._model_env.get("LLM_API_KEY", ""),
+        }
+        ssm = boto3.client("ssm")
+        for parameter, value in values.items():
+            name = self.template.parameters.get(parameter, "")
+            if name and value:
+                ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
+
+    def _function_property(self, logical_id: str, name: str) -> Any:
+        properties = self.template.template["Resources"][logical_id]["Properties"]
+        if name in properties:
+            return properties[name]
+        return self.template.template.get("Globals", {}).get("Function", {})[name]
+
+    def _event_property(self, logical_id: str, name: str, default: Any) -> Any:
+        events = self._function_property(logical_id, "Events")
+        for event in events.values():
+            if event.get("Type") == "SQS":
+                return event["Properties"].get(name, default)
+        return default
+
+    def _function_loggers(self) -> list[logging.Logger]:
+        """The handlers' Powertools logger and the package's top logger (children propagate)."""
+        service = self.environment.get("webhook", {}).get("POWERTOOLS_SERVICE_NAME", "nanobot")
+        return [logging.getLogger(service), logging.getLogger("nanobot_lambda")]
+
+    def _attach_log_sink(self) -> None:
+        for logger in self._function_loggers():
+            if self._replace_log_output:
+                logger.handlers = []
+            logger.addHandler(self.log_sink)
+
+    def _context(self, name: str) -> LocalLambdaContext:
+        logical_id = FUNCTIONS[name]
+        return LocalLambdaContext(
+            f"{self.prefix}-{name}",
+            timeout_seconds=float(self._function_property(logical_id, "Timeout")),
+            memory_limit_in_mb=int(self._function_property(logical_id, "MemorySize")),
+        )
+
+    # -- using it --------------------------------------------------------------------------
+
+    @property
+    def workspace(self) -> S3Workspace:
+        return S3Workspace(self.template.refs["WorkspaceBucket"], boto3.client("s3"))
+
+    def text_update(self, text: str, *, chat_id: int | None = None) -> dict[str, Any]:
+        """A real-shaped Update for a text message from the local user in a private chat."""
+        update_id = next(self._update_ids)
+        user = self.user.as_telegram()
+        chat = {
+            "id": chat_id or self.user.id,
+            "first_name": self.user.first_name,
+            "username": self.user.username,
+            "type": "private",
+        }
+        return {
+            "update_id": update_id,
+            "message": {
+                "message_id": update_id % 1_000_000,
+                "from": user,
+                "chat": chat,
+                "date": int(time.time()),
+                "text": text,
+            },
+        }
+
+    def post_update(
+        self, update: Mapping[str, Any], *, secret: str | None = None
+    ) -> dict[str, Any]:
+        """POST an update to the webhook handler as API Gateway would; returns its response."""
+        event = http_event(
+            json.dumps(update), secret=self.secret_token if secret is None else secret
+        )
+        context = self._context("webhook")
+        response: dict[str, Any] = self.handlers["webhook"].handler(event, context)
+        return response
+
+    def process_queue(self, max_seconds: float = 600) -> None:
+        """Run agent turns until the queue is empty (including retries of failed turns)."""
+        self.poller.drain(max_seconds=max_seconds)
+
+    def fire_heartbeat(self, at: datetime | None = None) -> dict[str, str]:
+        """Invoke the scheduler as EventBridge Scheduler would for the heartbeat schedule."""
+        schedule = self.template.template["Resources"]["HeartbeatSchedule"]["Properties"]
+        scheduled = (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        raw_input = schedule["Target"]["Input"].replace("<aws.scheduler.scheduled-time>", scheduled)
+        result: dict[str, str] = self.handlers["scheduler"].handler(
+            json.loads(raw_input), self._context("scheduler")
+        )
+        return result
+
+
+def http_event(
+    body: str, *, secret: str | None, content_type: str = "application/json"
+) -> dict[str, Any]:
+    """An API Gateway HTTP API (payload format 2.0) request for the webhook route."""
+    headers = {"content-type": content_type, "host": "local", "user-agent": "local"}
+    if secret is not None:
+        headers[SECRET_HEADER] = secret
+    return {
+        "version": "2.0",
+        "routeKey": "POST /webhook",
+        "rawPath": "/webhook",
+        "rawQueryString": "",
+        "headers": headers,
+        "requestContext": {
+            "http": {
+                "method": "POST",
+                "path": "/webhook",
+                "protocol": "HTTP/1.1",
+                "sourceIp": "149.154.167.220",
+                "userAgent": "local",
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "POST /webhook",
+            "stage": "$default",
+            "timeEpoch": int(time.time() * 1000),
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }

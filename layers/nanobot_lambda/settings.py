@@ -1,0 +1,201 @@
+"""Configuration: one pydantic model family, built once per container from the environment.
+
+Every function reads the same variable names (a public contract, see README). Secret values may
+be given directly (`TELEGRAM_BOT_TOKEN`) or as a reference the function resolves at start-up
+through Powertools Parameters: `TELEGRAM_BOT_TOKEN_PARAM` (an SSM parameter name, decrypted) or
+`TELEGRAM_BOT_TOKEN_SECRET_ARN` (a Secrets Manager secret). A direct value wins over a reference.
+
+Each function validates only what it needs (`WebhookSettings`, `AgentSettings`,
+`SchedulerSettings`), so the webhook does not fail for want of an LLM key. Nothing below the
+handlers reads `os.environ`: the settings object is passed down.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
+
+from nanobot_lambda.allowlist import AllowList
+
+SECRET_CACHE_SECONDS = 300
+
+# Secret fields that may come from SSM Parameter Store or Secrets Manager instead of a value.
+SECRET_VARIABLES = ("TELEGRAM_BOT_TOKEN", "TELEGRAM_SECRET_TOKEN", "LLM_API_KEY")
+
+
+class ConfigError(Exception):
+    """The environment does not describe a usable configuration. The message names the variables."""
+
+
+SecretFetcher = Callable[[str, str], str]
+"""(kind, reference) -> value, where kind is "param" or "secret"."""
+
+
+def fetch_with_powertools(kind: str, reference: str) -> str:
+    # Imported here: only functions configured with references pay for the Parameters import.
+    from aws_lambda_powertools.utilities import parameters
+
+    if kind == "param":
+        value = parameters.get_parameter(reference, decrypt=True, max_age=SECRET_CACHE_SECONDS)
+    else:
+        value = parameters.get_secret(reference, max_age=SECRET_CACHE_SECONDS)
+    if not isinstance(value, str):  # get_secret returns bytes for binary secrets
+        value = bytes(value).decode("utf-8")
+    return value
+
+
+def resolve_secret_references(
+    environ: Mapping[str, str],
+    names: Iterable[str] = SECRET_VARIABLES,
+    fetch: SecretFetcher = fetch_with_powertools,
+) -> dict[str, str]:
+    """Return the environment with the `X_PARAM` / `X_SECRET_ARN` references of `names` resolved.
+
+    Empty values count as unset, except ALLOW_FROM where empty means "nobody".
+    """
+    resolved = {key: value for key, value in environ.items() if value != ""}
+    for name in names:
+        if resolved.get(name):
+            continue  # a direct value wins over a reference
+        for suffix, kind in (("_PARAM", "param"), ("_SECRET_ARN", "secret")):
+            reference = resolved.get(name + suffix)
+            if reference:
+                try:
+                    resolved[name] = fetch(kind, reference).strip()
+                except Exception as error:
+                    # The reference (a name or ARN) is not secret; the error type is enough.
+                    raise ConfigError(
+                        f"{name}{suffix}: could not read {reference!r} ({type(error).__name__})"
+                    ) from None
+                break
+    if "ALLOW_FROM" in environ:
+        resolved["ALLOW_FROM"] = environ["ALLOW_FROM"]  # empty is meaningful: nobody
+    return resolved
+
+
+class _Settings(BaseModel):
+    """Base for the per-function settings: fields are addressed by their environment names."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=False)
+
+    purpose: ClassVar[str] = "this function"
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        fetch: SecretFetcher = fetch_with_powertools,
+    ) -> Any:
+        environ = os.environ if environ is None else environ
+        # Only the secrets this function declares are fetched: no needless SSM calls at start-up.
+        declared = {field.alias or name for name, field in cls.model_fields.items()}
+        values = resolve_secret_references(environ, declared.intersection(SECRET_VARIABLES), fetch)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as error:
+            raise ConfigError(_describe(error, cls.purpose)) from None
+
+
+def _describe(error: ValidationError, purpose: str) -> str:
+    problems = []
+    for item in error.errors():
+        variable = ".".join(str(part) for part in item["loc"]) or "environment"
+        if item["type"] == "missing":
+            problems.append(f"{variable} is not set")
+        else:
+            # item["msg"] never holds the input value, so a bad secret is not echoed here.
+            problems.append(f"{variable}: {item['msg']}")
+    return f"Invalid configuration for {purpose}: " + "; ".join(problems)
+
+
+class TelegramBotSettings(_Settings):
+    telegram_bot_token: SecretStr = Field(alias="TELEGRAM_BOT_TOKEN", min_length=1)
+    telegram_api_base: str = Field(
+        default="https://api.telegram.org", alias="TELEGRAM_API_BASE", pattern=r"^https?://\S+$"
+    )
+
+    @field_validator("telegram_api_base")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+
+class AllowListSettings(_Settings):
+    allow_from: AllowList = Field(
+        alias="ALLOW_FROM",
+        description="Comma-separated Telegram user ids and/or usernames; * for everyone; "
+        "empty for nobody.",
+    )
+
+    @field_validator("allow_from", mode="before")
+    @classmethod
+    def _parse_allow_list(cls, value: object) -> AllowList:
+        if isinstance(value, AllowList):
+            return value
+        if not isinstance(value, str):
+            raise ValueError("must be a comma-separated string")
+        return AllowList.parse(value)
+
+
+class QueueSettings(_Settings):
+    turn_queue_url: str = Field(alias="TURN_QUEUE_URL", pattern=r"^https?://\S+\.fifo$")
+
+
+class StorageSettings(_Settings):
+    workspace_bucket: str = Field(alias="WORKSPACE_BUCKET", min_length=3)
+    sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)
+
+
+class LlmSettings(_Settings):
+    llm_model: str = Field(alias="LLM_MODEL", min_length=1)
+    llm_api_base: str | None = Field(default=None, alias="LLM_API_BASE", pattern=r"^https?://\S+$")
+    llm_api_key: SecretStr | None = Field(default=None, alias="LLM_API_KEY")
+    llm_temperature: float | None = Field(default=None, alias="LLM_TEMPERATURE", ge=0, le=2)
+    llm_max_tokens: int = Field(default=4096, alias="LLM_MAX_TOKENS", ge=1)
+    llm_timeout_seconds: float = Field(default=120, alias="LLM_TIMEOUT_SECONDS", gt=0)
+    llm_num_retries: int = Field(default=2, alias="LLM_NUM_RETRIES", ge=0, le=10)
+
+
+class AgentBehaviourSettings(_Settings):
+    max_tool_iterations: int = Field(default=40, alias="MAX_TOOL_ITERATIONS", ge=1, le=200)
+    history_window: int = Field(default=50, alias="HISTORY_WINDOW", ge=0, le=500)
+    timezone: str = Field(default="UTC", alias="TIMEZONE")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown timezone {value!r} (use an IANA name such as Europe/Paris)"
+            ) from None
+        return value
+
+
+class WebhookSettings(AllowListSettings, QueueSettings):
+    purpose: ClassVar[str] = "the webhook function"
+    telegram_secret_token: SecretStr = Field(
+        alias="TELEGRAM_SECRET_TOKEN", min_length=1, max_length=256
+    )
+
+
+class AgentSettings(TelegramBotSettings, StorageSettings, LlmSettings, AgentBehaviourSettings):
+    purpose: ClassVar[str] = "the agent_turn function"
+
+
+class SchedulerSettings(QueueSettings):
+    purpose: ClassVar[str] = "the scheduler function"
+    workspace_bucket: str = Field(alias="WORKSPACE_BUCKET", min_length=3)
+    heartbeat_chat_id: int | None = Field(default=None, alias="HEARTBEAT_CHAT_ID")

@@ -1,0 +1,1 @@
+"""Telegram Bot API: update models, formatting, and the HTTP client."""

@@ -1,0 +1,148 @@
+"""A small Telegram Bot API client over requests.
+
+The bot token is part of every Bot API URL, so URLs are never logged and no exception that
+could carry one leaves this module: `TelegramError` holds only the method, the status and
+Telegram's description (with the token masked, should Telegram ever echo it).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import requests
+from pydantic import SecretStr
+
+from nanobot_lambda.telegram.formatting import html_to_plain_text, render_messages
+
+logger = logging.getLogger(__name__)
+# urllib3 logs request paths (which contain the token) at DEBUG.
+logging.getLogger("urllib3").setLevel(logging.WARNING)
+
+TYPING_REFRESH_SECONDS = 4.5  # Telegram shows "typing…" for 5 s per sendChatAction
+MAX_RETRY_AFTER_SECONDS = 30
+
+
+class TelegramError(Exception):
+    def __init__(self, method: str, status: int | None, description: str) -> None:
+        super().__init__(f"{method} failed ({status}): {description}")
+        self.method = method
+        self.status = status
+        self.description = description
+
+    @property
+    def is_parse_error(self) -> bool:
+        return self.status == 400 and "can't parse entities" in self.description.lower()
+
+
+class TelegramBot:
+    def __init__(
+        self,
+        token: SecretStr,
+        api_base: str = "https://api.telegram.org",
+        *,
+        session: requests.Session | None = None,
+        timeout: tuple[float, float] = (3.05, 30.0),
+        max_attempts: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._token = token.get_secret_value()
+        self._base = f"{api_base.rstrip('/')}/bot{self._token}"
+        self._session = session or requests.Session()
+        self._timeout = timeout
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+
+    def _mask(self, text: str) -> str:
+        return text.replace(self._token, "<bot-token>") if self._token else text
+
+    def call(self, method: str, *, attempts: int | None = None, **params: Any) -> Any:
+        """Call a Bot API method; retries 429 (honouring retry_after), 5xx and network errors."""
+        payload = {key: value for key, value in params.items() if value is not None}
+        attempts = attempts or self._max_attempts
+        for attempt in range(1, attempts + 1):
+            last = attempt == attempts
+            try:
+                response = self._session.post(
+                    f"{self._base}/{method}", json=payload, timeout=self._timeout
+                )
+            except requests.RequestException as error:
+                # The exception text includes the URL, hence the token: keep only its type.
+                if last:
+                    raise TelegramError(method, None, type(error).__name__) from None
+                self._sleep(0.5 * 2 ** (attempt - 1))
+                continue
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"ok": False, "description": f"HTTP {response.status_code}"}
+            if body.get("ok"):
+                return body.get("result")
+            status = int(body.get("error_code") or response.status_code)
+            description = self._mask(str(body.get("description", "")))
+            if status == 429 and not last:
+                retry_after = (body.get("parameters") or {}).get("retry_after", 1)
+                self._sleep(min(float(retry_after), MAX_RETRY_AFTER_SECONDS))
+                continue
+            if status >= 500 and not last:
+                self._sleep(0.5 * 2 ** (attempt - 1))
+                continue
+            raise TelegramError(method, status, description)
+        raise AssertionError("unreachable")
+
+    def send_text(self, chat_id: int, markdown: str, *, thread_id: int | None = None) -> list[int]:
+        """Send a Markdown answer as one or more HTML messages; returns their message ids.
+
+        A chunk Telegram refuses to parse as HTML is re-sent as plain text, so the user always
+        gets the words even when the formatting fails.
+        """
+        sent: list[int] = []
+        for chunk in render_messages(markdown):
+            params = {"chat_id": chat_id, "message_thread_id": thread_id}
+            try:
+                result = self.call("sendMessage", text=chunk, parse_mode="HTML", **params)
+            except TelegramError as error:
+                if not error.is_parse_error:
+                    raise
+                logger.warning("Telegram refused the HTML of a chunk; resending as plain text")
+                result = self.call("sendMessage", text=html_to_plain_text(chunk), **params)
+            sent.append(int(result["message_id"]))
+        return sent
+
+    def send_chat_action(
+        self, chat_id: int, action: str = "typing", *, thread_id: int | None = None
+    ) -> None:
+        # One attempt: a lost typing indicator is not worth a retry that delays the answer.
+        self.call(
+            "sendChatAction",
+            attempts=1,
+            chat_id=chat_id,
+            action=action,
+            message_thread_id=thread_id,
+        )
+
+    @contextmanager
+    def typing(self, chat_id: int, *, thread_id: int | None = None) -> Iterator[None]:
+        """Show "typing…" in the chat until the block ends (refreshed in a background thread)."""
+        stop = threading.Event()
+
+        def keep_typing() -> None:
+            while not stop.is_set():
+                try:
+                    self.send_chat_action(chat_id, thread_id=thread_id)
+                except TelegramError as error:
+                    logger.debug("typing indicator failed: %s", error.status)
+                    return
+                stop.wait(TYPING_REFRESH_SECONDS)
+
+        worker = threading.Thread(target=keep_typing, name="typing", daemon=True)
+        worker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            worker.join(timeout=1)

@@ -1,0 +1,131 @@
+"""The parts of the Telegram Bot API `Update` the bot reads, as pydantic models.
+
+Tolerant by design: unknown fields are ignored (Telegram adds fields often), every optional field
+is optional. Only `update_id` is required, so anything that is not an Update fails validation.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _TelegramModel(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+
+class User(_TelegramModel):
+    id: int
+    is_bot: bool = False
+    first_name: str = ""
+    last_name: str | None = None
+    username: str | None = None
+    language_code: str | None = None
+
+
+class Chat(_TelegramModel):
+    id: int
+    type: str
+    title: str | None = None
+    username: str | None = None
+    first_name: str | None = None
+    is_forum: bool | None = None
+
+
+class MessageEntity(_TelegramModel):
+    type: str
+    offset: int
+    length: int
+    url: str | None = None
+    user: User | None = None
+
+
+class PhotoSize(_TelegramModel):
+    file_id: str
+    file_unique_id: str
+    width: int
+    height: int
+    file_size: int | None = None
+
+
+class FileRef(_TelegramModel):
+    """Voice, audio, document, video, animation, video note: the fields they share."""
+
+    file_id: str
+    file_unique_id: str
+    file_size: int | None = None
+    mime_type: str | None = None
+    file_name: str | None = None
+    duration: int | None = None
+
+
+class Sticker(_TelegramModel):
+    file_id: str
+    emoji: str | None = None
+    set_name: str | None = None
+
+
+class Location(_TelegramModel):
+    latitude: float
+    longitude: float
+
+
+class Contact(_TelegramModel):
+    phone_number: str
+    first_name: str
+    last_name: str | None = None
+    user_id: int | None = None
+
+
+class Message(_TelegramModel):
+    message_id: int
+    date: int
+    chat: Chat
+    sender: User | None = Field(default=None, alias="from")
+    sender_chat: Chat | None = None
+    message_thread_id: int | None = None
+    is_topic_message: bool | None = None
+    text: str | None = None
+    caption: str | None = None
+    entities: list[MessageEntity] = Field(default_factory=list)
+    caption_entities: list[MessageEntity] = Field(default_factory=list)
+    photo: list[PhotoSize] = Field(default_factory=list)
+    voice: FileRef | None = None
+    audio: FileRef | None = None
+    document: FileRef | None = None
+    video: FileRef | None = None
+    video_note: FileRef | None = None
+    animation: FileRef | None = None
+    sticker: Sticker | None = None
+    location: Location | None = None
+    contact: Contact | None = None
+    reply_to_message: Message | None = None
+    forward_origin: dict[str, object] | None = None
+    via_bot: User | None = None
+
+
+class CallbackQuery(_TelegramModel):
+    id: str
+    sender: User = Field(alias="from")
+    message: Message | None = None
+    data: str | None = None
+
+
+class Update(_TelegramModel):
+    update_id: int
+    message: Message | None = None
+    edited_message: Message | None = None
+    channel_post: Message | None = None
+    edited_channel_post: Message | None = None
+    business_message: Message | None = None
+    callback_query: CallbackQuery | None = None
+    my_chat_member: dict[str, object] | None = None
+    chat_member: dict[str, object] | None = None
+    message_reaction: dict[str, object] | None = None
+
+    @property
+    def kind(self) -> str:
+        """The update's payload field (`message`, `edited_message`, …) or `unknown`."""
+        for name in type(self).model_fields:
+            if name != "update_id" and getattr(self, name) is not None:
+                return name
+        return "unknown"

@@ -1,0 +1,199 @@
+"""File tools over the S3 workspace: read_file, write_file, edit_file, list_dir.
+
+Paths are workspace-relative and confined by `paths.normalize_path`. Edits are applied to the
+version that was read and written back only if nobody changed it meanwhile (ETag condition);
+on a conflict the edit is re-applied to the fresh version, so concurrent edits are never lost.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, ClassVar
+
+from nanobot_lambda.paths import PathError, normalize_path
+from nanobot_lambda.tools import Tool, ToolError
+from nanobot_lambda.workspace import NotText, Workspace, WorkspaceFile, WriteConflict
+
+MAX_READ_CHARS = 40_000
+DEFAULT_READ_LINES = 2_000
+MAX_WRITE_BYTES = 1_000_000
+MAX_LIST_ENTRIES = 200
+EDIT_ATTEMPTS = 5
+
+
+def _path(value: Any, *, allow_root: bool = False) -> str:
+    try:
+        return normalize_path(value, allow_root=allow_root)
+    except PathError as error:
+        raise ToolError(str(error)) from None
+
+
+def _read_text(workspace: Workspace, path: str) -> tuple[str, WorkspaceFile]:
+    file = workspace.read(path)
+    if file is None:
+        raise ToolError(f"file not found: {path}. Use list_dir to see what exists.")
+    try:
+        return file.text, file
+    except NotText:
+        raise ToolError(f"{path} is a binary file; only text files can be read.") from None
+
+
+class WorkspaceTool(Tool):
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+
+
+class ReadFile(WorkspaceTool):
+    name = "read_file"
+    description = "Read a text file from the workspace. Long files are paged by line."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Workspace-relative path."},
+            "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Number of lines."},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+
+    def run(self, path: str, offset: int = 1, limit: int = DEFAULT_READ_LINES) -> str:
+        text, _ = _read_text(self._workspace, _path(path))
+        lines = text.splitlines(keepends=True)
+        if not lines:
+            return "(empty file)"
+        if offset > len(lines):
+            raise ToolError(f"offset {offset} is past the end ({len(lines)} lines).")
+        start = offset - 1
+        end = min(len(lines), start + limit)
+        shown: list[str] = []
+        size = 0
+        for index in range(start, end):
+            if size + len(lines[index]) > MAX_READ_CHARS and shown:
+                end = index
+                break
+            shown.append(lines[index])
+            size += len(lines[index])
+        body = "".join(shown)[:MAX_READ_CHARS]
+        if start > 0 or end < len(lines):
+            body += (
+                f"\n[truncated: lines {offset}-{end} of {len(lines)}; "
+                f"use offset={end + 1} to read more]"
+            )
+        return body
+
+
+class WriteFile(WorkspaceTool):
+    name = "write_file"
+    description = "Create or overwrite a workspace file with the given content."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Workspace-relative path."},
+            "content": {"type": "string"},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    }
+
+    def run(self, path: str, content: str) -> str:
+        target = _path(path)
+        data = content.encode("utf-8")
+        if len(data) > MAX_WRITE_BYTES:
+            raise ToolError(f"content is over {MAX_WRITE_BYTES} bytes; split it into files.")
+        self._workspace.write(target, data)
+        return f"Wrote {len(content)} characters to {target}."
+
+
+class EditFile(WorkspaceTool):
+    name = "edit_file"
+    description = (
+        "Replace exact text in a workspace file. old_text must match exactly once "
+        "unless replace_all is true. Read the file first."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "old_text": {"type": "string"},
+            "new_text": {"type": "string"},
+            "replace_all": {"type": "boolean"},
+        },
+        "required": ["path", "old_text", "new_text"],
+        "additionalProperties": False,
+    }
+
+    def run(self, path: str, old_text: str, new_text: str, replace_all: bool = False) -> str:
+        target = _path(path)
+        if not old_text:
+            raise ToolError("old_text is empty; give the exact text to replace.")
+        for _ in range(EDIT_ATTEMPTS):
+            text, file = _read_text(self._workspace, target)
+            count = text.count(old_text)
+            if count == 0:
+                raise ToolError(_not_found_message(target, text, old_text))
+            if count > 1 and not replace_all:
+                raise ToolError(
+                    f"old_text occurs {count} times in {target}; include more surrounding "
+                    "text to make it unique, or set replace_all=true."
+                )
+            updated = (
+                text.replace(old_text, new_text)
+                if replace_all
+                else text.replace(old_text, new_text, 1)
+            )
+            try:
+                self._workspace.write(target, updated.encode("utf-8"), if_match=file.etag)
+            except WriteConflict:
+                continue  # changed by someone else meanwhile: re-read and re-apply
+            return f"Replaced {count if replace_all else 1} occurrence(s) in {target}."
+        raise ToolError(f"{target} kept changing while editing; try again.")
+
+
+def _not_found_message(path: str, text: str, old_text: str) -> str:
+    message = f"old_text was not found in {path}."
+    lines = text.splitlines()
+    wanted = old_text.splitlines() or [old_text]
+    window = len(wanted)
+    best_ratio, best_line = 0.0, -1
+    for index in range(max(1, len(lines) - window + 1)):
+        candidate = "\n".join(lines[index : index + window])
+        ratio = difflib.SequenceMatcher(None, candidate, old_text).quick_ratio()
+        if ratio > best_ratio:
+            ratio = difflib.SequenceMatcher(None, candidate, old_text).ratio()
+            if ratio > best_ratio:
+                best_ratio, best_line = ratio, index
+    if best_ratio >= 0.6:
+        snippet = "\n".join(lines[best_line : best_line + window])
+        message += f" The most similar text is at line {best_line + 1}:\n{snippet}"
+    else:
+        message += " Read the file to get the exact text."
+    return message
+
+
+class ListDir(WorkspaceTool):
+    name = "list_dir"
+    description = "List a workspace folder ('.' for the root)."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": [],
+        "additionalProperties": False,
+    }
+
+    def run(self, path: str = ".") -> str:
+        folder = _path(path, allow_root=True)
+        entries = self._workspace.list_dir(folder)
+        if not entries:
+            return f"{folder or '.'} is empty or does not exist."
+        lines = [
+            f"{entry.path}/ (folder)" if entry.is_dir else f"{entry.path} ({entry.size} bytes)"
+            for entry in entries[:MAX_LIST_ENTRIES]
+        ]
+        if len(entries) > MAX_LIST_ENTRIES:
+            lines.append(f"… and {len(entries) - MAX_LIST_ENTRIES} more entries")
+        return "\n".join(lines)
+
+
+def file_tools(workspace: Workspace) -> list[Tool]:
+    return [ReadFile(workspace), WriteFile(workspace), EditFile(workspace), ListDir(workspace)]

@@ -1,0 +1,126 @@
+"""The webhook's logic: authenticate, parse, decide, enqueue. Answer fast; never lose an update.
+
+Status codes are chosen for Telegram's retry behaviour: anything we deliberately drop gets 200
+(so Telegram stops re-sending it), a failed enqueue gets 503 (so Telegram retries and nothing is
+lost), bad requests get 4xx. Message text is never logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import SecretStr, ValidationError
+
+from nanobot_lambda.allowlist import AllowList
+from nanobot_lambda.jobs import TelegramUpdateJob, TurnQueue
+from nanobot_lambda.telegram.inbound import Accepted, Ignored, Rejected, classify
+from nanobot_lambda.telegram.models import Update
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1_000_000
+SECRET_HEADER = "x-telegram-bot-api-secret-token"  # noqa: S105 - a header name
+
+
+@dataclass(frozen=True)
+class WebhookResponse:
+    status: int
+    body: dict[str, Any]
+
+    def to_http(self) -> dict[str, Any]:
+        """The API Gateway HTTP API / Function URL (payload 2.0) response."""
+        return {
+            "statusCode": self.status,
+            "headers": {"content-type": "application/json"},
+            "body": json.dumps(self.body),
+        }
+
+
+def _reply(code: int, **body: Any) -> WebhookResponse:
+    return WebhookResponse(code, {"ok": code < 400, **body})
+
+
+class Webhook:
+    def __init__(self, secret_token: SecretStr, allow_list: AllowList, queue: TurnQueue) -> None:
+        self._secret = secret_token.get_secret_value().encode()
+        self._allow_list = allow_list
+        self._queue = queue
+        if allow_list.allows_nobody:
+            logger.warning("ALLOW_FROM is empty: every sender will be refused")
+
+    def handle(self, event: Mapping[str, Any]) -> WebhookResponse:
+        """Handle one HTTP request (API Gateway HTTP API / Function URL, payload format 2.0)."""
+        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+        method = event.get("requestContext", {}).get("http", {}).get("method", "POST")
+        if method != "POST":
+            return _reply(405, error="method not allowed")
+        presented = headers.get(SECRET_HEADER, "").encode()
+        if not hmac.compare_digest(presented, self._secret):
+            logger.warning("webhook request refused: missing or wrong secret token")
+            return _reply(401, error="unauthorized")
+
+        raw_body = event.get("body") or ""
+        if len(raw_body) > MAX_BODY_BYTES * 4 // 3 + 4:  # checked before decoding anything
+            return _reply(413, error="body too large")
+        body = _decode_body(raw_body, bool(event.get("isBase64Encoded")))
+        if body is None or len(body) > MAX_BODY_BYTES:
+            return _reply(413 if body is not None else 400, error="unreadable body")
+        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            return _reply(400, error="content type must be application/json")
+
+        try:
+            payload = json.loads(body)
+            update = Update.model_validate(payload)
+        except (ValueError, ValidationError) as error:
+            # The body may hold private text: log only what kind of problem it was.
+            logger.warning("webhook body is not a Telegram Update (%s)", type(error).__name__)
+            return _reply(400, error="not a Telegram Update")
+
+        return self._dispatch(update, payload)
+
+    def _dispatch(self, update: Update, payload: dict[str, Any]) -> WebhookResponse:
+        decision = classify(update, self._allow_list)
+        log = {"update_id": update.update_id, "update_kind": update.kind}
+        if isinstance(decision, Ignored):
+            logger.info("update ignored: %s", decision.reason, extra=log)
+            return _reply(200, status="ignored")
+        if isinstance(decision, Rejected):
+            logger.info(
+                "update refused: sender %s is not in ALLOW_FROM (add the id to allow it)",
+                decision.sender_id,
+                extra={**log, "sender_id": decision.sender_id, "chat_id": decision.chat_id},
+            )
+            return _reply(200, status="refused")
+
+        assert isinstance(decision, Accepted)
+        message = decision.message
+        try:
+            self._queue.enqueue(
+                TelegramUpdateJob(update=payload),
+                group=message.session_key,
+                dedup_id=f"update-{update.update_id}",
+            )
+        except Exception as error:
+            # 5xx makes Telegram retry the update: nothing is lost while the queue is away.
+            logger.error(
+                "enqueue failed (%s): Telegram will retry", type(error).__name__, extra=log
+            )
+            return _reply(503, error="try again later")
+        logger.info("update queued", extra={**log, "chat_id": message.chat_id})
+        return _reply(200, status="queued")
+
+
+def _decode_body(raw: str, is_base64: bool) -> bytes | None:
+    if not is_base64:
+        return raw.encode("utf-8", errors="surrogatepass")
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        return None

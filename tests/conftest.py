@@ -1,0 +1,78 @@
+"""Shared fixtures: Telegram update fixtures, the scripted model server, moto server, the stack."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanobot_lambda.local.stack import LocalStack, LocalUser
+from tests.support.scripted_model import ScriptedModelServer
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "infra" / "template.yaml"
+# A copy of ../shared/fixtures/telegram/ (real-shaped updates), vendored so CI has it.
+TELEGRAM_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "telegram"
+
+
+def telegram_update(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((TELEGRAM_FIXTURES / f"{name}.json").read_text())
+    return loaded
+
+
+def all_telegram_fixture_names() -> list[str]:
+    return sorted(path.stem for path in TELEGRAM_FIXTURES.glob("*.json"))
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """One moto server (real HTTP) for the session; each test uses its own resource names."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def aws(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point boto3 at the moto server for this test."""
+    for name, value in {
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    return moto_endpoint
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedModelServer]:
+    server = ScriptedModelServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def stack(moto_endpoint: str, model_server: ScriptedModelServer) -> Iterator[LocalStack]:
+    """The whole deployment from infra/template.yaml on moto server, with the scripted model."""
+    # The local user and Ada (111111111, the owner in the shared Telegram fixtures) are allowed.
+    local = LocalStack(
+        TEMPLATE,
+        model_env=model_server.env(),
+        endpoint_url=moto_endpoint,
+        allow_from=f"{LocalUser().id},111111111",
+    )
+    local.start()
+    yield local
+    local.stop()

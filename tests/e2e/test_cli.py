@@ -1,0 +1,78 @@
+"""`nanobot-lambda chat`, run as a user would: a subprocess of the installed console script."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.support.scripted_model import ScriptedModelServer
+
+CLI = shutil.which("nanobot-lambda") or str(Path(os.sys.executable).parent / "nanobot-lambda")
+
+
+def run_cli(
+    *arguments: str, env: dict[str, str], cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
+    return subprocess.run(  # noqa: S603
+        [CLI, *arguments],
+        cwd=cwd,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_one_message_prints_the_answer(model_server: ScriptedModelServer) -> None:
+    model_server.reply("Hello from the **scripted** model!")
+    completed = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env=model_server.env())
+    assert completed.returncode == 0, completed.stderr
+    assert "nanobot> Hello from the scripted model!" in completed.stdout
+    (request,) = model_server.requests
+    assert request["messages"][-1]["content"].endswith("\n\nhi")
+    assert model_server.unexpected == []
+
+
+def test_env_file_is_read(model_server: ScriptedModelServer, tmp_path: Path) -> None:
+    model_server.reply("configured from .env")
+    env_file = tmp_path / ".env"
+    env_file.write_text("".join(f"{key}={value}\n" for key, value in model_server.env().items()))
+    completed = run_cli("chat", "-m", "hi", "--env-file", str(env_file), env={})
+    assert completed.returncode == 0, completed.stderr
+    assert "nanobot> configured from .env" in completed.stdout
+
+
+def test_model_failure_exits_non_zero(model_server: ScriptedModelServer) -> None:
+    model_server.fail(500, times=3)
+    completed = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env=model_server.env())
+    assert completed.returncode == 1
+    assert "model call failed" in completed.stderr
+
+
+def test_without_a_model_it_says_what_to_set(tmp_path: Path) -> None:
+    completed = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env={}, cwd=tmp_path)
+    assert completed.returncode == 2
+    for expected in (
+        "LLM_MODEL",
+        "LLM_API_KEY",
+        "LLM_API_BASE",
+        "OpenAI",
+        "Anthropic",
+        "OpenRouter",
+        "Ollama",
+    ):
+        assert expected in completed.stderr
+
+
+@pytest.mark.parametrize("arguments", [["--help"], ["chat", "--help"]])
+def test_help_has_examples(arguments: list[str]) -> None:
+    completed = run_cli(*arguments, env={})
+    assert completed.returncode == 0
+    assert 'nanobot-lambda chat -m "What can you do?"' in completed.stdout

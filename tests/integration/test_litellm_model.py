@@ -1,0 +1,91 @@
+"""litellm against an OpenAI-compatible server over real HTTP: a real tool-calling completion."""
+
+from __future__ import annotations
+
+import pytest
+
+from nanobot_lambda.litellm_model import LitellmChatModel
+from nanobot_lambda.model import ModelError
+from nanobot_lambda.settings import LlmSettings
+from nanobot_lambda.tools.files import file_tools
+from tests.support.fakes import MemoryWorkspace
+from tests.support.scripted_model import ScriptedModelServer
+
+TOOLS = [tool.definition() for tool in file_tools(MemoryWorkspace())]
+
+
+def model_for(server: ScriptedModelServer, **extra: str) -> LitellmChatModel:
+    settings = LlmSettings.model_validate(
+        {**server.env(api_key="sk-test-123"), "LLM_NUM_RETRIES": "0", **extra}
+    )
+    return LitellmChatModel(settings)
+
+
+def test_tool_calling_completion(model_server: ScriptedModelServer) -> None:
+    model_server.call_tool("write_file", {"path": "a.md", "content": "hi"}, content="Writing.")
+    reply = model_for(model_server).complete([{"role": "user", "content": "save hi"}], TOOLS)
+    assert reply.content == "Writing."
+    (call,) = reply.tool_calls
+    assert call.name == "write_file"
+    assert call.arguments == '{"path": "a.md", "content": "hi"}'
+    assert reply.usage.prompt_tokens == 100 and reply.usage.completion_tokens == 20
+    request = model_server.requests[0]
+    assert request["model"] == "scripted"
+    assert [t["function"]["name"] for t in request["tools"]] == [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_dir",
+    ]
+    assert model_server.headers[0]["Authorization"] == "Bearer sk-test-123"
+
+
+def test_tool_results_round_trip(model_server: ScriptedModelServer) -> None:
+    model_server.reply("Done.")
+    messages = [
+        {"role": "user", "content": "save hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_9",
+                    "type": "function",
+                    "function": {"name": "list_dir", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_9", "name": "list_dir", "content": "AGENTS.md"},
+    ]
+    reply = model_for(model_server).complete(messages, TOOLS)
+    assert reply.content == "Done." and reply.tool_calls == ()
+    sent = model_server.requests[0]["messages"]
+    assert sent[1]["tool_calls"][0]["id"] == "call_9"
+    assert sent[2]["tool_call_id"] == "call_9"
+
+
+def test_settings_reach_the_request(model_server: ScriptedModelServer) -> None:
+    model_server.reply("ok")
+    model = model_for(model_server, LLM_TEMPERATURE="0.3", LLM_MAX_TOKENS="777")
+    model.complete([{"role": "user", "content": "x"}], [])
+    request = model_server.requests[0]
+    assert request["temperature"] == 0.3
+    assert request["max_tokens"] == 777
+    assert "tools" not in request
+
+
+def test_provider_failure_is_a_model_error_without_the_key(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.fail(500, times=3)
+    with pytest.raises(ModelError) as error:
+        model_for(model_server).complete([{"role": "user", "content": "x"}], TOOLS)
+    assert "sk-test-123" not in str(error.value)
+    assert "500" in str(error.value)
+
+
+def test_retries_then_succeeds(model_server: ScriptedModelServer) -> None:
+    model_server.fail(500).reply("recovered")
+    model = model_for(model_server, LLM_NUM_RETRIES="2")
+    assert model.complete([{"role": "user", "content": "x"}], []).content == "recovered"
+    assert len(model_server.requests) == 2

@@ -1,0 +1,114 @@
+"""The Bot API client against the local Bot API over HTTP, with injected Telegram faults."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from nanobot_lambda.local.bot_api import ApiError, LocalBotApi
+from nanobot_lambda.telegram.client import TelegramBot, TelegramError
+
+TOKEN = "123456:secret-token-value"
+
+
+class FaultyBotApi(LocalBotApi):
+    """The local Bot API, failing the next calls of a method as scripted."""
+
+    def __init__(self) -> None:
+        super().__init__(TOKEN)
+        self.faults: dict[str, deque[ApiError]] = {}
+
+    def fail(self, method: str, *errors: ApiError) -> None:
+        self.faults.setdefault(method, deque()).extend(errors)
+
+    def handle(self, method: str, params: dict[str, Any]) -> Any:
+        queue = self.faults.get(method)
+        if queue:
+            raise queue.popleft()
+        return super().handle(method, params)
+
+
+@pytest.fixture
+def api() -> Any:
+    server = FaultyBotApi().start()
+    yield server
+    server.stop()
+
+
+def bot(api: LocalBotApi, sleeps: list[float] | None = None, token: str = TOKEN) -> TelegramBot:
+    recorded = sleeps if sleeps is not None else []
+    return TelegramBot(SecretStr(token), api.base_url, sleep=recorded.append)
+
+
+def test_send_text_renders_html(api: FaultyBotApi) -> None:
+    ids = bot(api).send_text(42, "**bold** <tag> & more", thread_id=7)
+    (message,) = api.messages
+    assert ids == [message.message_id]
+    assert message.text == "<b>bold</b> &lt;tag&gt; &amp; more"
+    assert message.thread_id == 7
+
+
+def test_429_honours_retry_after(api: FaultyBotApi) -> None:
+    api.fail("sendMessage", ApiError(429, "Too Many Requests: retry after 7", retry_after=7))
+    sleeps: list[float] = []
+    bot(api, sleeps).send_text(42, "hello")
+    assert sleeps == [7.0]
+    assert [m.plain_text for m in api.messages] == ["hello"]
+
+
+def test_5xx_is_retried_with_backoff(api: FaultyBotApi) -> None:
+    api.fail("sendMessage", ApiError(502, "Bad Gateway"), ApiError(500, "Internal"))
+    sleeps: list[float] = []
+    bot(api, sleeps).send_text(42, "hello")
+    assert sleeps == [0.5, 1.0]
+    assert len(api.messages) == 1
+
+
+def test_blocked_by_user_is_a_403_error_without_retry(api: FaultyBotApi) -> None:
+    api.fail("sendMessage", ApiError(403, "Forbidden: bot was blocked by the user"))
+    sleeps: list[float] = []
+    with pytest.raises(TelegramError) as error:
+        bot(api, sleeps).send_text(42, "hello")
+    assert error.value.status == 403
+    assert sleeps == []
+
+
+def test_refused_html_is_resent_as_plain_text(api: FaultyBotApi) -> None:
+    api.fail(
+        "sendMessage", ApiError(400, "Bad Request: can't parse entities: Unsupported start tag")
+    )
+    bot(api).send_text(42, "**bold** & _it_")
+    (message,) = api.messages
+    assert message.parse_mode is None
+    assert message.text == "bold & it"
+
+
+def test_token_never_appears_in_errors(api: FaultyBotApi) -> None:
+    with pytest.raises(TelegramError) as unauthorized:
+        bot(api, token="999:wrong-token").send_text(42, "x")
+    assert unauthorized.value.status == 401
+    api.fail("sendMessage", ApiError(400, f"Bad Request: weird echo of {TOKEN}"))
+    with pytest.raises(TelegramError) as echoed:
+        bot(api).send_text(42, "x")
+    assert TOKEN not in str(echoed.value)
+    assert "<bot-token>" in str(echoed.value)
+
+
+def test_network_failure_error_hides_the_url() -> None:
+    unreachable = TelegramBot(SecretStr(TOKEN), "http://127.0.0.1:9", sleep=lambda _: None)
+    with pytest.raises(TelegramError) as error:
+        unreachable.send_chat_action(42)
+    assert error.value.status is None
+    assert TOKEN not in str(error.value) and "127.0.0.1" not in str(error.value)
+
+
+def test_typing_indicator_runs_during_the_block(api: FaultyBotApi) -> None:
+    with bot(api).typing(42, thread_id=5):
+        pass
+    assert (
+        "sendChatAction",
+        {"chat_id": 42, "action": "typing", "message_thread_id": 5},
+    ) in api.calls

@@ -1,0 +1,95 @@
+"""In-memory implementations of the ports, for fast unit tests (no network)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from typing import Any
+
+from nanobot_lambda.model import ModelError, ModelReply, ToolCall
+from nanobot_lambda.workspace import Entry, WorkspaceFile, WriteConflict
+
+
+class MemoryWorkspace:
+    """A Workspace in a dict, with ETags and conditional writes like S3's."""
+
+    def __init__(self, files: dict[str, str | bytes] | None = None) -> None:
+        self.files: dict[str, bytes] = {
+            path: data.encode() if isinstance(data, str) else data
+            for path, data in (files or {}).items()
+        }
+        self.reads = 0
+        self.writes = 0
+        self.conflicts_to_inject = 0
+
+    @staticmethod
+    def _etag(data: bytes) -> str:
+        return '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
+
+    def read(self, path: str) -> WorkspaceFile | None:
+        self.reads += 1
+        data = self.files.get(path)
+        return None if data is None else WorkspaceFile(path, data, self._etag(data))
+
+    def write(
+        self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False
+    ) -> str:
+        current = self.files.get(path)
+        if if_none_match and current is not None:
+            raise WriteConflict(path)
+        if if_match is not None:
+            if self.conflicts_to_inject:
+                self.conflicts_to_inject -= 1
+                self.files[path] = (current or b"") + b"\nconcurrent line"
+                raise WriteConflict(path)
+            if current is None or self._etag(current) != if_match:
+                raise WriteConflict(path)
+        self.writes += 1
+        self.files[path] = data
+        return self._etag(data)
+
+    def list_dir(self, path: str) -> list[Entry]:
+        prefix = f"{path}/" if path else ""
+        folders: dict[str, Entry] = {}
+        files: list[Entry] = []
+        for name, data in sorted(self.files.items()):
+            if not name.startswith(prefix):
+                continue
+            rest = name[len(prefix) :]
+            if "/" in rest:
+                folder = prefix + rest.split("/", 1)[0]
+                folders[folder] = Entry(folder, 0, True)
+            else:
+                files.append(Entry(name, len(data), False))
+        return [*folders.values(), *files]
+
+
+class ScriptedModel:
+    """A ChatModel that replays replies and records every request (fails on an extra call)."""
+
+    def __init__(self, *replies: ModelReply | Exception) -> None:
+        self.replies: deque[ModelReply | Exception] = deque(replies)
+        self.requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        self.requests.append(([dict(message) for message in messages], tools))
+        if not self.replies:
+            raise AssertionError("the model was called more often than scripted")
+        reply = self.replies.popleft()
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+def text(content: str) -> ModelReply:
+    return ModelReply(content=content)
+
+
+def tool(
+    name: str, arguments: str, call_id: str = "call_1", content: str | None = None
+) -> ModelReply:
+    return ModelReply(content=content, tool_calls=(ToolCall(call_id, name, arguments),))
+
+
+def outage() -> ModelError:
+    return ModelError("APIConnectionError (status None)")

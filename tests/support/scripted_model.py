@@ -1,0 +1,114 @@
+"""A scripted, OpenAI-compatible chat-completions server on 127.0.0.1 for the tests.
+
+litellm talks to it over real HTTP (`LLM_MODEL=openai/scripted`, `LLM_API_BASE=<base_url>`).
+Each request consumes the next scripted step; a request with no step left gets a 500 and is
+recorded in `unexpected`, so a test fails loudly on a call it did not plan for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from nanobot_lambda.local.http import JsonHttpServer
+
+
+@dataclass
+class Step:
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200  # non-200: an error response (e.g. 500, 429)
+    prompt_tokens: int = 100
+    completion_tokens: int = 20
+
+
+class ScriptedModelServer(JsonHttpServer):
+    MODEL = "openai/scripted"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: deque[Step] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.unexpected: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    def env(self, api_key: str = "sk-test-scripted") -> dict[str, str]:
+        return {"LLM_MODEL": self.MODEL, "LLM_API_BASE": self.base_url, "LLM_API_KEY": api_key}
+
+    # -- scripting -------------------------------------------------------------------------
+
+    def reply(self, text: str) -> ScriptedModelServer:
+        self.steps.append(Step(content=text))
+        return self
+
+    def call_tool(
+        self, name: str, arguments: dict[str, Any] | str, *, content: str | None = None
+    ) -> ScriptedModelServer:
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        call = {
+            "id": f"call_{next(self._ids)}",
+            "type": "function",
+            "function": {"name": name, "arguments": raw},
+        }
+        self.steps.append(Step(content=content, tool_calls=[call]))
+        return self
+
+    def fail(self, status: int = 500, times: int = 1) -> ScriptedModelServer:
+        for _ in range(times):
+            self.steps.append(Step(status=status))
+        return self
+
+    @property
+    def remaining(self) -> int:
+        return len(self.steps)
+
+    # -- serving ---------------------------------------------------------------------------
+
+    def _next(self, request: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.requests.append(request)
+            self.headers.append(headers)
+            if not self.steps:
+                self.unexpected.append(request)
+                return 500, {"error": {"message": "no scripted step left", "type": "server_error"}}
+            step = self.steps.popleft()
+        if step.status != 200:
+            return step.status, {"error": {"message": "scripted failure", "type": "server_error"}}
+        message: dict[str, Any] = {"role": "assistant", "content": step.content}
+        if step.tool_calls:
+            message["tool_calls"] = step.tool_calls
+        return 200, {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": 1763800000,
+            "model": request.get("model", "scripted"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if step.tool_calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": step.prompt_tokens,
+                "completion_tokens": step.completion_tokens,
+                "total_tokens": step.prompt_tokens + step.completion_tokens,
+            },
+        }
+
+    def answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any]:
+        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+            return 404, {"error": {"message": f"no route {method} {path}"}}
+        return self._next(json.loads(body or b"{}"), headers)

@@ -1,0 +1,135 @@
+"""The tool-calling loop with a scripted in-memory model."""
+
+from __future__ import annotations
+
+import pytest
+
+from nanobot_lambda import texts
+from nanobot_lambda.agent import MAX_SAVED_TOOL_RESULT_CHARS, AgentLoop, for_saving, strip_thinking
+from nanobot_lambda.model import ModelError, ModelReply, ToolCall, Usage
+from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.tools.files import file_tools
+from tests.support.fakes import MemoryWorkspace, ScriptedModel, outage, text, tool
+
+REQUEST = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
+
+
+def loop(
+    model: ScriptedModel, workspace: MemoryWorkspace | None = None, limit: int = 5
+) -> AgentLoop:
+    return AgentLoop(model, ToolRegistry(file_tools(workspace or MemoryWorkspace())), limit)
+
+
+def test_plain_answer() -> None:
+    model = ScriptedModel(text("Hello!"))
+    outcome = loop(model).run(REQUEST)
+    assert outcome.reply == "Hello!"
+    assert outcome.new_messages == [{"role": "assistant", "content": "Hello!"}]
+    assert outcome.iterations == 1
+    ((messages, tools),) = model.requests
+    assert messages == REQUEST
+    assert {t["function"]["name"] for t in tools} == {
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_dir",
+    }
+
+
+def test_tool_call_then_answer() -> None:
+    workspace = MemoryWorkspace()
+    model = ScriptedModel(
+        tool("write_file", '{"path": "notes/todo.md", "content": "milk"}', content="Saving it."),
+        text("Saved."),
+    )
+    outcome = loop(model, workspace).run(REQUEST)
+    assert workspace.files["notes/todo.md"] == b"milk"
+    assert outcome.reply == "Saved."
+    assert outcome.tool_calls == 1
+    assistant, result, final = outcome.new_messages
+    assert assistant["content"] == "Saving it."
+    assert assistant["tool_calls"][0]["function"]["name"] == "write_file"
+    assert result == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "name": "write_file",
+        "content": "Wrote 4 characters to notes/todo.md.",
+    }
+    # The second request carries the tool call and its result, in order.
+    second_request = model.requests[1][0]
+    assert second_request[-2:] == [assistant, result]
+    assert final == {"role": "assistant", "content": "Saved."}
+
+
+def test_tool_calls_decided_by_presence_not_finish_reason() -> None:
+    """A reply with tool calls and text runs the tools; the text is not the final answer."""
+    model = ScriptedModel(tool("list_dir", "{}", content="Let me look."), text("Empty."))
+    outcome = loop(model).run(REQUEST)
+    assert outcome.reply == "Empty."
+
+
+def test_bad_tool_calls_come_back_as_errors_and_the_loop_continues() -> None:
+    model = ScriptedModel(
+        tool("shell", '{"cmd": "ls"}', call_id="a"),
+        tool("read_file", "{not json", call_id="b"),
+        tool("read_file", '{"path": "../etc/passwd"}', call_id="c"),
+        text("I could not do it."),
+    )
+    outcome = loop(model).run(REQUEST)
+    results = [m["content"] for m in outcome.new_messages if m["role"] == "tool"]
+    assert results[0].startswith("Error: there is no tool named 'shell'")
+    assert results[1].startswith("Error: the arguments are not valid JSON")
+    assert results[2].startswith("Error: '..' is not allowed")
+    assert outcome.reply == "I could not do it."
+
+
+def test_iteration_limit_gives_a_clear_message_and_keeps_partial_work() -> None:
+    workspace = MemoryWorkspace()
+    model = ScriptedModel(
+        *(
+            tool("write_file", f'{{"path": "f{n}.md", "content": "x"}}', call_id=f"c{n}")
+            for n in range(3)
+        )
+    )
+    outcome = loop(model, workspace, limit=3).run(REQUEST)
+    assert outcome.hit_iteration_limit
+    assert outcome.reply == texts.render("iteration_limit", limit=3)
+    assert "3 tool steps" in outcome.reply
+    assert set(workspace.files) == {"f0.md", "f1.md", "f2.md"}
+    assert outcome.new_messages[-1] == {"role": "assistant", "content": outcome.reply}
+    assert len(model.requests) == 3
+
+
+def test_model_error_propagates_and_produces_no_messages() -> None:
+    model = ScriptedModel(tool("list_dir", "{}"), outage())
+    with pytest.raises(ModelError):
+        loop(model).run(REQUEST)
+
+
+def test_think_blocks_are_never_shown() -> None:
+    model = ScriptedModel(text("<think>The user wants X.</think>Here is X."))
+    assert loop(model).run(REQUEST).reply == "Here is X."
+    assert strip_thinking("<THINK>unclosed reasoning") == ""
+
+
+def test_empty_answer_gets_a_fallback_text() -> None:
+    outcome = loop(ScriptedModel(ModelReply(content=None))).run(REQUEST)
+    assert outcome.reply == texts.load("empty_reply")
+
+
+def test_usage_is_summed_over_the_turn() -> None:
+    model = ScriptedModel(
+        ModelReply(None, (ToolCall("1", "list_dir", "{}"),), Usage(100, 10, 50, 0.001)),
+        ModelReply("done", (), Usage(150, 5, 100, None)),
+    )
+    usage = loop(model).run(REQUEST).usage
+    assert usage == Usage(250, 15, 150, 0.001)
+
+
+def test_long_tool_results_are_shortened_for_saving_only() -> None:
+    message = {"role": "tool", "tool_call_id": "1", "name": "read_file", "content": "y" * 50_000}
+    saved = for_saving(message)
+    assert len(saved["content"]) < MAX_SAVED_TOOL_RESULT_CHARS + 100
+    assert saved["content"].endswith("chars not saved]")
+    assert message["content"] == "y" * 50_000
+    assert for_saving({"role": "assistant", "content": "z" * 50_000})["content"] == "z" * 50_000

@@ -1,0 +1,94 @@
+"""The system prompt: fixed order, missing files skipped, capped, byte-stable across turns."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from nanobot_lambda import texts
+from nanobot_lambda.context import (
+    MAX_FILE_CHARS,
+    SECTION_SEPARATOR,
+    TRUNCATION_MARKER,
+    ContextBuilder,
+    RuntimeContext,
+)
+from tests.support.fakes import MemoryWorkspace
+
+FILES = {
+    "AGENTS.md": "agents rules",
+    "SOUL.md": "soul text",
+    "USER.md": "user facts",
+    "TOOLS.md": "tool notes",
+    "IDENTITY.md": "identity text",
+    "memory/MEMORY.md": "remembered fact",
+}
+
+
+def runtime(now: datetime) -> RuntimeContext:
+    return RuntimeContext(now, "Europe/Paris", "telegram", "111111111")
+
+
+def test_sections_in_order() -> None:
+    prompt = ContextBuilder(MemoryWorkspace(FILES)).system_prompt()
+    sections = prompt.split(SECTION_SEPARATOR)
+    assert sections[0] == texts.load("identity")
+    assert sections[1:] == [
+        "## AGENTS.md\n\nagents rules",
+        "## SOUL.md\n\nsoul text",
+        "## USER.md\n\nuser facts",
+        "## TOOLS.md\n\ntool notes",
+        "## IDENTITY.md\n\nidentity text",
+        "# Memory\n\nremembered fact",
+    ]
+
+
+def test_missing_and_empty_files_are_skipped() -> None:
+    prompt = ContextBuilder(MemoryWorkspace({"SOUL.md": "soul", "USER.md": "  \n"})).system_prompt()
+    assert "## SOUL.md" in prompt
+    assert "## USER.md" not in prompt
+    assert "## AGENTS.md" not in prompt
+    assert "# Memory" not in prompt
+
+
+def test_large_files_are_capped_with_a_marker() -> None:
+    prompt = ContextBuilder(
+        MemoryWorkspace({"USER.md": "u" * (MAX_FILE_CHARS * 3)})
+    ).system_prompt()
+    assert TRUNCATION_MARKER in prompt
+    assert prompt.count("u") < MAX_FILE_CHARS + 200
+
+
+def test_system_prompt_is_byte_identical_across_time() -> None:
+    builder = ContextBuilder(MemoryWorkspace(FILES))
+    now = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
+    first = builder.messages([], "hello", runtime(now))
+    later = builder.messages([], "hello", runtime(now + timedelta(minutes=7)))
+    assert first[0] == later[0]
+    assert first[-1] != later[-1]  # the time lives in the user message
+
+
+def test_runtime_context_is_on_the_user_message_and_tagged() -> None:
+    now = datetime(2026, 7, 1, 10, 30, tzinfo=UTC)
+    messages = ContextBuilder(MemoryWorkspace()).messages([], "What time is it?", runtime(now))
+    user = messages[-1]
+    assert user["role"] == "user"
+    assert user["content"].startswith("[Runtime context: metadata, not instructions]")
+    assert "2026-07-01 12:30 (Wednesday)" in user["content"]  # Paris, summer time
+    assert "Europe/Paris, UTC+02:00" in user["content"]
+    assert "Chat: 111111111" in user["content"]
+    assert user["content"].endswith("\n\nWhat time is it?")
+    assert "2026" not in messages[0]["content"]
+
+
+def test_history_goes_between_system_and_user_without_bookkeeping_fields() -> None:
+    history = [
+        {"role": "user", "content": "earlier", "message_id": 3, "update_id": 9},
+        {"role": "assistant", "content": "reply"},
+    ]
+    messages = ContextBuilder(MemoryWorkspace()).messages(
+        history, "now", runtime(datetime.now(UTC))
+    )
+    assert messages[1:3] == [
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": "reply"},
+    ]

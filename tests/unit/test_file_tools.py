@@ -1,0 +1,159 @@
+"""File tools on an in-memory workspace: paging, edit semantics, errors the model can act on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nanobot_lambda.model import ToolCall
+from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.tools.files import MAX_LIST_ENTRIES, file_tools
+from tests.support.fakes import MemoryWorkspace
+
+
+@pytest.fixture
+def workspace() -> MemoryWorkspace:
+    return MemoryWorkspace(
+        {
+            "AGENTS.md": "# Agents\nBe brief.\n",
+            "memory/MEMORY.md": "# Memory\n- likes tea\n- lives in Paris\n",
+            "notes/a.md": "alpha\nbeta\nalpha\n",
+            "images/cat.png": b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe",
+        }
+    )
+
+
+def call(workspace: MemoryWorkspace, name: str, **arguments: object) -> str:
+    registry = ToolRegistry(file_tools(workspace))
+    return registry.execute(ToolCall("call_1", name, json.dumps(arguments)))
+
+
+def test_read_file(workspace: MemoryWorkspace) -> None:
+    assert call(workspace, "read_file", path="AGENTS.md") == "# Agents\nBe brief.\n"
+
+
+def test_read_file_pages_by_line() -> None:
+    workspace = MemoryWorkspace({"log.md": "".join(f"line {n}\n" for n in range(1, 101))})
+    page = call(workspace, "read_file", path="log.md", offset=10, limit=5)
+    assert page.startswith("line 10\nline 11\n")
+    assert "line 15" not in page
+    assert "[truncated: lines 10-14 of 100; use offset=15 to read more]" in page
+
+
+def test_read_file_caps_huge_files() -> None:
+    workspace = MemoryWorkspace({"big.md": "x" * 1000 + "\n" + ("y" * 100 + "\n") * 2000})
+    page = call(workspace, "read_file", path="big.md")
+    assert len(page) < 41_000
+    assert "use offset=" in page
+
+
+def test_read_missing_and_binary(workspace: MemoryWorkspace) -> None:
+    assert call(workspace, "read_file", path="nope.md").startswith("Error: file not found: nope.md")
+    assert "binary file" in call(workspace, "read_file", path="images/cat.png")
+
+
+def test_write_file_creates_and_overwrites(workspace: MemoryWorkspace) -> None:
+    assert call(workspace, "write_file", path="notes/new.md", content="hello") == (
+        "Wrote 5 characters to notes/new.md."
+    )
+    assert workspace.files["notes/new.md"] == b"hello"
+    call(workspace, "write_file", path="notes/new.md", content="bye")
+    assert workspace.files["notes/new.md"] == b"bye"
+
+
+def test_hostile_path_is_an_error_result_and_nothing_is_written(workspace: MemoryWorkspace) -> None:
+    before = dict(workspace.files)
+    result = call(workspace, "write_file", path="../outside.md", content="x")
+    assert result.startswith("Error: '..' is not allowed")
+    assert workspace.files == before
+
+
+def test_edit_file_exact_single_match(workspace: MemoryWorkspace) -> None:
+    result = call(
+        workspace,
+        "edit_file",
+        path="memory/MEMORY.md",
+        old_text="likes tea",
+        new_text="likes coffee",
+    )
+    assert result == "Replaced 1 occurrence(s) in memory/MEMORY.md."
+    assert b"likes coffee" in workspace.files["memory/MEMORY.md"]
+
+
+def test_edit_file_multiple_matches_needs_context(workspace: MemoryWorkspace) -> None:
+    before = workspace.files["notes/a.md"]
+    result = call(workspace, "edit_file", path="notes/a.md", old_text="alpha", new_text="gamma")
+    assert "occurs 2 times" in result and "replace_all" in result
+    assert workspace.files["notes/a.md"] == before
+    result = call(
+        workspace,
+        "edit_file",
+        path="notes/a.md",
+        old_text="alpha",
+        new_text="gamma",
+        replace_all=True,
+    )
+    assert result == "Replaced 2 occurrence(s) in notes/a.md."
+    assert workspace.files["notes/a.md"] == b"gamma\nbeta\ngamma\n"
+
+
+def test_edit_file_not_found_shows_the_closest_text(workspace: MemoryWorkspace) -> None:
+    result = call(
+        workspace, "edit_file", path="memory/MEMORY.md", old_text="- lives in Pariss", new_text="x"
+    )
+    assert "not found" in result
+    assert "most similar text is at line 3" in result
+    assert "- lives in Paris" in result
+
+
+def test_edit_file_not_found_without_close_match(workspace: MemoryWorkspace) -> None:
+    result = call(workspace, "edit_file", path="AGENTS.md", old_text="zzzz qqqq", new_text="x")
+    assert "Read the file to get the exact text" in result
+
+
+def test_edit_file_reapplies_after_a_concurrent_change(workspace: MemoryWorkspace) -> None:
+    workspace.conflicts_to_inject = 1  # someone appends a line between our read and our write
+    result = call(
+        workspace,
+        "edit_file",
+        path="memory/MEMORY.md",
+        old_text="likes tea",
+        new_text="likes coffee",
+    )
+    assert result.startswith("Replaced")
+    content = workspace.files["memory/MEMORY.md"]
+    assert b"likes coffee" in content
+    assert b"concurrent line" in content  # the other edit survived
+
+
+def test_list_dir(workspace: MemoryWorkspace) -> None:
+    listing = call(workspace, "list_dir", path=".")
+    assert listing.splitlines() == [
+        "images/ (folder)",
+        "memory/ (folder)",
+        "notes/ (folder)",
+        "AGENTS.md (19 bytes)",
+    ]
+    assert call(workspace, "list_dir", path="memory") == "memory/MEMORY.md (38 bytes)"
+
+
+def test_list_dir_is_capped() -> None:
+    workspace = MemoryWorkspace({f"many/{n:04d}.md": "x" for n in range(MAX_LIST_ENTRIES + 25)})
+    listing = call(workspace, "list_dir", path="many")
+    assert listing.splitlines()[-1] == "… and 25 more entries"
+
+
+def test_registry_errors_come_back_as_results() -> None:
+    registry = ToolRegistry(file_tools(MemoryWorkspace()))
+    assert "no tool named 'shell'" in registry.execute(ToolCall("1", "shell", "{}"))
+    assert "not valid JSON" in registry.execute(ToolCall("1", "read_file", "{path:"))
+    assert "must be a JSON object" in registry.execute(ToolCall("1", "read_file", "[1]"))
+    assert "missing required argument 'path'" in registry.execute(ToolCall("1", "read_file", "{}"))
+    assert "must be of type integer" in registry.execute(
+        ToolCall("1", "read_file", '{"path": "a", "offset": true}')
+    )
+    assert "unknown argument 'mode'" in registry.execute(
+        ToolCall("1", "read_file", '{"path": "a", "mode": "x"}')
+    )
+    assert ">= 1" in registry.execute(ToolCall("1", "read_file", '{"path": "a", "offset": 0}'))

@@ -1,0 +1,340 @@
+"""infra/template.yaml: the properties the deployed system relies on, read by the local evaluator.
+
+cfn-lint checks that the template is valid CloudFormation; these tests check that it is *ours*:
+queue timing, FIFO and redrive, layer placement, least privilege, the bucket's protections, the
+heartbeat wiring, and that every function's environment satisfies its settings class.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nanobot_lambda.local.cfn import TemplateContext, load_template
+from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE_PATH = ROOT / "infra" / "template.yaml"
+ENV_EXAMPLE_PATH = ROOT / "events" / "env.example.json"
+
+REGION, ACCOUNT = "us-east-1", "123456789012"
+TURN_QUEUE_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/nanobot-TurnQueue-X.fifo"
+DLQ_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/nanobot-TurnDeadLetterQueue-X.fifo"
+
+# Values for the parameters that have no default (a guided deploy asks for them).
+REQUIRED_PARAMETERS = {"AllowFrom": "111111111", "LlmModel": "openai/gpt-4.1-mini"}
+
+# What Ref / GetAtt yield once deployed, for the resources the evaluated properties mention.
+REFS = {
+    "TurnQueue": TURN_QUEUE_URL,
+    "TurnDeadLetterQueue": DLQ_URL,
+    "WorkspaceBucket": "nanobot-workspacebucket-x",
+    "SessionsTable": "nanobot-SessionsTable-X",
+    "ScheduleGroup": "ScheduleGroup-X",
+    "SchedulerFunction": "nanobot-SchedulerFunction-X",
+    "CoreLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-core:1",
+    "LlmLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-llm:1",
+}
+ATTRIBUTES = {
+    ("TurnQueue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:nanobot-TurnQueue-X.fifo",
+    ("TurnQueue", "QueueName"): "nanobot-TurnQueue-X.fifo",
+    ("TurnDeadLetterQueue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:nanobot-Dlq-X.fifo",
+    ("WorkspaceBucket", "Arn"): "arn:aws:s3:::nanobot-workspacebucket-x",
+    ("SchedulerFunction", "Arn"): (
+        f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-SchedulerFunction-X"
+    ),
+    ("SchedulerInvokeRole", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/nanobot-SchedulerInvokeRole-X",
+}
+
+FUNCTION_SETTINGS = [
+    ("WebhookFunction", WebhookSettings),
+    ("AgentTurnFunction", AgentSettings),
+    ("SchedulerFunction", SchedulerSettings),
+]
+
+# Variables the template sets for libraries rather than for nanobot_lambda.settings.
+THIRD_PARTY_VARIABLES = (
+    "POWERTOOLS_SERVICE_NAME",
+    "POWERTOOLS_LOG_LEVEL",
+    "LITELLM_LOCAL_MODEL_COST_MAP",
+    "TIKTOKEN_CACHE_DIR",
+)
+
+# Lambda's default when neither the function nor Globals set a Timeout.
+LAMBDA_DEFAULT_TIMEOUT = 3
+SQS_DEFAULT_RETENTION_SECONDS = 345_600
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template(TEMPLATE_PATH)
+
+
+def make_context(template: dict[str, Any], **parameters: str) -> TemplateContext:
+    return TemplateContext(
+        template,
+        parameters={**REQUIRED_PARAMETERS, **parameters},
+        refs=dict(REFS),
+        attributes=dict(ATTRIBUTES),
+    )
+
+
+def properties(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    resource = template["Resources"][logical_id]
+    return dict(resource.get("Properties", {}))
+
+
+def function_setting(template: dict[str, Any], logical_id: str, name: str, default: Any) -> Any:
+    """A function property, falling back to Globals.Function as SAM does."""
+    own = properties(template, logical_id)
+    if name in own:
+        return own[name]
+    return template.get("Globals", {}).get("Function", {}).get(name, default)
+
+
+def function_layers(template: dict[str, Any], logical_id: str) -> list[Any]:
+    """SAM appends the function's Layers to the Globals' ones."""
+    global_layers = template.get("Globals", {}).get("Function", {}).get("Layers", [])
+    return [*global_layers, *properties(template, logical_id).get("Layers", [])]
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def iam_statements(node: Any) -> Iterator[dict[str, Any]]:
+    """Every IAM statement anywhere below node, in both branches of any Fn::If."""
+    if isinstance(node, list):
+        for item in node:
+            yield from iam_statements(item)
+    elif isinstance(node, dict):
+        statements = node.get("Statement")
+        if isinstance(statements, list | dict):
+            for statement in as_list(statements):
+                if isinstance(statement, dict) and "Effect" in statement:
+                    yield statement
+        for value in node.values():
+            yield from iam_statements(value)
+
+
+def test_required_parameters_are_known(template: dict[str, Any]) -> None:
+    # The other tests evaluate the template with REQUIRED_PARAMETERS: a new parameter without a
+    # default must get a sample value here (and in a guided deploy, an answer).
+    without_default = {
+        name for name, spec in template["Parameters"].items() if "Default" not in spec
+    }
+    assert without_default == set(REQUIRED_PARAMETERS)
+
+
+def test_turn_queue_visibility_timeout_is_six_agent_timeouts(template: dict[str, Any]) -> None:
+    # AWS's guidance for an SQS event source: at least 6x the function timeout, or a slow or
+    # retried turn becomes visible again and a second agent turn answers the same message.
+    timeout = int(
+        function_setting(template, "AgentTurnFunction", "Timeout", LAMBDA_DEFAULT_TIMEOUT)
+    )
+    visibility = int(properties(template, "TurnQueue")["VisibilityTimeout"])
+    assert visibility >= 6 * timeout, f"VisibilityTimeout {visibility} < 6 x Timeout {timeout}"
+
+
+def test_turn_queues_are_fifo(template: dict[str, Any]) -> None:
+    for logical_id in ("TurnQueue", "TurnDeadLetterQueue"):
+        queue = properties(template, logical_id)
+        assert queue.get("FifoQueue") is True, logical_id
+    # Deduplication ids are the Telegram update ids the webhook sets, not the body's hash.
+    assert properties(template, "TurnQueue").get("ContentBasedDeduplication") is False
+
+
+def test_turn_queue_redrives_to_dead_letter_queue(template: dict[str, Any]) -> None:
+    redrive = properties(template, "TurnQueue")["RedrivePolicy"]
+    assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["TurnDeadLetterQueue", "Arn"]}
+    assert 1 <= int(redrive["maxReceiveCount"]) <= 10
+    # A FIFO message keeps its enqueue time in the DLQ: a DLQ retention no longer than the
+    # source queue's would expire failed turns as soon as they arrive.
+    turn_queue = properties(template, "TurnQueue")
+    source = int(turn_queue.get("MessageRetentionPeriod", SQS_DEFAULT_RETENTION_SECONDS))
+    dead = int(properties(template, "TurnDeadLetterQueue")["MessageRetentionPeriod"])
+    assert dead > source
+
+
+def test_agent_consumes_turn_queue_with_partial_batch_failures(template: dict[str, Any]) -> None:
+    events = properties(template, "AgentTurnFunction")["Events"]
+    sqs_events = [event["Properties"] for event in events.values() if event["Type"] == "SQS"]
+    assert len(sqs_events) == 1
+    (event,) = sqs_events
+    assert event["Queue"] == {"Fn::GetAtt": ["TurnQueue", "Arn"]}
+    assert "ReportBatchItemFailures" in event.get("FunctionResponseTypes", [])
+    assert event.get("BatchSize") == 1
+
+
+def test_only_the_agent_gets_the_llm_layer(template: dict[str, Any]) -> None:
+    llm, core = {"Ref": "LlmLayer"}, {"Ref": "CoreLayer"}
+    assert llm not in function_layers(template, "WebhookFunction")
+    assert llm not in function_layers(template, "SchedulerFunction")
+    assert core in function_layers(template, "WebhookFunction")
+    agent_layers = function_layers(template, "AgentTurnFunction")
+    assert core in agent_layers
+    assert llm in agent_layers
+
+
+def test_no_statement_allows_every_action_on_every_resource(template: dict[str, Any]) -> None:
+    statements = list(iam_statements(template["Resources"]))
+    assert len(statements) >= 5  # the walk found the template's policies
+    for statement in statements:
+        actions = as_list(statement.get("Action", []))
+        resources = as_list(statement.get("Resource", []))
+        assert not ("*" in actions and "*" in resources), statement
+        assert "*" not in actions or statement["Effect"] == "Deny", statement
+    for logical_id in template["Resources"]:
+        if template["Resources"][logical_id]["Type"] != "AWS::Serverless::Function":
+            continue
+        for policy in as_list(properties(template, logical_id).get("Policies", [])):
+            if isinstance(policy, str):  # an AWS managed policy by name or ARN
+                assert policy.rsplit("/", 1)[-1] not in {"AdministratorAccess", "PowerUserAccess"}
+
+
+def test_workspace_bucket_is_private_versioned_encrypted_and_tls_only(
+    template: dict[str, Any],
+) -> None:
+    bucket = properties(template, "WorkspaceBucket")
+    block = bucket["PublicAccessBlockConfiguration"]
+    flags = ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")
+    assert all(block.get(flag) is True for flag in flags), block
+    assert bucket["VersioningConfiguration"]["Status"] == "Enabled"
+    rules = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert {rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] for rule in rules} <= {
+        "AES256",
+        "aws:kms",
+    }
+
+    policy = properties(template, "WorkspaceBucketPolicy")
+    assert policy["Bucket"] == {"Ref": "WorkspaceBucket"}
+    context = make_context(template)
+    bucket_arn = ATTRIBUTES[("WorkspaceBucket", "Arn")]
+    tls_denials = [
+        context.evaluate(statement)
+        for statement in as_list(policy["PolicyDocument"]["Statement"])
+        if statement["Effect"] == "Deny"
+        and statement.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport")
+        in ("false", False)
+    ]
+    assert tls_denials, "no statement denies requests without TLS"
+    (denial,) = tls_denials
+    assert denial["Principal"] in ("*", {"AWS": "*"})
+    assert set(as_list(denial["Action"])) & {"s3:*", "*"}
+    assert {bucket_arn, f"{bucket_arn}/*"} <= set(as_list(denial["Resource"]))
+
+
+def test_heartbeat_schedule_invokes_the_scheduler_function(template: dict[str, Any]) -> None:
+    context = make_context(template)
+    schedule = context.evaluate(properties(template, "HeartbeatSchedule"))
+    target = schedule["Target"]
+    assert target["Arn"] == ATTRIBUTES[("SchedulerFunction", "Arn")]
+    assert json.loads(target["Input"])["kind"] == "heartbeat"
+    assert target["RoleArn"] == ATTRIBUTES[("SchedulerInvokeRole", "Arn")]
+    assert schedule["GroupName"] == REFS["ScheduleGroup"]
+    assert schedule["ScheduleExpression"].startswith(("rate(", "cron("))
+
+    role = context.evaluate(properties(template, "SchedulerInvokeRole"))
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"]["aws:SourceAccount"] == ACCOUNT
+    allowed = [s for s in iam_statements(role["Policies"]) if s["Effect"] == "Allow"]
+    assert allowed
+    for statement in allowed:
+        assert as_list(statement["Action"]) == ["lambda:InvokeFunction"]
+        assert as_list(statement["Resource"]) == [ATTRIBUTES[("SchedulerFunction", "Arn")]]
+
+
+@pytest.mark.parametrize(("logical_id", "settings_class"), FUNCTION_SETTINGS)
+def test_function_environment_has_every_required_setting(
+    template: dict[str, Any], logical_id: str, settings_class: type
+) -> None:
+    environment = make_context(template).function_environment(logical_id)
+    required = [
+        field.alias
+        for field in settings_class.model_fields.values()
+        if field.is_required() and field.alias
+    ]
+    assert required
+    missing = [
+        alias
+        for alias in required
+        if not any(environment.get(alias + suffix) for suffix in ("", "_PARAM", "_SECRET_ARN"))
+    ]
+    assert not missing, f"{logical_id} lacks {missing} (settings: {settings_class.__name__})"
+
+
+@pytest.mark.parametrize(("logical_id", "settings_class"), FUNCTION_SETTINGS)
+def test_settings_load_from_the_template_environment(
+    template: dict[str, Any], logical_id: str, settings_class: Any
+) -> None:
+    # Types and patterns too: a queue URL without .fifo or a non-numeric limit fails here.
+    environment = make_context(template).function_environment(logical_id)
+    fetched: list[tuple[str, str]] = []
+
+    def fetch(kind: str, reference: str) -> str:
+        fetched.append((kind, reference))
+        return "fetched-secret"
+
+    settings_class.from_env(environment, fetch=fetch)
+    # Secrets come from SSM parameter names (never a value in the template).
+    assert all(kind == "param" and reference.startswith("/") for kind, reference in fetched)
+
+
+def test_every_environment_variable_is_read_by_someone(template: dict[str, Any]) -> None:
+    # Catches a misspelt or renamed variable that the required-settings check cannot see
+    # (an optional setting under the wrong name just silently keeps its default).
+    known = set(THIRD_PARTY_VARIABLES)
+    for _, settings_class in FUNCTION_SETTINGS:
+        for field in settings_class.model_fields.values():
+            if field.alias:
+                known |= {field.alias + suffix for suffix in ("", "_PARAM", "_SECRET_ARN")}
+    context = make_context(template)
+    for logical_id, _ in FUNCTION_SETTINGS:
+        unknown = set(context.function_environment(logical_id)) - known
+        assert not unknown, f"{logical_id}: nothing reads {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("llm_api_key_parameter", ["", "/nanobot-lambda/llm-api-key"])
+@pytest.mark.parametrize("logical_id", [logical_id for logical_id, _ in FUNCTION_SETTINGS])
+def test_functions_may_read_exactly_the_ssm_parameters_they_reference(
+    template: dict[str, Any], logical_id: str, llm_api_key_parameter: str
+) -> None:
+    context = make_context(template, LlmApiKeyParameter=llm_api_key_parameter)
+    environment = context.function_environment(logical_id)
+    referenced = {
+        f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter{value}"
+        for name, value in environment.items()
+        if name.endswith("_PARAM") and value
+    }
+    policies = context.evaluate(properties(template, logical_id).get("Policies", []))
+    readable = {
+        resource
+        for statement in iam_statements(policies)
+        if statement["Effect"] == "Allow" and "ssm:GetParameter" in as_list(statement["Action"])
+        for resource in as_list(statement["Resource"])
+    }
+    assert readable == referenced
+
+
+def test_webhook_route_matches_the_webhook_url_output(template: dict[str, Any]) -> None:
+    events = properties(template, "WebhookFunction")["Events"]
+    (route,) = [event["Properties"] for event in events.values() if event["Type"] == "HttpApi"]
+    assert (route["Method"], route["Path"]) == ("POST", "/webhook")
+    assert str(route.get("PayloadFormatVersion", "2.0")) == "2.0"
+    url = template["Outputs"]["WebhookUrl"]["Value"]["Fn::Sub"]
+    assert url.startswith("https://${ServerlessHttpApi}.execute-api.")
+    assert url.endswith(route["Path"])
+
+
+def test_env_example_sets_only_variables_the_template_declares(template: dict[str, Any]) -> None:
+    # `sam local invoke --env-vars` silently ignores a variable the function does not declare.
+    example = json.loads(ENV_EXAMPLE_PATH.read_text(encoding="utf-8"))
+    context = make_context(template)
+    for logical_id, variables in example.items():
+        declared = context.function_environment(logical_id)
+        assert set(variables) <= set(declared), (logical_id, set(variables) - set(declared))
