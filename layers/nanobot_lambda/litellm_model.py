@@ -27,6 +27,8 @@ for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "openai"):
 
 logger = logging.getLogger(__name__)
 
+MAX_ERROR_DETAIL_CHARS = 300
+
 
 class LitellmChatModel:
     def __init__(self, settings: LlmSettings) -> None:
@@ -52,9 +54,7 @@ class LitellmChatModel:
                 **self._options,
             )
         except Exception as error:
-            status = getattr(error, "status_code", None)
-            # litellm's messages can quote the request; keep the log to kind and status.
-            raise ModelError(f"{type(error).__name__} (status {status})") from None
+            raise ModelError(self._describe(error)) from None
         choice = response.choices[0]
         message = choice.message
         tool_calls = tuple(
@@ -66,6 +66,20 @@ class LitellmChatModel:
             for index, call in enumerate(message.tool_calls or [])
         )
         return ModelReply(content=message.content, tool_calls=tool_calls, usage=_usage(response))
+
+
+    def _describe(self, error: Exception) -> str:
+        """Kind, status and the start of the provider's explanation, with the API key masked.
+
+        The explanation is what tells an operator to fix a key or a model name; it is cut short
+        because some providers quote part of the request in it.
+        """
+        status = getattr(error, "status_code", None)
+        detail = " ".join(str(error).split())[:MAX_ERROR_DETAIL_CHARS]
+        key = self._options.get("api_key")
+        if key:
+            detail = detail.replace(key, "<api-key>")
+        return f"{type(error).__name__} (status {status}): {detail}"
 
 
 def _usage(response: Any) -> Usage:

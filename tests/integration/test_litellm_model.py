@@ -84,6 +84,23 @@ def test_provider_failure_is_a_model_error_without_the_key(
     assert "500" in str(error.value)
 
 
+def test_provider_explanation_is_kept(
+    model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing key must be diagnosable from the error alone."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = LlmSettings.model_validate(
+        {
+            "LLM_MODEL": "openai/scripted",
+            "LLM_API_BASE": model_server.base_url,
+            "LLM_NUM_RETRIES": "0",
+        }
+    )
+    with pytest.raises(ModelError, match="api_key"):
+        LitellmChatModel(settings).complete([{"role": "user", "content": "x"}], [])
+    assert model_server.requests == []  # refused before any request
+
+
 def test_retries_then_succeeds(model_server: ScriptedModelServer) -> None:
     model_server.fail(500).reply("recovered")
     model = model_for(model_server, LLM_NUM_RETRIES="2")
