@@ -67,7 +67,6 @@ class LitellmChatModel:
         )
         return ModelReply(content=message.content, tool_calls=tool_calls, usage=_usage(response))
 
-
     def _describe(self, error: Exception) -> str:
         """Kind, status and the start of the provider's explanation, with the API key masked.
 
