@@ -5,6 +5,7 @@ maxReceiveCount attempts, moves it to the dead-letter queue. Other chats' record
 (`skip_group_on_error`); later records of the failing chat wait, preserving order.
 """
 
+import os
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -36,12 +37,19 @@ turns = TurnService(
     sessions=DynamoSessionStore(settings.sessions_table, dynamodb_client()),
     model=LitellmChatModel(settings),
     bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
+    environ=os.environ,  # skills check their `requires.env` against it
 )
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def process_record(record: SQSRecord) -> None:
-    turns.process(parse_job(record.body))
+    try:
+        turns.process(parse_job(record.body))
+    except Exception:
+        # The batch processor turns this into a batch item failure without logging it.
+        receives = record.attributes.approximate_receive_count
+        logger.exception("turn failed; SQS will retry it", extra={"receive_count": receives})
+        raise
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -1,19 +1,30 @@
 """Build what the model sees, the nanobot way: a system prompt, the history, the new message.
 
-The system prompt holds only what changes when the workspace changes (identity, bootstrap
-files, memory), in a fixed order, so two turns in a row send byte-identical prefixes and
-provider prompt caching works. Time and chat go in a runtime-context block on the user
-message instead; that block is never saved to the session.
+The system prompt holds only what changes when the workspace changes, in a fixed order:
+identity, bootstrap files, memory, the always-on skills in full, and a summary of every skill
+(progressive disclosure: the model reads a skill's SKILL.md when it needs it). Two turns in a
+row therefore send byte-identical prefixes and provider prompt caching works. Time, chat and
+recalled history go in a runtime-context block on the user message instead; that block is
+never saved to the session.
 """
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from nanobot_lambda import texts
+from nanobot_lambda.skills import (
+    SKILLS_DIR,
+    Which,
+    load_skills,
+    render_active_skills,
+    render_skills_summary,
+)
 from nanobot_lambda.workspace import NotText, Workspace
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
@@ -30,15 +41,21 @@ class RuntimeContext:
     timezone: str
     channel: str
     chat_id: str
+    recalled: tuple[str, ...] = ()  # HISTORY entries relevant to this message
 
     def render(self) -> str:
         local = self.now.astimezone(ZoneInfo(self.timezone))
+        recall = ""
+        if self.recalled:
+            entries = "\n".join(f"- {entry}" for entry in self.recalled)
+            recall = "\n" + texts.render("recall", entries=entries)
         return texts.render(
             "runtime_context",
             time=local.strftime("%Y-%m-%d %H:%M (%A)"),
             timezone=f"{self.timezone}, UTC{local.strftime('%z')[:3]}:{local.strftime('%z')[3:]}",
             channel=self.channel,
             chat_id=self.chat_id,
+            recall=recall,
         )
 
 
@@ -47,8 +64,15 @@ def _cap(text: str, limit: int) -> str:
 
 
 class ContextBuilder:
-    def __init__(self, workspace: Workspace) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        environ: Mapping[str, str] | None = None,
+        which: Which = shutil.which,
+    ) -> None:
         self._workspace = workspace
+        self._environ = environ or {}  # what skills' `requires.env` is checked against
+        self._which = which
 
     def _read(self, path: str) -> str:
         file = self._workspace.read(path)
@@ -72,7 +96,23 @@ class ContextBuilder:
         memory = self._read(MEMORY_FILE)
         if memory:
             sections.append(f"# Memory\n\n{_cap(memory, MAX_FILE_CHARS)}")
-        return SECTION_SEPARATOR.join(sections)
+        skills = load_skills(self._workspace_skills(), self._environ, self._which)
+        sections += [render_active_skills(skills), render_skills_summary(skills)]
+        return SECTION_SEPARATOR.join(section for section in sections if section)
+
+    def _workspace_skills(self) -> dict[str, str]:
+        """{"skills/<name>/SKILL.md": text} for the workspace's own skills."""
+        found = {}
+        for entry in self._workspace.list_files(SKILLS_DIR):
+            parts = entry.path.split("/")
+            if len(parts) == 3 and parts[2] == "SKILL.md":
+                file = self._workspace.read(entry.path)
+                if file is not None:
+                    try:
+                        found[entry.path] = file.text
+                    except NotText:
+                        found[entry.path] = ""
+        return found
 
     def messages(
         self, history: list[dict[str, Any]], user_text: str, runtime: RuntimeContext

@@ -17,7 +17,7 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
 
 import litellm
 
-from nanobot_lambda.model import ModelError, ModelReply, ToolCall, Usage
+from nanobot_lambda.model import ModelError, ModelReply, ToolCall, ToolChoice, Usage
 from nanobot_lambda.settings import LlmSettings
 
 litellm.suppress_debug_info = True
@@ -45,12 +45,20 @@ class LitellmChatModel:
         if settings.llm_temperature is not None:
             self._options["temperature"] = settings.llm_temperature
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        tool_choice: ToolChoice = None,
+    ) -> ModelReply:
+        extra: dict[str, Any] = {} if tool_choice is None else {"tool_choice": tool_choice}
         try:
             response = litellm.completion(
                 model=self._model,
                 messages=messages,
                 tools=tools or None,
+                **extra,
                 **self._options,
             )
         except Exception as error:

@@ -50,7 +50,21 @@ class ModelError(Exception):
     """
 
 
+ToolChoice = str | dict[str, Any] | None
+
+
+def force_tool(name: str) -> dict[str, Any]:
+    """A `tool_choice` that makes the model call `name` (structured output through a tool)."""
+    return {"type": "function", "function": {"name": name}}
+
+
 class ChatModel(Protocol):
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        tool_choice: ToolChoice = None,
+    ) -> ModelReply:
         """One completion. Raises ModelError when the provider fails."""
         ...

@@ -1,9 +1,16 @@
 """Conversation history in DynamoDB: one item per message, so a session can grow for years.
 
-Items: `pk` = session key, `sk` = `msg#<12-digit sequence>`, `message` = the chat message as JSON
-(OpenAI format: role, content, tool_calls, tool_call_id, name). Loading the recent window is one
-Query (newest first, limited); appending a turn is one TransactWriteItems whose items are
-conditional on not existing, so two writers can never overwrite each other's messages.
+Items of a session (partition `pk` = session key):
+- `msg#<12-digit seq>`: one chat message as JSON (OpenAI format: role, content, tool_calls,
+  tool_call_id, name), append-only;
+- `~meta`: the header, `next_seq` and the consolidation cursor `consolidated_upto` (messages
+  below it have been summarised into memory). It sorts after every `msg#` item, so one Query,
+  newest first, returns the header and the recent window together.
+
+Appending a turn is one TransactWriteItems: the new messages plus the header, conditional on
+`next_seq` being what was loaded, so two writers can never interleave or overwrite messages.
+The model is given only unconsolidated messages, at most `limit` of them, starting at a user
+message so that a tool call is never separated from its results.
 """
 
 from __future__ import annotations
@@ -21,11 +28,12 @@ if TYPE_CHECKING:
 
 Message = dict[str, Any]
 MESSAGE_PREFIX = "msg#"
+META_KEY = "~meta"
 TRANSACTION_LIMIT = 100
 
 
 class SessionConflict(Exception):
-    """Another writer appended to the session since it was loaded."""
+    """Another writer changed the session since it was loaded."""
 
 
 @dataclass
@@ -33,12 +41,25 @@ class SessionHistory:
     key: str
     messages: list[Message] = field(default_factory=list)
     next_seq: int = 0
+    consolidated_upto: int = 0
+
+    @property
+    def unconsolidated(self) -> int:
+        return self.next_seq - self.consolidated_upto
 
 
 class SessionStore(Protocol):
     def load(self, key: str, limit: int) -> SessionHistory: ...
 
     def append(self, history: SessionHistory, messages: list[Message]) -> None: ...
+
+    def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
+        """Messages with start <= seq < end, oldest first."""
+        ...
+
+    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
+        """Move `consolidated_upto` from `expected` to `new`; False if it had moved already."""
+        ...
 
 
 def align_to_user_turn(messages: list[Message]) -> list[Message]:
@@ -53,51 +74,135 @@ def align_to_user_turn(messages: list[Message]) -> list[Message]:
     return []
 
 
+def _seq(item: dict[str, Any]) -> int:
+    return int(item["sk"]["S"][len(MESSAGE_PREFIX) :])
+
+
+def _sort_key(seq: int) -> str:
+    return f"{MESSAGE_PREFIX}{seq:012d}"
+
+
+def _number(item: dict[str, Any] | None, name: str) -> int:
+    if item is None or name not in item:
+        return 0
+    return int(item[name]["N"])
+
+
 class DynamoSessionStore:
     def __init__(self, table: str, dynamodb: DynamoDBClient) -> None:
         self._table = table
         self._dynamodb = dynamodb
 
     def load(self, key: str, limit: int) -> SessionHistory:
-        # At least one item is read even for limit 0: the newest sequence number is needed to
-        # append after it.
         response = self._dynamodb.query(
             TableName=self._table,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": {"S": key}, ":prefix": {"S": MESSAGE_PREFIX}},
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": key}},
             ScanIndexForward=False,
-            Limit=max(limit, 1),
+            Limit=limit + 1,  # the header and `limit` messages
         )
-        items = response.get("Items", [])
-        next_seq = int(items[0]["sk"]["S"][len(MESSAGE_PREFIX) :]) + 1 if items else 0
-        newest_first = [json.loads(item["message"]["S"]) for item in items[:limit]]
-        return SessionHistory(key, align_to_user_turn(newest_first[::-1]), next_seq)
+        items: list[dict[str, Any]] = list(response.get("Items", []))
+        meta = items[0] if items and items[0]["sk"]["S"] == META_KEY else None
+        cursor = _number(meta, "consolidated_upto")
+        newest_first = [
+            json.loads(item["message"]["S"])
+            for item in items
+            if item["sk"]["S"].startswith(MESSAGE_PREFIX) and _seq(item) >= cursor
+        ][:limit]
+        return SessionHistory(
+            key,
+            align_to_user_turn(newest_first[::-1]),
+            next_seq=_number(meta, "next_seq"),
+            consolidated_upto=cursor,
+        )
 
     def append(self, history: SessionHistory, messages: list[Message]) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        items: list[TransactWriteItemTypeDef] = [
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": {
-                        "pk": {"S": history.key},
-                        "sk": {"S": f"{MESSAGE_PREFIX}{history.next_seq + offset:012d}"},
-                        "message": {"S": json.dumps(message, ensure_ascii=False)},
-                        "created_at": {"S": now},
-                    },
-                    "ConditionExpression": "attribute_not_exists(sk)",
+        chunk_size = TRANSACTION_LIMIT - 1  # room for the header update
+        for start in range(0, len(messages), chunk_size):
+            chunk = messages[start : start + chunk_size]
+            first = history.next_seq
+            items: list[TransactWriteItemTypeDef] = [
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": {
+                            "pk": {"S": history.key},
+                            "sk": {"S": _sort_key(first + offset)},
+                            "message": {"S": json.dumps(message, ensure_ascii=False)},
+                            "created_at": {"S": now},
+                        },
+                        "ConditionExpression": "attribute_not_exists(sk)",
+                    }
                 }
-            }
-            for offset, message in enumerate(messages)
-        ]
-        for start in range(0, len(items), TRANSACTION_LIMIT):
+                for offset, message in enumerate(chunk)
+            ]
+            items.append(self._header_update(history.key, first, first + len(chunk)))
             try:
-                self._dynamodb.transact_write_items(
-                    TransactItems=items[start : start + TRANSACTION_LIMIT]
-                )
+                self._dynamodb.transact_write_items(TransactItems=items)
             except ClientError as error:
                 if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
                     raise SessionConflict(history.key) from None
                 raise
-        history.next_seq += len(messages)
-        history.messages.extend(messages)
+            history.next_seq += len(chunk)
+            history.messages.extend(chunk)
+
+    def _header_update(self, key: str, expected: int, new: int) -> TransactWriteItemTypeDef:
+        condition = "next_seq = :expected"
+        if expected == 0:
+            condition = "attribute_not_exists(next_seq) OR next_seq = :expected"
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": {"pk": {"S": key}, "sk": {"S": META_KEY}},
+                "UpdateExpression": "SET next_seq = :new",
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": {
+                    ":expected": {"N": str(expected)},
+                    ":new": {"N": str(new)},
+                },
+            }
+        }
+
+    def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
+        if end <= start:
+            return []
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :first AND :last",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": key},
+                ":first": {"S": _sort_key(start)},
+                ":last": {"S": _sort_key(end - 1)},
+            },
+        }
+        found: list[tuple[int, Message]] = []
+        while True:
+            response = self._dynamodb.query(**arguments)
+            found.extend(
+                (_seq(item), json.loads(item["message"]["S"])) for item in response["Items"]
+            )
+            if "LastEvaluatedKey" not in response:
+                return found
+            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
+        condition = "consolidated_upto = :expected"
+        if expected == 0:
+            condition = "attribute_not_exists(consolidated_upto) OR consolidated_upto = :expected"
+        try:
+            self._dynamodb.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": key}, "sk": {"S": META_KEY}},
+                UpdateExpression="SET consolidated_upto = :new",
+                ConditionExpression=condition,
+                ExpressionAttributeValues={
+                    ":expected": {"N": str(expected)},
+                    ":new": {"N": str(new)},
+                },
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True

@@ -169,7 +169,10 @@ class LlmSettings(_Settings):
 
 class AgentBehaviourSettings(_Settings):
     max_tool_iterations: int = Field(default=40, alias="MAX_TOOL_ITERATIONS", ge=1, le=200)
-    history_window: int = Field(default=50, alias="HISTORY_WINDOW", ge=0, le=500)
+    # Unconsolidated messages sent with each turn; past it, the older half is summarised.
+    history_window: int = Field(default=50, alias="HISTORY_WINDOW", ge=2, le=500)
+    # Budget for HISTORY entries recalled into the runtime context (0 turns recall off).
+    recall_max_chars: int = Field(default=1200, alias="RECALL_MAX_CHARS", ge=0, le=20_000)
     timezone: str = Field(default="UTC", alias="TIMEZONE")
 
     @field_validator("timezone")

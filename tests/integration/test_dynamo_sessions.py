@@ -71,7 +71,11 @@ def test_each_message_is_its_own_item(
         KeyConditionExpression="pk = :pk",
         ExpressionAttributeValues={":pk": {"S": "telegram:1"}},
     )["Items"]
-    assert [item["sk"]["S"] for item in items] == ["msg#000000000000", "msg#000000000001"]
+    assert [item["sk"]["S"] for item in items] == [
+        "msg#000000000000",
+        "msg#000000000001",
+        "~meta",
+    ]
     assert len(store.load("telegram:1", 10).messages) == 2
 
 

@@ -36,6 +36,7 @@ def test_tool_calling_completion(model_server: ScriptedModelServer) -> None:
         "write_file",
         "edit_file",
         "list_dir",
+        "grep",
     ]
     assert model_server.headers[0]["Authorization"] == "Bearer sk-test-123"
 

@@ -26,7 +26,10 @@ class MemoryWorkspace:
     def _etag(data: bytes) -> str:
         return '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
 
-    def read(self, path: str) -> WorkspaceFile | None:
+    def refresh(self) -> None:
+        pass
+
+    def read(self, path: str, *, fresh: bool = False) -> WorkspaceFile | None:
         self.reads += 1
         data = self.files.get(path)
         return None if data is None else WorkspaceFile(path, data, self._etag(data))
@@ -63,6 +66,14 @@ class MemoryWorkspace:
                 files.append(Entry(name, len(data), False))
         return [*folders.values(), *files]
 
+    def list_files(self, path: str) -> list[Entry]:
+        prefix = f"{path}/" if path else ""
+        return [
+            Entry(name, len(data), False)
+            for name, data in sorted(self.files.items())
+            if name.startswith(prefix)
+        ]
+
 
 class ScriptedModel:
     """A ChatModel that replays replies and records every request (fails on an extra call)."""
@@ -70,9 +81,17 @@ class ScriptedModel:
     def __init__(self, *replies: ModelReply | Exception) -> None:
         self.replies: deque[ModelReply | Exception] = deque(replies)
         self.requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+        self.tool_choices: list[Any] = []
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        tool_choice: Any = None,
+    ) -> ModelReply:
         self.requests.append(([dict(message) for message in messages], tools))
+        self.tool_choices.append(tool_choice)
         if not self.replies:
             raise AssertionError("the model was called more often than scripted")
         reply = self.replies.popleft()

@@ -33,6 +33,7 @@ def test_plain_answer() -> None:
         "write_file",
         "edit_file",
         "list_dir",
+        "grep",
     }
 
 

@@ -32,7 +32,7 @@ def test_sections_in_order() -> None:
     prompt = ContextBuilder(MemoryWorkspace(FILES)).system_prompt()
     sections = prompt.split(SECTION_SEPARATOR)
     assert sections[0] == texts.load("identity")
-    assert sections[1:] == [
+    assert sections[1:7] == [
         "## AGENTS.md\n\nagents rules",
         "## SOUL.md\n\nsoul text",
         "## USER.md\n\nuser facts",
@@ -40,6 +40,11 @@ def test_sections_in_order() -> None:
         "## IDENTITY.md\n\nidentity text",
         "# Memory\n\nremembered fact",
     ]
+    # Then the always-on skills in full (the built-in memory skill), then every skill summarised.
+    assert sections[7].startswith("## Skill: memory\nBase directory: skills/memory")
+    assert sections[8].startswith(texts.load("skills_preamble"))
+    assert "<location>skills/weather/SKILL.md</location>" in sections[8]
+    assert len(sections) == 9
 
 
 def test_missing_and_empty_files_are_skipped() -> None:
@@ -47,7 +52,8 @@ def test_missing_and_empty_files_are_skipped() -> None:
     assert "## SOUL.md" in prompt
     assert "## USER.md" not in prompt
     assert "## AGENTS.md" not in prompt
-    assert "# Memory" not in prompt
+    sections = prompt.split(SECTION_SEPARATOR)
+    assert not any(section.startswith("# Memory\n") for section in sections)
 
 
 def test_large_files_are_capped_with_a_marker() -> None:

@@ -6,10 +6,13 @@ queued update) use `classify`, so the two can never disagree about what a messag
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from nanobot_lambda.allowlist import AllowList
 from nanobot_lambda.telegram.models import Message, Update
+
+_COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@[A-Za-z0-9_]+)?(?:\s|$)")
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,12 @@ class InboundMessage:
     sender_username: str | None
     thread_id: int | None
     text: str
+
+    @property
+    def command(self) -> str | None:
+        """`new` for "/new", "/new@my_bot" or "/NEW extra words"; None for other text."""
+        match = _COMMAND.match(self.text)
+        return match.group(1).lower() if match else None
 
     @property
     def session_key(self) -> str:

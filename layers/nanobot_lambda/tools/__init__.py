@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from nanobot_lambda.model import ToolCall
+from nanobot_lambda.tools.schema import ArgumentError, validate
 
 logger = logging.getLogger(__name__)
 
@@ -40,41 +41,6 @@ class Tool(ABC):
         }
 
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-}
-
-
-def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
-    """Check arguments against the top level of a tool schema; returns the problems found."""
-    problems = []
-    properties: dict[str, Any] = schema.get("properties", {})
-    for name in schema.get("required", []):
-        if name not in arguments:
-            problems.append(f"missing required argument '{name}'")
-    for name, value in arguments.items():
-        spec = properties.get(name)
-        if spec is None:
-            if schema.get("additionalProperties", True) is False:
-                problems.append(f"unknown argument '{name}' (expected: {', '.join(properties)})")
-            continue
-        expected = spec.get("type")
-        if expected in _JSON_TYPES:
-            # bool is an int in Python, but not an integer in JSON schema.
-            wrong_bool = isinstance(value, bool) and expected in ("integer", "number")
-            if wrong_bool or not isinstance(value, _JSON_TYPES[expected]):
-                problems.append(f"argument '{name}' must be of type {expected}")
-                continue
-        if "minimum" in spec and isinstance(value, int | float) and value < spec["minimum"]:
-            problems.append(f"argument '{name}' must be >= {spec['minimum']}")
-    return problems
-
-
 class ToolRegistry:
     def __init__(self, tools: list[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools}
@@ -99,9 +65,10 @@ class ToolRegistry:
             return f"Error: the arguments are not valid JSON ({error.msg}). Send a JSON object."
         if not isinstance(arguments, dict):
             return "Error: the arguments must be a JSON object."
-        problems = validate_arguments(tool.parameters, arguments)
-        if problems:
-            return f"Error: invalid arguments for {call.name}: " + "; ".join(problems) + "."
+        try:
+            arguments = validate(tool.parameters, arguments)
+        except ArgumentError as error:
+            return f"Error: invalid arguments for {call.name}: " + "; ".join(error.problems) + "."
         try:
             return tool.run(**arguments)
         except ToolError as error:

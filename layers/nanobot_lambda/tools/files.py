@@ -1,24 +1,36 @@
-"""File tools over the S3 workspace: read_file, write_file, edit_file, list_dir.
+"""File tools over the S3 workspace: read_file, write_file, edit_file, list_dir, grep.
 
-Paths are workspace-relative and confined by `paths.normalize_path`. Edits are applied to the
-version that was read and written back only if nobody changed it meanwhile (ETag condition);
-on a conflict the edit is re-applied to the fresh version, so concurrent edits are never lost.
+Paths are workspace-relative and confined by `paths.normalize_path`. Edits go through
+`workspace.update_text`: applied to the version that was read, written back only if nobody
+changed it meanwhile (ETag condition), re-applied to the fresh version otherwise, so concurrent
+edits are never lost.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any, ClassVar
 
 from nanobot_lambda.paths import PathError, normalize_path
 from nanobot_lambda.tools import Tool, ToolError
-from nanobot_lambda.workspace import NotText, Workspace, WorkspaceFile, WriteConflict
+from nanobot_lambda.workspace import (
+    NotText,
+    Workspace,
+    WorkspaceFile,
+    WriteConflict,
+    replace_file,
+    update_text,
+)
 
 MAX_READ_CHARS = 40_000
 DEFAULT_READ_LINES = 2_000
 MAX_WRITE_BYTES = 1_000_000
 MAX_LIST_ENTRIES = 200
-EDIT_ATTEMPTS = 5
+MAX_GREP_RESULTS = 200
+MAX_GREP_FILES = 500
+MAX_GREP_FILE_BYTES = 2_000_000
+MAX_GREP_LINE_CHARS = 2_000  # longer lines are searched and shown cut, which bounds regex cost
 
 
 def _path(value: Any, *, allow_root: bool = False) -> str:
@@ -101,7 +113,7 @@ class WriteFile(WorkspaceTool):
         data = content.encode("utf-8")
         if len(data) > MAX_WRITE_BYTES:
             raise ToolError(f"content is over {MAX_WRITE_BYTES} bytes; split it into files.")
-        self._workspace.write(target, data)
+        replace_file(self._workspace, target, data)
         return f"Wrote {len(content)} characters to {target}."
 
 
@@ -127,8 +139,12 @@ class EditFile(WorkspaceTool):
         target = _path(path)
         if not old_text:
             raise ToolError("old_text is empty; give the exact text to replace.")
-        for _ in range(EDIT_ATTEMPTS):
-            text, file = _read_text(self._workspace, target)
+        replaced = 0
+
+        def apply(text: str | None) -> str:
+            nonlocal replaced
+            if text is None:
+                raise ToolError(f"file not found: {target}. Use list_dir to see what exists.")
             count = text.count(old_text)
             if count == 0:
                 raise ToolError(_not_found_message(target, text, old_text))
@@ -137,17 +153,16 @@ class EditFile(WorkspaceTool):
                     f"old_text occurs {count} times in {target}; include more surrounding "
                     "text to make it unique, or set replace_all=true."
                 )
-            updated = (
-                text.replace(old_text, new_text)
-                if replace_all
-                else text.replace(old_text, new_text, 1)
-            )
-            try:
-                self._workspace.write(target, updated.encode("utf-8"), if_match=file.etag)
-            except WriteConflict:
-                continue  # changed by someone else meanwhile: re-read and re-apply
-            return f"Replaced {count if replace_all else 1} occurrence(s) in {target}."
-        raise ToolError(f"{target} kept changing while editing; try again.")
+            replaced = count if replace_all else 1
+            return text.replace(old_text, new_text, -1 if replace_all else 1)
+
+        try:
+            update_text(self._workspace, target, apply)
+        except NotText:
+            raise ToolError(f"{target} is a binary file; only text files can be edited.") from None
+        except WriteConflict:
+            raise ToolError(f"{target} kept changing while editing; try again.") from None
+        return f"Replaced {replaced} occurrence(s) in {target}."
 
 
 def _not_found_message(path: str, text: str, old_text: str) -> str:
@@ -195,5 +210,83 @@ class ListDir(WorkspaceTool):
         return "\n".join(lines)
 
 
+class Grep(WorkspaceTool):
+    name = "grep"
+    description = (
+        "Search workspace files for a regex (or literal text); returns file:line: text. "
+        "path may be a file or a folder (default: the whole workspace)."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "minLength": 1},
+            "path": {"type": "string"},
+            "literal": {"type": "boolean"},
+            "ignore_case": {"type": "boolean"},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_GREP_RESULTS},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+
+    def run(
+        self,
+        pattern: str,
+        path: str = ".",
+        literal: bool = False,
+        ignore_case: bool = False,
+        max_results: int = 50,
+    ) -> str:
+        target = _path(path, allow_root=True)
+        try:
+            regex = re.compile(
+                re.escape(pattern) if literal else pattern, re.IGNORECASE if ignore_case else 0
+            )
+        except re.error as error:
+            raise ToolError(
+                f"invalid regular expression ({error}); set literal=true to search plain text."
+            ) from None
+        single = self._workspace.read(target) if target else None
+        paths = [target] if single is not None else self._candidates(target)
+        matches: list[str] = []
+        more = 0
+        for name in paths:
+            file = single if single is not None else self._workspace.read(name)
+            if file is None:
+                continue
+            try:
+                text = file.text
+            except NotText:
+                continue
+            for number, line in enumerate(text.splitlines(), start=1):
+                shown = line[:MAX_GREP_LINE_CHARS]
+                if regex.search(shown):
+                    if len(matches) < max_results:
+                        matches.append(f"{name}:{number}: {shown[:300]}")
+                    else:
+                        more += 1
+        if not matches:
+            return f"No matches for {pattern!r} in {target or '.'}."
+        if more:
+            matches.append(f"… {more} more matches not shown; narrow the pattern or the path.")
+        return "\n".join(matches)
+
+    def _candidates(self, folder: str) -> list[str]:
+        files = [
+            entry.path
+            for entry in self._workspace.list_files(folder)
+            if entry.size <= MAX_GREP_FILE_BYTES
+        ]
+        if not files and folder:
+            raise ToolError(f"{folder} is neither a file nor a folder with files.")
+        return files[:MAX_GREP_FILES]
+
+
 def file_tools(workspace: Workspace) -> list[Tool]:
-    return [ReadFile(workspace), WriteFile(workspace), EditFile(workspace), ListDir(workspace)]
+    return [
+        ReadFile(workspace),
+        WriteFile(workspace),
+        EditFile(workspace),
+        ListDir(workspace),
+        Grep(workspace),
+    ]
