@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +63,32 @@ def model_server() -> Iterator[ScriptedModelServer]:
     server.stop()
 
 
+StackFactory = Callable[..., LocalStack]
+
+
 @pytest.fixture
-def stack(moto_endpoint: str, model_server: ScriptedModelServer) -> Iterator[LocalStack]:
+def stack_factory(moto_endpoint: str, model_server: ScriptedModelServer) -> Iterator[StackFactory]:
+    """Start stacks with template parameter overrides (e.g. HistoryWindow="4")."""
+    started: list[LocalStack] = []
+
+    def start(**parameters: str) -> LocalStack:
+        # The local user and Ada (111111111, the owner in the shared fixtures) are allowed.
+        local = LocalStack(
+            TEMPLATE,
+            model_env=model_server.env(),
+            endpoint_url=moto_endpoint,
+            allow_from=f"{LocalUser().id},111111111",
+            parameters=parameters,
+        )
+        started.append(local.start())
+        return local
+
+    yield start
+    for local in started:
+        local.stop()
+
+
+@pytest.fixture
+def stack(stack_factory: StackFactory) -> LocalStack:
     """The whole deployment from infra/template.yaml on moto server, with the scripted model."""
-    # The local user and Ada (111111111, the owner in the shared Telegram fixtures) are allowed.
-    local = LocalStack(
-        TEMPLATE,
-        model_env=model_server.env(),
-        endpoint_url=moto_endpoint,
-        allow_from=f"{LocalUser().id},111111111",
-    )
-    local.start()
-    yield local
-    local.stop()
+    return stack_factory()

@@ -6,7 +6,10 @@ structured output through a tool schema, never JSON scraped from prose. Then, in
 the history entry is appended (with a marker naming the session and range, so a retry cannot
 append it twice), MEMORY.md is rewritten if it changed and the change is not a drastic shrink,
 and finally the session's cursor moves (conditionally, so two runs cannot both move it). Any
-failure before the cursor moves leaves it where it was: the same range is retried next time.
+failure before the cursor moves leaves it where it was. A later run first looks for the marker
+of an entry already written from the cursor on (a run that died before moving the cursor): if
+there is one, it only moves the cursor, with no model call and no second entry, even if new
+messages arrived meanwhile.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from nanobot_lambda import texts
-from nanobot_lambda.memory import MEMORY_FILE, append_history, guard_memory_update
+from nanobot_lambda.memory import MEMORY_FILE, append_history, find_marker, guard_memory_update
 from nanobot_lambda.model import ChatModel, ModelError, force_tool
 from nanobot_lambda.sessions import Message, SessionHistory, SessionStore
-from nanobot_lambda.workspace import NotText, Workspace, update_text
+from nanobot_lambda.workspace import NotText, Workspace, WriteConflict, update_text
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +56,8 @@ SAVE_MEMORY_TOOL: dict[str, Any] = {
     },
 }
 MAX_TRANSCRIPT_TOOL_CHARS = 300
+EMPTY_MEMORY = "(empty)"  # how an empty MEMORY.md is shown to the summariser
+_STORAGE_ERRORS = (WriteConflict, NotText, ClientError, BotoCoreError)
 _TIMESTAMPED = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\]")
 
 
@@ -91,8 +98,21 @@ class Consolidator:
 
         Returns None when there was nothing to do. Raises ConsolidationError on failure.
         """
+        try:
+            return self._consolidate(key, everything)
+        except _STORAGE_ERRORS as error:
+            raise ConsolidationError(f"storage failed: {type(error).__name__}") from None
+
+    def _consolidate(self, key: str, everything: bool) -> Consolidated | None:
         header = self._sessions.load(key, 0)
         start, end = header.consolidated_upto, header.next_seq
+        recorded = find_marker(self._workspace, f"{key} {start}-")
+        if recorded is not None:
+            # A run died after writing its entry: finish it rather than summarise again.
+            target = int(recorded.rsplit("-", 1)[1])
+            self._sessions.advance_cursor(key, start, target)
+            logger.info("consolidation resumed", extra={"session": key, "end": target})
+            return Consolidated(start, target, False)
         messages = self._sessions.load_range(key, start, end)
         target = end if everything else self._boundary(messages, end)
         archived = [message for seq, message in messages if seq < target]
@@ -100,11 +120,10 @@ class Consolidator:
             return None
 
         memory_file = self._workspace.read(MEMORY_FILE)
-        try:
-            memory = memory_file.text if memory_file is not None else ""
-        except NotText:
-            memory = ""
+        memory = memory_file.text if memory_file is not None else ""
         entry, memory_update = self._summarise(archived, memory)
+        if not memory.strip() and memory_update.strip() == EMPTY_MEMORY:
+            memory_update = ""  # the model returned the placeholder as "unchanged"
         append_history(self._workspace, entry, marker=f"{key} {start}-{target}")
         written = update_text(
             self._workspace,
@@ -137,7 +156,7 @@ class Consolidator:
                 "content": texts.render(
                     "consolidation_request",
                     timestamp=timestamp,
-                    memory=memory.strip() or "(empty)",
+                    memory=memory.strip() or EMPTY_MEMORY,
                     transcript=transcript(archived),
                 ),
             },

@@ -3,8 +3,9 @@
 HISTORY.md grows for years, so it is kept bounded by rollover: appends are conditional
 read-modify-writes of `memory/HISTORY.md` (never losing a concurrent entry), and when the file
 passes `ROLLOVER_BYTES` its content is first moved, unchanged, to an archive segment
-`memory/history/<first date>_<content hash>.md` (immutable; created with If-None-Match, so two
-writers rolling over at once produce one archive). An append therefore costs at most one
+`memory/history/<first entry's date>_<HHMM>_<content hash>.md` (immutable, named by its content
+and so in chronological order; created with If-None-Match, so two writers rolling over the same
+content produce one archive). An append therefore costs at most one
 download and one upload of a file of bounded size. The model reads the recent log at
 `memory/HISTORY.md`, and `grep(path="memory")` searches it together with every archive.
 """
@@ -44,19 +45,27 @@ class HistoryEntry:
 def append_history(workspace: Workspace, entry: str, *, marker: str | None = None) -> bool:
     """Append one entry (ending with `marker`, if given, to make retries idempotent).
 
-    Returns False when an entry with the same marker is already there.
+    Returns False when an entry with the same marker is already there (in HISTORY.md or in the
+    newest archive, where a rollover may have moved it).
     """
     line = entry.strip() + (f" <!-- {marker} -->" if marker else "")
+    if marker and _marked(workspace, marker, _newest_archive(workspace)):
+        return False
     appended = True
+    archived: str | None = None  # what this call already moved to an archive
 
     def add(current: str | None) -> str | None:
-        nonlocal appended
+        nonlocal appended, archived
         current = current if current is not None else HISTORY_HEADER
         if marker and f"<!-- {marker} -->" in current:
             appended = False
             return None
-        if len(current.encode("utf-8")) > ROLLOVER_BYTES:
+        if archived is not None and current.startswith(archived):
+            # A retry after a lost race: the archived part is saved; keep only what came after.
+            current = HISTORY_HEADER + current[len(archived) :].lstrip("\n")
+        elif len(current.encode("utf-8")) > ROLLOVER_BYTES:
             _archive(workspace, current)
+            archived = current
             current = HISTORY_HEADER
         return current.rstrip("\n") + "\n\n" + line + "\n"
 
@@ -64,11 +73,42 @@ def append_history(workspace: Workspace, entry: str, *, marker: str | None = Non
     return appended
 
 
+def find_marker(workspace: Workspace, prefix: str) -> str | None:
+    """The first marker starting with `prefix` in HISTORY.md or the newest archive."""
+    pattern = re.compile(r"<!-- (" + re.escape(prefix) + r"[^>]*?) -->")
+    for path in (HISTORY_FILE, _newest_archive(workspace)):
+        text = _text(workspace, path) if path else ""
+        match = pattern.search(text)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _marked(workspace: Workspace, marker: str, path: str | None) -> bool:
+    return path is not None and f"<!-- {marker} -->" in _text(workspace, path)
+
+
+def _text(workspace: Workspace, path: str) -> str:
+    file = workspace.read(path)
+    if file is None:
+        return ""
+    try:
+        return file.text
+    except NotText:
+        return ""
+
+
+def _newest_archive(workspace: Workspace) -> str | None:
+    archives = history_files(workspace)[:-1]
+    return archives[-1] if archives else None
+
+
 def _archive(workspace: Workspace, content: str) -> None:
     first = _ENTRY_START.search(content)
-    date = content[first.start() + 1 : first.start() + 11] if first else "undated"
+    stamp = content[first.start() + 1 : first.start() + 17] if first else "0000-00-00 00:00"
+    name = stamp.replace(" ", "_").replace("T", "_").replace(":", "")  # 2026-11-22_1005
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
-    path = f"{HISTORY_ARCHIVE}/{date}_{digest}.md"
+    path = f"{HISTORY_ARCHIVE}/{name}_{digest}.md"
     # A conflict means a concurrent writer archived the very same content (same name).
     with contextlib.suppress(WriteConflict):
         workspace.write(path, content.encode("utf-8"), if_none_match=True)

@@ -30,12 +30,26 @@ _STOPWORDS = frozenset(
 )
 
 
+# Chinese, Japanese and Korean runs have no spaces between words: they are indexed as
+# overlapping character pairs. A lone character stays a token, unless it is kana (particles).
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+
+
 def tokenize(text: str) -> list[str]:
-    return [
-        word
-        for word in _WORD.findall(text.casefold())
-        if len(word) > 1 and word not in _STOPWORDS and not word.isdigit()
-    ]
+    tokens: list[str] = []
+    for word in _WORD.findall(text.casefold()):
+        for run in _CJK.findall(word):
+            if len(run) > 1:
+                tokens += [run[i : i + 2] for i in range(len(run) - 1)]
+            elif not _KANA.match(run):
+                tokens.append(run)
+        tokens += [
+            part
+            for part in _CJK.sub(" ", word).split()
+            if len(part) > 1 and part not in _STOPWORDS and not part.isdigit()
+        ]
+    return tokens
 
 
 @dataclass(frozen=True)

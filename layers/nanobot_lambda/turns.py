@@ -121,10 +121,17 @@ class TurnService:
             },
         )
         if self._consolidator.due(history):
-            try:
-                self._consolidator.consolidate(inbound.session_key)
-            except ConsolidationError as error:
-                logger.warning("consolidation failed, will retry later: %s", error)
+            self._consolidate_quietly(inbound.session_key)
+
+    def _consolidate_quietly(self, key: str) -> None:
+        """Consolidate after the turn is answered and saved: a failure must not fail the job,
+        or SQS would run the whole turn again and the user would get the reply twice."""
+        try:
+            self._consolidator.consolidate(key)
+        except ConsolidationError as error:
+            logger.warning("consolidation failed, will retry later: %s", error)
+        except Exception:
+            logger.exception("consolidation failed unexpectedly, will retry later")
 
     def _new_session(self, inbound: InboundMessage) -> None:
         """/new: archive the conversation into memory, then start afresh; keep it on failure."""

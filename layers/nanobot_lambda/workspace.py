@@ -18,6 +18,8 @@ sorting after it (such as `uploads/`, where media lands) are read on demand, not
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -32,7 +34,8 @@ if TYPE_CHECKING:
 WORKSPACE_PREFIX = "workspace/"
 # Workspace paths up to and including the skills/ folder are listed by refresh().
 LISTED_UNTIL = "skills/\U0010ffff"
-UPDATE_ATTEMPTS = 8
+UPDATE_ATTEMPTS = 10
+CONFLICT_BACKOFF_SECONDS = 0.02  # doubled per lost race, with full jitter, at most 1 s
 MAX_CACHED_FILE_BYTES = 2_000_000
 
 
@@ -103,7 +106,7 @@ def update_text(
     edit whose old text is gone). Returns the text written, or None when nothing was written.
     """
     fresh = False
-    for _ in range(attempts):
+    for attempt in range(attempts):
         file = workspace.read(path, fresh=fresh)
         updated = change(file.text if file is not None else None)
         if updated is None:
@@ -115,9 +118,15 @@ def update_text(
                 workspace.write(path, updated.encode("utf-8"), if_match=file.etag)
         except WriteConflict:
             fresh = True
+            _back_off(attempt)
             continue
         return updated
     raise WriteConflict(path)
+
+
+def _back_off(attempt: int) -> None:
+    """Spread out writers that keep colliding on the same file (full jitter)."""
+    time.sleep(random.uniform(0, min(1.0, CONFLICT_BACKOFF_SECONDS * 2**attempt)))  # noqa: S311
 
 
 def replace_file(
@@ -129,7 +138,7 @@ def replace_file(
     version; the condition guarantees the write is never based on a version that vanished.
     """
     fresh = False
-    for _ in range(attempts):
+    for attempt in range(attempts):
         current = workspace.read(path, fresh=fresh)
         try:
             if current is None:
@@ -137,6 +146,7 @@ def replace_file(
             return workspace.write(path, data, if_match=current.etag)
         except WriteConflict:
             fresh = True
+            _back_off(attempt)
     raise WriteConflict(path)
 
 

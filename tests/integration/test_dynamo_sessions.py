@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import boto3
 import pytest
 
 from nanobot_lambda.aws import dynamodb_client
 from nanobot_lambda.local.cfn import TemplateContext
 from nanobot_lambda.sessions import DynamoSessionStore, SessionConflict
+from tests.support.aws_requests import RequestCounter
 
 
 @pytest.fixture
@@ -34,6 +37,17 @@ def turn(n: int, tool: bool = False) -> list[dict[str, object]]:
         ]
     messages.append({"role": "assistant", "content": f"answer {n}"})
     return messages
+
+
+def seed(resources: TemplateContext, key: str, messages: list[dict[str, object]]) -> None:
+    """Write a session's items as the store lays them out (msg# items and the ~meta header)."""
+    table = boto3.resource("dynamodb").Table(resources.refs["SessionsTable"])
+    with table.batch_writer() as batch:
+        for seq, message in enumerate(messages):
+            batch.put_item(
+                Item={"pk": key, "sk": f"msg#{seq:012d}", "message": json.dumps(message)}
+            )
+        batch.put_item(Item={"pk": key, "sk": "~meta", "next_seq": len(messages)})
 
 
 def test_empty_session(store: DynamoSessionStore) -> None:
@@ -95,3 +109,37 @@ def test_concurrent_append_never_overwrites(store: DynamoSessionStore) -> None:
     with pytest.raises(SessionConflict):
         store.append(second, turn(2))
     assert store.load("telegram:1", 10).messages == turn(1)
+
+
+def test_a_2000_message_session_loads_its_window_in_one_query(resources: TemplateContext) -> None:
+    counter = RequestCounter()
+    try:
+        store = DynamoSessionStore(resources.refs["SessionsTable"], dynamodb_client())
+        # Seeded directly (moto's transactions slow down with partition size), then a real
+        # append on top: 500 turns of 4 messages, tool calls included.
+        seed(resources, "telegram:long", [m for n in range(499) for m in turn(n, tool=True)])
+        history = store.load("telegram:long", 0)
+        assert history.next_seq == 1996
+        store.append(history, turn(499, tool=True))
+        assert history.next_seq == 2000
+        counter.reset()
+        window = store.load("telegram:long", 50)
+        assert counter.operations("dynamodb") == {"Query": 1}
+        assert window.next_seq == 2000
+        assert window.messages[0]["role"] == "user"
+        assert window.messages[-1] == {"role": "assistant", "content": "answer 499"}
+        assert len(window.messages) == 48  # 50 newest, cut back to the start of a turn
+    finally:
+        counter.close()
+
+
+def test_cursor_hides_consolidated_messages(store: DynamoSessionStore) -> None:
+    history = store.load("telegram:1", 10)
+    for n in range(3):
+        store.append(history, turn(n))
+    assert store.advance_cursor("telegram:1", 0, 4)
+    assert not store.advance_cursor("telegram:1", 0, 6)  # someone else moved it already
+    loaded = store.load("telegram:1", 10)
+    assert loaded.consolidated_upto == 4 and loaded.unconsolidated == 2
+    assert loaded.messages == turn(2)
+    assert [seq for seq, _ in store.load_range("telegram:1", 1, 4)] == [1, 2, 3]

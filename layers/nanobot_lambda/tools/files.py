@@ -247,7 +247,7 @@ class Grep(WorkspaceTool):
                 f"invalid regular expression ({error}); set literal=true to search plain text."
             ) from None
         single = self._workspace.read(target) if target else None
-        paths = [target] if single is not None else self._candidates(target)
+        paths, total = ([target], 1) if single is not None else self._candidates(target)
         matches: list[str] = []
         more = 0
         for name in paths:
@@ -259,19 +259,33 @@ class Grep(WorkspaceTool):
             except NotText:
                 continue
             for number, line in enumerate(text.splitlines(), start=1):
-                shown = line[:MAX_GREP_LINE_CHARS]
-                if regex.search(shown):
-                    if len(matches) < max_results:
-                        matches.append(f"{name}:{number}: {shown[:300]}")
-                    else:
-                        more += 1
+                found = regex.search(line[:MAX_GREP_LINE_CHARS])
+                if found is None:
+                    continue
+                if len(matches) < max_results:
+                    matches.append(f"{name}:{number}: {_excerpt(line, found.start())}")
+                else:
+                    more += 1
+        partial = ""
+        if total > len(paths):
+            partial = (
+                f"Searched only the first {len(paths)} of {total} files; "
+                "narrow the path to search the rest."
+            )
         if not matches:
-            return f"No matches for {pattern!r} in {target or '.'}."
+            return (
+                f"{partial} No matches for {pattern!r}."
+                if partial
+                else (f"No matches for {pattern!r} in {target or '.'}.")
+            )
         if more:
             matches.append(f"… {more} more matches not shown; narrow the pattern or the path.")
+        if partial:
+            matches.append(partial)
         return "\n".join(matches)
 
-    def _candidates(self, folder: str) -> list[str]:
+    def _candidates(self, folder: str) -> tuple[list[str], int]:
+        """The files to search (at most MAX_GREP_FILES) and how many there are in all."""
         files = [
             entry.path
             for entry in self._workspace.list_files(folder)
@@ -279,7 +293,15 @@ class Grep(WorkspaceTool):
         ]
         if not files and folder:
             raise ToolError(f"{folder} is neither a file nor a folder with files.")
-        return files[:MAX_GREP_FILES]
+        return files[:MAX_GREP_FILES], len(files)
+
+
+def _excerpt(line: str, at: int, width: int = 300) -> str:
+    """The line from its start, or around the match when the match lies further on."""
+    if at < width - 50:
+        return line[:width]
+    start = at - 100
+    return "…" + line[start : start + width]
 
 
 def file_tools(workspace: Workspace) -> list[Tool]:
