@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -187,6 +187,37 @@ class AgentBehaviourSettings(_Settings):
         return value
 
 
+class InputSettings(_Settings):
+    """How agent_turn treats Telegram input beyond plain text."""
+
+    # mention: in groups, act only when mentioned or replied to; open: on every message.
+    group_policy: Literal["mention", "open"] = Field(default="mention", alias="GROUP_POLICY")
+    # Largest file fetched from Telegram (its getFile API stops at 20 MB).
+    media_max_bytes: int = Field(default=20_000_000, alias="MEDIA_MAX_BYTES", ge=1, le=20_000_000)
+    # Largest image passed to the model inline (base64); larger ones are only stored.
+    image_max_bytes: int = Field(default=5_000_000, alias="IMAGE_MAX_BYTES", ge=1)
+    # litellm transcription model for voice and audio (e.g. whisper-1, groq/whisper-large-v3);
+    # unset: the model is told a voice message arrived that it cannot hear.
+    transcription_model: str | None = Field(default=None, alias="TRANSCRIPTION_MODEL")
+
+
+class LoopSettings(_Settings):
+    """The agent loop's limits and what it shows the user while it works."""
+
+    # Tool results longer than this are cut (with a marker) before the model sees them.
+    tool_result_max_chars: int = Field(
+        default=16_000, alias="TOOL_RESULT_MAX_CHARS", ge=500, le=500_000
+    )
+    # Tool results are kept shorter still in the saved session.
+    saved_tool_result_max_chars: int = Field(
+        default=2_000, alias="SAVED_TOOL_RESULT_MAX_CHARS", ge=100, le=500_000
+    )
+    # Send the text the model writes alongside tool calls to the chat as progress.
+    send_progress: bool = Field(default=True, alias="SEND_PROGRESS")
+    # Also send a short hint per tool call, e.g. 🔎 grep("lisbon").
+    send_tool_hints: bool = Field(default=False, alias="SEND_TOOL_HINTS")
+
+
 class WebhookSettings(AllowListSettings, QueueSettings):
     purpose: ClassVar[str] = "the webhook function"
     telegram_secret_token: SecretStr = Field(
@@ -194,7 +225,14 @@ class WebhookSettings(AllowListSettings, QueueSettings):
     )
 
 
-class AgentSettings(TelegramBotSettings, StorageSettings, LlmSettings, AgentBehaviourSettings):
+class AgentSettings(
+    TelegramBotSettings,
+    StorageSettings,
+    LlmSettings,
+    AgentBehaviourSettings,
+    InputSettings,
+    LoopSettings,
+):
     purpose: ClassVar[str] = "the agent_turn function"
 
 

@@ -1,0 +1,120 @@
+"""Input tokens of the first request for "hello", and what recall adds.
+
+Builds the request exactly as agent_turn does (system prompt from the workspace, tool schemas,
+the user message with its runtime-context block) on a workspace in S3 (moto server), first the
+default onboarded workspace, then with 20 extra skills. Counts with litellm's token counter
+(gpt-4o's tokenizer, bundled with litellm; other providers' tokenizers differ by a few %).
+
+    make bench            or            .venv/bin/python bench/tokens.py
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import boto3  # noqa: E402
+import litellm  # noqa: E402
+from moto.server import ThreadedMotoServer  # noqa: E402
+
+from nanobot_lambda.context import ContextBuilder, RuntimeContext  # noqa: E402
+from nanobot_lambda.memory import HISTORY_FILE  # noqa: E402
+from nanobot_lambda.recall import HistoryRecall  # noqa: E402
+from nanobot_lambda.skills import builtin_skill_files  # noqa: E402
+from nanobot_lambda.tools import ToolRegistry  # noqa: E402
+from nanobot_lambda.tools.files import file_tools  # noqa: E402
+from nanobot_lambda.workspace import S3Workspace, WithBuiltinFiles, seed_workspace  # noqa: E402
+
+MODEL = "gpt-4o"
+NANOBOT_035_SYSTEM_PROMPT = 1900  # tokens, nanobot 0.3.5's default system prompt (issue 3)
+
+
+def tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    return int(litellm.token_counter(model=MODEL, messages=messages, tools=tools))
+
+
+def start_aws() -> ThreadedMotoServer:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    os.environ.update(
+        AWS_ENDPOINT_URL=f"http://{host}:{port}",
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    return server
+
+
+def workspace(name: str, extra_skills: int) -> S3Workspace:
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=name)
+    store = S3Workspace(name, s3)
+    seed_workspace(store)
+    for n in range(extra_skills):
+        body = (
+            f"---\nname: extra-{n:02d}\ndescription: Handles chores of kind {n} for the user "
+            f"(example skill {n}).\n---\n# Extra {n}\nSteps…\n"
+        )
+        store.write(f"skills/extra-{n:02d}/SKILL.md", body.encode())
+    store.refresh()
+    return store
+
+
+def first_request(store: S3Workspace, text: str = "hello") -> dict[str, int]:
+    runtime = RuntimeContext(datetime.now(UTC), "UTC", "telegram", "111111111")
+    messages = ContextBuilder(store, {}).messages([], text, runtime)
+    builtins = {path: data.encode() for path, data in builtin_skill_files().items()}
+    tools = ToolRegistry(file_tools(WithBuiltinFiles(store, builtins))).definitions()
+    system = tokens(messages[:1])
+    total = tokens(messages, tools)
+    schemas = total - tokens(messages)
+    return {"system": system, "tools": schemas, "user": total - system - schemas, "total": total}
+
+
+def recall_cost(store: S3Workspace) -> list[tuple[str, int, int]]:
+    topics = ["garden", "taxes", "Lisbon trip", "dentist", "car repair", "birthday party"]
+    entries = [
+        f"[2026-{1 + n % 12:02d}-{1 + n % 28:02d} 10:00] Talked about the {topics[n % 6]} "
+        f"(item {n}): decided on option {n % 3}, rejected option {(n + 1) % 3}."
+        for n in range(300)
+    ]
+    store.write(HISTORY_FILE, ("# History\n\n" + "\n\n".join(entries) + "\n").encode())
+    store.refresh()
+    recall = HistoryRecall(store)
+    rows = []
+    for query in ("hello", "What did we decide about the Lisbon trip?", "how is the weather"):
+        found = recall.search(query)
+        block = "\n".join(found)
+        rows.append((query, len(found), tokens([{"role": "user", "content": block}]) if found else 0))
+    return rows
+
+
+def main() -> None:
+    server = start_aws()
+    try:
+        default = first_request(workspace("bench-default", 0))
+        extra = first_request(workspace("bench-skills", 20))
+        print(f'First request for "hello" ({MODEL} tokenizer)')
+        print(f"{'workspace':<26} {'system':>7} {'tools':>6} {'user':>5} {'total':>6}  prefix")
+        for name, row in (("default (onboarded)", default), ("default + 20 skills", extra)):
+            prefix = (row["system"] + row["tools"]) / row["total"]
+            print(
+                f"{name:<26} {row['system']:>7} {row['tools']:>6} {row['user']:>5} "
+                f"{row['total']:>6}  {prefix:.0%}"
+            )
+        print(f"(nanobot 0.3.5: about {NANOBOT_035_SYSTEM_PROMPT} system-prompt tokens alone)")
+        print("\nRecall over 300 HISTORY entries (added to the runtime-context block)")
+        for query, found, cost in recall_cost(workspace("bench-recall", 0)):
+            print(f"  {query!r:<45} {found} entries, {cost:>4} tokens")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
