@@ -17,17 +17,17 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import boto3  # noqa: E402
-import litellm  # noqa: E402
-from moto.server import ThreadedMotoServer  # noqa: E402
+import boto3
+import litellm
+from moto.server import ThreadedMotoServer
 
-from nanobot_lambda.context import ContextBuilder, RuntimeContext  # noqa: E402
-from nanobot_lambda.memory import HISTORY_FILE  # noqa: E402
-from nanobot_lambda.recall import HistoryRecall  # noqa: E402
-from nanobot_lambda.skills import builtin_skill_files  # noqa: E402
-from nanobot_lambda.tools import ToolRegistry  # noqa: E402
-from nanobot_lambda.tools.files import file_tools  # noqa: E402
-from nanobot_lambda.workspace import S3Workspace, WithBuiltinFiles, seed_workspace  # noqa: E402
+from nanobot_lambda.context import ContextBuilder, RuntimeContext
+from nanobot_lambda.memory import HISTORY_FILE
+from nanobot_lambda.recall import HistoryRecall
+from nanobot_lambda.skills import builtin_skill_files
+from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.tools.files import file_tools
+from nanobot_lambda.workspace import S3Workspace, WithBuiltinFiles, seed_workspace
 
 MODEL = "gpt-4o"
 NANOBOT_035_SYSTEM_PROMPT = 1900  # tokens, nanobot 0.3.5's default system prompt (issue 3)
@@ -45,7 +45,7 @@ def start_aws() -> ThreadedMotoServer:
     os.environ.update(
         AWS_ENDPOINT_URL=f"http://{host}:{port}",
         AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",
+        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any credentials
         AWS_DEFAULT_REGION="us-east-1",
     )
     return server
@@ -91,7 +91,9 @@ def recall_cost(store: S3Workspace) -> list[tuple[str, int, int]]:
     for query in ("hello", "What did we decide about the Lisbon trip?", "how is the weather"):
         found = recall.search(query)
         block = "\n".join(found)
-        rows.append((query, len(found), tokens([{"role": "user", "content": block}]) if found else 0))
+        rows.append(
+            (query, len(found), tokens([{"role": "user", "content": block}]) if found else 0)
+        )
     return rows
 
 

@@ -18,9 +18,11 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nanobot_lambda.aws import dynamodb_client, s3_client
+from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.jobs import parse_job
 from nanobot_lambda.litellm_model import LitellmChatModel
 from nanobot_lambda.logs import configure_logging
+from nanobot_lambda.media import transcriber_for
 from nanobot_lambda.sessions import DynamoSessionStore
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.telegram.client import TelegramBot
@@ -31,13 +33,16 @@ logger = Logger()
 configure_logging(logger)
 
 settings = AgentSettings.from_env()
+dynamodb = dynamodb_client()
 turns = TurnService(
     settings,
     workspace=S3Workspace(settings.workspace_bucket, s3_client()),
-    sessions=DynamoSessionStore(settings.sessions_table, dynamodb_client()),
+    sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
+    stop_flags=StopFlags(settings.sessions_table, lambda: dynamodb),
     model=LitellmChatModel(settings),
     bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
     environ=os.environ,  # skills check their `requires.env` against it
+    transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
 )
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 

@@ -8,7 +8,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from nanobot_lambda.aws import sqs_client
+from nanobot_lambda.aws import dynamodb_client, sqs_client
+from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.jobs import TurnQueue
 from nanobot_lambda.logs import configure_logging
 from nanobot_lambda.settings import WebhookSettings
@@ -23,6 +24,7 @@ webhook = Webhook(
     settings.telegram_secret_token,
     settings.allow_from,
     TurnQueue(settings.turn_queue_url, sqs_client()),
+    StopFlags(settings.sessions_table, dynamodb_client),  # client made on the first /stop
 )
 
 

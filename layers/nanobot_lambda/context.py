@@ -115,13 +115,25 @@ class ContextBuilder:
         return found
 
     def messages(
-        self, history: list[dict[str, Any]], user_text: str, runtime: RuntimeContext
+        self,
+        history: list[dict[str, Any]],
+        user_content: str | list[dict[str, Any]],
+        runtime: RuntimeContext,
     ) -> list[dict[str, Any]]:
-        """The request: system prompt, history (as saved), and the user message with metadata."""
+        """The request: system prompt, history (as saved), and the user message with metadata.
+
+        The user message is text, or content parts (text and images); with parts, the
+        runtime-context block is the first text part.
+        """
+        content: str | list[dict[str, Any]]
+        if isinstance(user_content, str):
+            content = f"{runtime.render()}\n\n{user_content}"
+        else:
+            content = [{"type": "text", "text": runtime.render()}, *user_content]
         return [
             {"role": "system", "content": self.system_prompt()},
             *(_for_model(message) for message in history),
-            {"role": "user", "content": f"{runtime.render()}\n\n{user_text}"},
+            {"role": "user", "content": content},
         ]
 
 

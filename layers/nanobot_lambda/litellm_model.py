@@ -44,6 +44,7 @@ class LitellmChatModel:
             self._options["api_key"] = settings.llm_api_key.get_secret_value()
         if settings.llm_temperature is not None:
             self._options["temperature"] = settings.llm_temperature
+        self._cache_system_prompt = uses_prompt_cache_markers(settings.llm_model)
 
     def complete(
         self,
@@ -53,6 +54,8 @@ class LitellmChatModel:
         tool_choice: ToolChoice = None,
     ) -> ModelReply:
         extra: dict[str, Any] = {} if tool_choice is None else {"tool_choice": tool_choice}
+        if self._cache_system_prompt:
+            messages = mark_system_prompt_for_caching(messages)
         try:
             response = litellm.completion(
                 model=self._model,
@@ -73,7 +76,14 @@ class LitellmChatModel:
             )
             for index, call in enumerate(message.tool_calls or [])
         )
-        return ModelReply(content=message.content, tool_calls=tool_calls, usage=_usage(response))
+        blocks = getattr(message, "thinking_blocks", None) or []
+        return ModelReply(
+            content=message.content,
+            tool_calls=tool_calls,
+            usage=_usage(response),
+            reasoning_content=getattr(message, "reasoning_content", None) or None,
+            thinking_blocks=tuple(dict(block) for block in blocks),
+        )
 
     def _describe(self, error: Exception) -> str:
         """Kind, status and the start of the provider's explanation, with the API key masked.
@@ -87,6 +97,28 @@ class LitellmChatModel:
         if key:
             detail = detail.replace(key, "<api-key>")
         return f"{type(error).__name__} (status {status}): {detail}"
+
+
+def uses_prompt_cache_markers(model: str) -> bool:
+    """Claude models (Anthropic, Bedrock, Vertex, OpenRouter) cache a prefix only where told
+    to; OpenAI-style providers cache automatically and may reject the markers."""
+    return "claude" in model.lower() or model.lower().startswith("anthropic/")
+
+
+def mark_system_prompt_for_caching(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The system prompt as a content block with `cache_control`: tools and system prompt,
+    byte-stable across turns, are then read from the provider's cache at a tenth of the price."""
+    marked = []
+    for message in messages:
+        if message.get("role") == "system" and isinstance(message.get("content"), str):
+            block = {
+                "type": "text",
+                "text": message["content"],
+                "cache_control": {"type": "ephemeral"},
+            }
+            message = {**message, "content": [block]}
+        marked.append(message)
+    return marked
 
 
 def _usage(response: Any) -> Usage:

@@ -41,6 +41,10 @@ class ModelReply:
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
+    # Reasoning some providers require back with the assistant message that called tools
+    # (Anthropic thinking blocks with their signatures; reasoning_content of DeepSeek, Kimi…).
+    reasoning_content: str | None = None
+    thinking_blocks: tuple[dict[str, Any], ...] = ()
 
 
 class ModelError(Exception):

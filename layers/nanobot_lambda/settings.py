@@ -31,7 +31,12 @@ from nanobot_lambda.allowlist import AllowList
 SECRET_CACHE_SECONDS = 300
 
 # Secret fields that may come from SSM Parameter Store or Secrets Manager instead of a value.
-SECRET_VARIABLES = ("TELEGRAM_BOT_TOKEN", "TELEGRAM_SECRET_TOKEN", "LLM_API_KEY")
+SECRET_VARIABLES = (
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_SECRET_TOKEN",
+    "LLM_API_KEY",
+    "TRANSCRIPTION_API_KEY",
+)
 
 
 class ConfigError(Exception):
@@ -199,6 +204,12 @@ class InputSettings(_Settings):
     # litellm transcription model for voice and audio (e.g. whisper-1, groq/whisper-large-v3);
     # unset: the model is told a voice message arrived that it cannot hear.
     transcription_model: str | None = Field(default=None, alias="TRANSCRIPTION_MODEL")
+    # Credentials for a transcription provider other than the chat model's (the chat model's
+    # key is reused only for the same provider, never sent to another one).
+    transcription_api_key: SecretStr | None = Field(default=None, alias="TRANSCRIPTION_API_KEY")
+    transcription_api_base: str | None = Field(
+        default=None, alias="TRANSCRIPTION_API_BASE", pattern=r"^https?://\S+$"
+    )
 
 
 class LoopSettings(_Settings):
@@ -220,6 +231,7 @@ class LoopSettings(_Settings):
 
 class WebhookSettings(AllowListSettings, QueueSettings):
     purpose: ClassVar[str] = "the webhook function"
+    sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # /stop flags
     telegram_secret_token: SecretStr = Field(
         alias="TELEGRAM_SECRET_TOKEN", min_length=1, max_length=256
     )

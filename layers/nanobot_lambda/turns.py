@@ -15,16 +15,24 @@ from typing import Any
 
 from nanobot_lambda import texts
 from nanobot_lambda.agent import AgentLoop, TurnOutcome, for_saving
+from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.context import ContextBuilder, RuntimeContext
 from nanobot_lambda.jobs import HeartbeatJob, TelegramUpdateJob
+from nanobot_lambda.media import MediaResolver, Transcriber
 from nanobot_lambda.model import ChatModel, ModelError
 from nanobot_lambda.recall import HistoryRecall
 from nanobot_lambda.sessions import SessionStore
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.skills import builtin_skill_files
 from nanobot_lambda.telegram.client import TelegramBot, TelegramError
-from nanobot_lambda.telegram.inbound import Ignored, InboundMessage, to_inbound
+from nanobot_lambda.telegram.inbound import (
+    Ignored,
+    InboundMessage,
+    addressed_to_bot,
+    is_group_chat,
+    to_inbound,
+)
 from nanobot_lambda.telegram.models import Update
 from nanobot_lambda.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
@@ -45,21 +53,29 @@ class TurnService:
         sessions: SessionStore,
         model: ChatModel,
         bot: TelegramBot,
+        stop_flags: StopFlags,
         environ: Mapping[str, str],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        transcriber: Transcriber | None = None,
     ) -> None:
         self._settings = settings
         self._workspace = workspace
         self._sessions = sessions
         self._bot = bot
+        self._stop_flags = stop_flags
         self._clock = clock
+        self._media = MediaResolver(bot, workspace, settings, transcriber)
         self._context = ContextBuilder(workspace, environ)
         self._recall = HistoryRecall(workspace, max_chars=settings.recall_max_chars)
         # The tools also see the built-in skills' files, read-only, where the summary says.
         builtins = {path: text.encode() for path, text in builtin_skill_files().items()}
         tool_view = WithBuiltinFiles(workspace, builtins)
         self._agent = AgentLoop(
-            model, ToolRegistry(file_tools(tool_view)), settings.max_tool_iterations
+            model,
+            ToolRegistry(file_tools(tool_view)),
+            settings.max_tool_iterations,
+            tool_result_max_chars=settings.tool_result_max_chars,
+            tool_hints=settings.send_tool_hints,
         )
         self._consolidator = Consolidator(
             model,
@@ -87,27 +103,55 @@ class TurnService:
         )
 
     def _telegram_turn(self, job: TelegramUpdateJob) -> None:
-        inbound = to_inbound(Update.model_validate(job.update))
+        update = Update.model_validate(job.update)
+        inbound = to_inbound(update)
         if isinstance(inbound, Ignored):
             logger.info("queued update has nothing to answer: %s", inbound.reason)
             return
         log = {"update_id": inbound.update_id, "chat_id": inbound.chat_id}
+        message = update.message
+        assert message is not None  # to_inbound ignores updates without a message
+        # Groups: the webhook queues every message (it cannot know the bot's username); only
+        # those addressed to the bot get a turn. getMe is asked once per container, for groups.
+        if is_group_chat(message):
+            me = self._bot.get_me()
+            policy = self._settings.group_policy
+            if not addressed_to_bot(message, bot_id=me.id, bot_username=me.username, policy=policy):
+                logger.info("group message not addressed to the bot: ignored", extra=log)
+                return
+        if inbound.command in ("start", "help"):
+            self._deliver(inbound.chat_id, texts.load(inbound.command), inbound.thread_id)
+            return
         if inbound.command == "new":
             self._new_session(inbound)
             return
+        if inbound.command == "stop":
+            # A turn that was stopped cleared the flag and told the user; a flag still here
+            # means nothing was running.
+            if self._stop_flags.clear(inbound.session_key):
+                self._deliver(inbound.chat_id, texts.load("nothing_to_stop"), inbound.thread_id)
+            return
         logger.info("turn started", extra=log)
         with self._bot.typing(inbound.chat_id, thread_id=inbound.thread_id):
+            # Files are fetched, stored and transcribed while "typing…" shows.
+            content = self._media.resolve(message, inbound.chat_id)
             history = self._sessions.load(inbound.session_key, self._settings.history_window)
-            recalled = self._recall.search(inbound.text)
+            recalled = self._recall.search(content.saved_text)
             request = self._context.messages(
-                history.messages, inbound.text, self._runtime(inbound.chat_id, recalled)
+                history.messages, content.model_content, self._runtime(inbound.chat_id, recalled)
             )
             outcome = self._run_agent(request, inbound, log)
         if outcome is None:
             return
+        if outcome.stopped:
+            self._stop_flags.clear(inbound.session_key)
         if not self._deliver(inbound.chat_id, outcome.reply, inbound.thread_id):
             return
-        saved = [self._user_message(inbound), *map(for_saving, outcome.new_messages)]
+        saved_limit = self._settings.saved_tool_result_max_chars
+        saved = [
+            self._user_message(inbound, content.saved_text),
+            *(for_saving(message, saved_limit) for message in outcome.new_messages),
+        ]
         self._sessions.append(history, saved)
         logger.info(
             "turn finished",
@@ -147,8 +191,20 @@ class TurnService:
     def _run_agent(
         self, request: list[dict[str, Any]], inbound: InboundMessage, log: dict[str, Any]
     ) -> TurnOutcome | None:
+        def progress(text: str) -> None:
+            self._deliver(inbound.chat_id, text, inbound.thread_id)
+
+        def stop_requested() -> bool:
+            # Any flag counts: /stop is queued behind the turns it should stop, and it clears
+            # the flag when it is processed; a leaked flag expires within the hour.
+            return self._stop_flags.requested_since(inbound.session_key, 0)
+
         try:
-            return self._agent.run(request)
+            return self._agent.run(
+                request,
+                on_progress=progress if self._settings.send_progress else None,
+                should_stop=stop_requested,
+            )
         except ModelError as error:
             logger.error("model call failed: %s", error, extra=log)
             self._deliver(inbound.chat_id, texts.load("model_error"), inbound.thread_id)
@@ -180,11 +236,12 @@ class TurnService:
             return
         self._deliver(job.chat_id, outcome.reply)
 
-    def _user_message(self, inbound: InboundMessage) -> dict[str, Any]:
-        """The user message as saved: the text without the runtime-context block."""
+    def _user_message(self, inbound: InboundMessage, text: str) -> dict[str, Any]:
+        """The user message as saved: its text (with placeholders for files, never their
+        bytes), without the runtime-context block."""
         return {
             "role": "user",
-            "content": inbound.text,
+            "content": text,
             "ts": self._clock().isoformat(timespec="seconds"),
             "message_id": inbound.message_id,
             "update_id": inbound.update_id,

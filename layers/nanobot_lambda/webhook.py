@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import SecretStr, ValidationError
 
 from nanobot_lambda.allowlist import AllowList
+from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.jobs import TelegramUpdateJob, TurnQueue
 from nanobot_lambda.telegram.inbound import Accepted, Ignored, Rejected, classify
 from nanobot_lambda.telegram.models import Update
@@ -48,10 +49,17 @@ def _reply(code: int, **body: Any) -> WebhookResponse:
 
 
 class Webhook:
-    def __init__(self, secret_token: SecretStr, allow_list: AllowList, queue: TurnQueue) -> None:
+    def __init__(
+        self,
+        secret_token: SecretStr,
+        allow_list: AllowList,
+        queue: TurnQueue,
+        stop_flags: StopFlags,
+    ) -> None:
         self._secret = secret_token.get_secret_value().encode()
         self._allow_list = allow_list
         self._queue = queue
+        self._stop_flags = stop_flags
         if allow_list.allows_nobody:
             logger.warning("ALLOW_FROM is empty: every sender will be refused")
 
@@ -101,6 +109,8 @@ class Webhook:
 
         assert isinstance(decision, Accepted)
         message = decision.message
+        if message.command == "stop":
+            self._raise_stop_flag(message.session_key, log)
         try:
             self._queue.enqueue(
                 TelegramUpdateJob(update=payload),
@@ -115,6 +125,14 @@ class Webhook:
             return _reply(503, error="try again later")
         logger.info("update queued", extra={**log, "chat_id": message.chat_id})
         return _reply(200, status="queued")
+
+    def _raise_stop_flag(self, session_key: str, log: dict[str, Any]) -> None:
+        """/stop must reach a running turn now, not after it (FIFO order): see commands.py."""
+        try:
+            self._stop_flags.request(session_key)
+        except Exception as error:
+            # The /stop itself is still queued: the user gets an answer either way.
+            logger.error("could not raise the stop flag (%s)", type(error).__name__, extra=log)
 
 
 def _decode_body(raw: str, is_base64: bool) -> bytes | None:

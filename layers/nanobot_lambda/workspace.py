@@ -203,7 +203,7 @@ class S3Workspace:
             if covered and listed is None:
                 return None
             cached = self._cache.get(path)
-            if cached is not None and (not covered or (listed and listed.etag == cached.etag)):
+            if cached is not None and listed is not None and listed.etag == cached.etag:
                 return cached
         try:
             response = self._s3.get_object(Bucket=self._bucket, Key=self._key(path))
@@ -244,11 +244,14 @@ class S3Workspace:
         return response["ETag"]
 
     def _remember(self, file: WorkspaceFile) -> None:
+        """Cache what the per-turn listing revalidates (up to skills/); other paths, such as
+        uploads/, are read from S3 each time and never pile up in the container's memory."""
+        covered, _ = self._listed(file.path)
+        if not covered or self._listing is None:
+            return
+        self._listing[file.path] = _Listed(file.etag, len(file.data))
         if len(file.data) <= MAX_CACHED_FILE_BYTES:
             self._cache[file.path] = file
-        covered, _ = self._listed(file.path)
-        if covered and self._listing is not None:
-            self._listing[file.path] = _Listed(file.etag, len(file.data))
 
     def _forget(self, path: str) -> None:
         """The stored version is unknown (a write lost a race): the next read goes to S3."""

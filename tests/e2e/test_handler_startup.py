@@ -10,7 +10,7 @@ from nanobot_lambda.settings import ConfigError
 from tests.conftest import ROOT
 
 REQUIRED = {
-    "webhook": ["TELEGRAM_SECRET_TOKEN", "ALLOW_FROM", "TURN_QUEUE_URL"],
+    "webhook": ["TELEGRAM_SECRET_TOKEN", "ALLOW_FROM", "TURN_QUEUE_URL", "SESSIONS_TABLE"],
     "agent_turn": ["TELEGRAM_BOT_TOKEN", "WORKSPACE_BUCKET", "SESSIONS_TABLE", "LLM_MODEL"],
     "scheduler": ["TURN_QUEUE_URL", "WORKSPACE_BUCKET"],
 }
@@ -37,5 +37,6 @@ def test_invalid_setting_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TELEGRAM_SECRET_TOKEN", "s")
     monkeypatch.setenv("ALLOW_FROM", "ada l")  # a space is not a username
     monkeypatch.setenv("TURN_QUEUE_URL", "https://sqs.us-east-1.amazonaws.com/1/q.fifo")
+    monkeypatch.setenv("SESSIONS_TABLE", "sessions")
     with pytest.raises(ConfigError, match=r"ALLOW_FROM: .*'ada l'"):
         load_handler_module(ROOT / "functions" / "webhook", "startup_invalid")

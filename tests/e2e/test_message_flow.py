@@ -78,7 +78,9 @@ def test_update_to_reply_through_every_component(
     # 5. The file is in the S3 workspace and the answer reached the chat as valid HTML.
     file = stack.workspace.read("notes/groceries.md")
     assert file is not None and file.text == "- milk\n- eggs"
-    (reply,) = stack.bot_api.messages
+    # The text the model wrote with its tool call went out as progress, then the answer.
+    progress, reply = stack.bot_api.messages
+    assert progress.plain_text == "Noting."
     assert reply.chat_id == 111111111
     assert reply.parse_mode == "HTML"
     assert reply.text == (

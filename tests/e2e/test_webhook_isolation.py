@@ -41,6 +41,7 @@ def test_webhook_handles_an_update_without_importing_litellm(
         "TELEGRAM_SECRET_TOKEN": "isolation-secret",
         "ALLOW_FROM": "111111111",
         "TURN_QUEUE_URL": queue_url,
+        "SESSIONS_TABLE": resources.refs["SessionsTable"],
     }
     update = json.dumps(telegram_update("text_private"))
     completed = subprocess.run(  # noqa: S603

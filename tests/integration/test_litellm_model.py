@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from nanobot_lambda.litellm_model import LitellmChatModel
+from nanobot_lambda.litellm_model import (
+    LitellmChatModel,
+    mark_system_prompt_for_caching,
+    uses_prompt_cache_markers,
+)
 from nanobot_lambda.model import ModelError
 from nanobot_lambda.settings import LlmSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
-from tests.support.scripted_model import ScriptedModelServer
+from tests.support.scripted_model import ScriptedModelServer, Step
 
 TOOLS = [tool.definition() for tool in file_tools(MemoryWorkspace())]
 
@@ -107,3 +111,39 @@ def test_retries_then_succeeds(model_server: ScriptedModelServer) -> None:
     model = model_for(model_server, LLM_NUM_RETRIES="2")
     assert model.complete([{"role": "user", "content": "x"}], []).content == "recovered"
     assert len(model_server.requests) == 2
+
+
+def test_system_prompt_is_marked_for_caching_only_for_claude() -> None:
+    messages = [{"role": "system", "content": "stable"}, {"role": "user", "content": "hi"}]
+    marked = mark_system_prompt_for_caching(messages)
+    assert marked[0]["content"] == [
+        {"type": "text", "text": "stable", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert marked[1] == messages[1] and messages[0]["content"] == "stable"
+    for model in (
+        "anthropic/claude-sonnet-4-5",
+        "bedrock/anthropic.claude-3-5-sonnet",
+        "openrouter/anthropic/claude-sonnet-4.5",
+    ):
+        assert uses_prompt_cache_markers(model)
+    for model in ("openai/gpt-4o", "ollama_chat/llama3.2", "openrouter/openai/gpt-4o"):
+        assert not uses_prompt_cache_markers(model)
+
+
+def test_reasoning_content_is_read_from_the_reply(model_server: ScriptedModelServer) -> None:
+    model_server.steps.append(
+        Step(
+            content=None,
+            tool_calls=[
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "list_dir", "arguments": "{}"},
+                }
+            ],
+            reasoning_content="I should look first.",
+        )
+    )
+    reply = model_for(model_server).complete([{"role": "user", "content": "x"}], TOOLS)
+    assert reply.reasoning_content == "I should look first."
+    assert reply.tool_calls[0].name == "list_dir"

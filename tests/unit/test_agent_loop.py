@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from nanobot_lambda import texts
-from nanobot_lambda.agent import MAX_SAVED_TOOL_RESULT_CHARS, AgentLoop, for_saving, strip_thinking
+from nanobot_lambda.agent import AgentLoop, for_saving, strip_thinking, tool_hint, truncate
 from nanobot_lambda.model import ModelError, ModelReply, ToolCall, Usage
 from nanobot_lambda.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
@@ -129,8 +132,131 @@ def test_usage_is_summed_over_the_turn() -> None:
 
 def test_long_tool_results_are_shortened_for_saving_only() -> None:
     message = {"role": "tool", "tool_call_id": "1", "name": "read_file", "content": "y" * 50_000}
-    saved = for_saving(message)
-    assert len(saved["content"]) < MAX_SAVED_TOOL_RESULT_CHARS + 100
+    saved = for_saving(message, max_tool_chars=2_000)
+    assert len(saved["content"]) < 2_100
     assert saved["content"].endswith("chars not saved]")
+    assert saved["tool_call_id"] == "1"
     assert message["content"] == "y" * 50_000
     assert for_saving({"role": "assistant", "content": "z" * 50_000})["content"] == "z" * 50_000
+
+
+def test_long_tool_results_are_cut_for_the_model_too() -> None:
+    workspace = MemoryWorkspace({"big.md": "line\n" * 10_000})
+    model = ScriptedModel(tool("read_file", '{"path": "big.md"}'), text("ok"))
+    AgentLoop(model, ToolRegistry(file_tools(workspace)), 5, tool_result_max_chars=1_000).run(
+        REQUEST
+    )
+    seen = model.requests[1][0][-1]["content"]
+    assert len(seen) < 1_100
+    assert "more characters cut" in seen
+    assert truncate("short", 10) == "short"
+
+
+def test_reasoning_is_passed_back_within_the_turn_and_not_saved() -> None:
+    block = {"type": "thinking", "thinking": "list first", "signature": "sig"}
+    model = ScriptedModel(
+        ModelReply(
+            None,
+            (ToolCall("1", "list_dir", "{}"),),
+            reasoning_content="r",
+            thinking_blocks=(block,),
+        ),
+        text("done"),
+    )
+    outcome = loop(model).run(REQUEST)
+    sent_back = model.requests[1][0][-2]
+    assert sent_back["reasoning_content"] == "r"
+    assert sent_back["thinking_blocks"] == [block]
+    saved = for_saving(outcome.new_messages[0])
+    assert "reasoning_content" not in saved and "thinking_blocks" not in saved
+    assert saved["tool_calls"][0]["function"]["name"] == "list_dir"
+
+
+def test_progress_text_and_tool_hints() -> None:
+    progress: list[str] = []
+    model = ScriptedModel(
+        tool("grep", '{"pattern": "lisbon trip details", "path": "memory"}', content="Looking."),
+        tool("list_dir", "{}"),
+        text("Found it."),
+    )
+    AgentLoop(model, ToolRegistry(file_tools(MemoryWorkspace())), 5, tool_hints=True).run(
+        REQUEST, on_progress=progress.append
+    )
+    assert progress == ['Looking.\n🔎 grep("lisbon trip details")', '📁 list_dir("")']
+    silent: list[str] = []
+    loop(ScriptedModel(tool("list_dir", "{}"), text("ok"))).run(REQUEST, on_progress=silent.append)
+    assert silent == []  # no text and hints off: nothing to show
+    assert tool_hint(ToolCall("1", "web_fetch", '{"url": "' + "u" * 60 + '"}')).endswith('…")')
+
+
+def test_stop_is_checked_between_iterations() -> None:
+    workspace = MemoryWorkspace()
+    checks: list[int] = []
+
+    def stop_after_first() -> bool:
+        checks.append(1)
+        return True
+
+    model = ScriptedModel(tool("write_file", '{"path": "a.md", "content": "x"}'), text("never"))
+    outcome = loop(model, workspace).run(REQUEST, should_stop=stop_after_first)
+    assert outcome.stopped and outcome.reply == texts.load("stopped")
+    assert workspace.files == {"a.md": b"x"}  # the work before the stop is kept
+    assert len(model.requests) == 1 and checks == [1]
+    # A one-step answer never even asks.
+    loop(ScriptedModel(text("hi"))).run(REQUEST, should_stop=stop_after_first)
+    assert checks == [1]
+
+
+class SlowWorkspace(MemoryWorkspace):
+    """Reads take a while and record how many overlap."""
+
+    def __init__(self, files: dict[str, str | bytes]) -> None:
+        super().__init__(files)
+        self.active = 0
+        self.most_active = 0
+        self.lock = threading.Lock()
+
+    def read(self, path: str, *, fresh: bool = False):  # type: ignore[no-untyped-def]
+        with self.lock:
+            self.active += 1
+            self.most_active = max(self.most_active, self.active)
+        time.sleep(0.05)
+        with self.lock:
+            self.active -= 1
+        return super().read(path, fresh=fresh)
+
+
+def calls(*pairs: tuple[str, str]) -> ModelReply:
+    return ModelReply(
+        None, tuple(ToolCall(f"c{n}", name, args) for n, (name, args) in enumerate(pairs))
+    )
+
+
+def test_independent_tool_calls_run_concurrently_and_keep_their_order() -> None:
+    workspace = SlowWorkspace({f"f{n}.md": f"content {n}" for n in range(4)})
+    reads = [("read_file", f'{{"path": "f{n}.md"}}') for n in range(4)]
+    model = ScriptedModel(calls(*reads), text("ok"))
+    outcome = loop(model, workspace).run(REQUEST)
+    assert workspace.most_active > 1
+    results = [m["content"] for m in outcome.new_messages if m["role"] == "tool"]
+    assert results == [f"content {n}" for n in range(4)]
+    assert [m["tool_call_id"] for m in outcome.new_messages if m["role"] == "tool"] == [
+        "c0",
+        "c1",
+        "c2",
+        "c3",
+    ]
+
+
+def test_calls_touching_the_same_file_run_in_order() -> None:
+    workspace = SlowWorkspace({"a.md": "old"})
+    model = ScriptedModel(
+        calls(
+            ("write_file", '{"path": "a.md", "content": "new"}'),
+            ("read_file", '{"path": "a.md"}'),
+        ),
+        text("ok"),
+    )
+    outcome = loop(model, workspace).run(REQUEST)
+    assert workspace.most_active == 1
+    assert outcome.new_messages[2]["content"] == "new"  # the read saw the write

@@ -12,7 +12,12 @@ from nanobot_lambda.settings import (
 )
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/turns.fifo"
-WEBHOOK_ENV = {"TELEGRAM_SECRET_TOKEN": "s3cret", "ALLOW_FROM": "111", "TURN_QUEUE_URL": QUEUE}
+WEBHOOK_ENV = {
+    "TELEGRAM_SECRET_TOKEN": "s3cret",
+    "ALLOW_FROM": "111",
+    "TURN_QUEUE_URL": QUEUE,
+    "SESSIONS_TABLE": "sessions",
+}
 AGENT_ENV = {
     "TELEGRAM_BOT_TOKEN": "123:abc",
     "WORKSPACE_BUCKET": "bucket",

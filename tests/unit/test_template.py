@@ -44,6 +44,7 @@ ATTRIBUTES = {
     ("TurnQueue", "QueueName"): "nanobot-TurnQueue-X.fifo",
     ("TurnDeadLetterQueue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:nanobot-Dlq-X.fifo",
     ("WorkspaceBucket", "Arn"): "arn:aws:s3:::nanobot-workspacebucket-x",
+    ("SessionsTable", "Arn"): f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/nanobot-SessionsTable-X",
     ("SchedulerFunction", "Arn"): (
         f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-SchedulerFunction-X"
     ),
@@ -299,12 +300,20 @@ def test_every_environment_variable_is_read_by_someone(template: dict[str, Any])
         assert not unknown, f"{logical_id}: nothing reads {sorted(unknown)}"
 
 
+@pytest.mark.parametrize("transcription_key_parameter", ["", "/nanobot-lambda/whisper-key"])
 @pytest.mark.parametrize("llm_api_key_parameter", ["", "/nanobot-lambda/llm-api-key"])
 @pytest.mark.parametrize("logical_id", [logical_id for logical_id, _ in FUNCTION_SETTINGS])
 def test_functions_may_read_exactly_the_ssm_parameters_they_reference(
-    template: dict[str, Any], logical_id: str, llm_api_key_parameter: str
+    template: dict[str, Any],
+    logical_id: str,
+    llm_api_key_parameter: str,
+    transcription_key_parameter: str,
 ) -> None:
-    context = make_context(template, LlmApiKeyParameter=llm_api_key_parameter)
+    context = make_context(
+        template,
+        LlmApiKeyParameter=llm_api_key_parameter,
+        TranscriptionApiKeyParameter=transcription_key_parameter,
+    )
     environment = context.function_environment(logical_id)
     referenced = {
         f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter{value}"
@@ -338,3 +347,16 @@ def test_env_example_sets_only_variables_the_template_declares(template: dict[st
     for logical_id, variables in example.items():
         declared = context.function_environment(logical_id)
         assert set(variables) <= set(declared), (logical_id, set(variables) - set(declared))
+
+
+def test_webhook_may_only_put_items_in_the_sessions_table(template: dict[str, Any]) -> None:
+    """The webhook raises /stop flags; it must not read conversations."""
+    context = make_context(template)
+    policies = context.evaluate(properties(template, "WebhookFunction")["Policies"])
+    dynamodb = [
+        statement
+        for statement in iam_statements(policies)
+        if any(str(action).startswith("dynamodb:") for action in as_list(statement["Action"]))
+    ]
+    assert [as_list(statement["Action"]) for statement in dynamodb] == [["dynamodb:PutItem"]]
+    assert as_list(dynamodb[0]["Resource"]) == [ATTRIBUTES[("SessionsTable", "Arn")]]

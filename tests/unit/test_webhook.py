@@ -31,8 +31,26 @@ class MemoryQueue:
         return "message-id"
 
 
-def make_webhook(queue: MemoryQueue, allow: str = "111111111") -> Webhook:
-    return Webhook(SecretStr(SECRET), AllowList.parse(allow), queue)  # type: ignore[arg-type]
+class MemoryStopFlags:
+    def __init__(self, fail: bool = False) -> None:
+        self.requested: list[str] = []
+        self.fail = fail
+
+    def request(self, session_key: str, at_ms: int | None = None) -> None:
+        if self.fail:
+            raise ConnectionError("dynamodb unreachable")
+        self.requested.append(session_key)
+
+
+def make_webhook(
+    queue: MemoryQueue, allow: str = "111111111", flags: MemoryStopFlags | None = None
+) -> Webhook:
+    return Webhook(
+        SecretStr(SECRET),
+        AllowList.parse(allow),
+        queue,  # type: ignore[arg-type]
+        flags or MemoryStopFlags(),  # type: ignore[arg-type]
+    )
 
 
 def post(webhook: Webhook, body: Any, **options: Any) -> dict[str, Any]:
@@ -150,3 +168,37 @@ def test_unicode_text_is_accepted_intact() -> None:
     update = telegram_update("unicode_text")
     post(make_webhook(queue), update)
     assert queue.sent[0][0].update["message"]["text"] == update["message"]["text"]
+
+
+def stop_update() -> dict[str, Any]:
+    update = telegram_update("text_private")
+    update["message"]["text"] = "/stop"
+    return update
+
+
+def test_stop_raises_the_flag_at_once_and_is_still_queued() -> None:
+    queue, flags = MemoryQueue(), MemoryStopFlags()
+    response = post(make_webhook(queue, flags=flags), stop_update())
+    assert response["statusCode"] == 200
+    assert flags.requested == ["telegram:111111111"]
+    assert len(queue.sent) == 1  # the queued /stop answers the user afterwards
+
+
+def test_stop_from_a_stranger_raises_nothing() -> None:
+    queue, flags = MemoryQueue(), MemoryStopFlags()
+    post(make_webhook(queue, allow="42", flags=flags), stop_update())
+    assert flags.requested == [] and queue.sent == []
+
+
+def test_stop_flag_failure_does_not_lose_the_message() -> None:
+    queue = MemoryQueue()
+    response = post(make_webhook(queue, flags=MemoryStopFlags(fail=True)), stop_update())
+    assert response["statusCode"] == 200
+    assert len(queue.sent) == 1
+
+
+def test_other_messages_raise_no_flag() -> None:
+    flags = MemoryStopFlags()
+    post(make_webhook(MemoryQueue(), flags=flags), telegram_update("text_private"))
+    post(make_webhook(MemoryQueue(), flags=flags), telegram_update("command_new_with_botname"))
+    assert flags.requested == []

@@ -3,18 +3,24 @@
 It accepts what the bot sends and refuses what Telegram refuses: an unknown token (401), HTML
 that Telegram cannot parse, and texts over 4096 characters (400, with Telegram's wording).
 Accepted messages are recorded and handed to `on_message` (the chat prints them).
+
+Files the bot "received" are registered with `add_file`; `getFile` and the download route
+`/file/bot<token>/<file_path>` serve them as Telegram does (400 for an unknown file_id or a file
+over the 20 MB bots may download).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import parse_qsl
+from http.server import BaseHTTPRequestHandler
+from typing import Any, cast
+from urllib.parse import parse_qsl, unquote
 
 from nanobot_lambda.local.http import JsonHttpServer
 from nanobot_lambda.telegram.formatting import TELEGRAM_TEXT_LIMIT
@@ -25,6 +31,15 @@ from nanobot_lambda.telegram.html_check import (
 )
 
 BOT_USER = {"id": 7000000001, "is_bot": True, "first_name": "Nano", "username": "nano_lambda_bot"}
+GET_FILE_MAX_BYTES = 20 * 1024 * 1024  # bots cannot download larger files
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    file_id: str
+    file_unique_id: str
+    file_path: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -54,15 +69,38 @@ class LocalBotApi(JsonHttpServer):
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._message_ids = itertools.count(1000)
         self._lock = threading.Lock()
+        self.files: dict[str, StoredFile] = {}  # by file_id
+        self.downloads: list[str] = []  # file paths served, in order
 
     @property
     def base_url(self) -> str:
         return self.url
 
+    def add_file(
+        self,
+        file_id: str,
+        data: bytes,
+        file_path: str | None = None,
+        *,
+        file_unique_id: str | None = None,
+    ) -> StoredFile:
+        """Make a file the bot received downloadable (as after a user sent it)."""
+        stored = StoredFile(
+            file_id=file_id,
+            file_unique_id=file_unique_id or hashlib.sha256(file_id.encode()).hexdigest()[:12],
+            file_path=file_path or f"documents/file_{len(self.files)}",
+            data=data,
+        )
+        with self._lock:
+            self.files[file_id] = stored
+        return stored
+
     def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Answer one Bot API call; raise ApiError for the errors Telegram would return."""
         if method == "getMe":
             return BOT_USER
+        if method == "getFile":
+            return self._get_file(params)
         if method == "sendChatAction":
             _require(params, "chat_id", "action")
             return True
@@ -108,6 +146,57 @@ class LocalBotApi(JsonHttpServer):
             "date": int(time.time()),
             "text": plain,
         }
+
+    def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "file_id")
+        stored = self.files.get(str(params["file_id"]))
+        if stored is None:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        if len(stored.data) > GET_FILE_MAX_BYTES:
+            raise ApiError(400, "Bad Request: file is too big")
+        return {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.file_unique_id,
+            "file_size": len(stored.data),
+            "file_path": stored.file_path,
+        }
+
+    def download(self, path: str) -> tuple[int, bytes | dict[str, Any]]:
+        """GET `/file/bot<token>/<file_path>`: the bytes, or Telegram's JSON error."""
+        route = unquote(path.partition("?")[0])
+        prefix = "/file/bot"
+        token, _, file_path = route[len(prefix) :].partition("/")
+        if token != self.token:
+            return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+        for stored in list(self.files.values()):
+            if stored.file_path == file_path and len(stored.data) <= GET_FILE_MAX_BYTES:
+                with self._lock:
+                    self.downloads.append(file_path)
+                return 200, stored.data
+        return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
+
+    def _request_handler(self) -> type[BaseHTTPRequestHandler]:
+        """The JSON handler, plus the file download route (raw bytes, GET)."""
+        api = self
+        json_handler: Any = super()._request_handler()
+
+        class Handler(json_handler):  # type: ignore[misc]
+            def do_GET(self) -> None:
+                if not self.path.startswith("/file/"):
+                    super().do_GET()
+                    return
+                status, payload = api.download(self.path)
+                if isinstance(payload, bytes):
+                    data, kind = payload, "application/octet-stream"
+                else:
+                    data, kind = json.dumps(payload).encode(), "application/json"
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return cast(type[BaseHTTPRequestHandler], Handler)
 
     def answer(
         self, method: str, path: str, headers: dict[str, str], body: bytes

@@ -100,7 +100,8 @@ class LocalStack:
         self._endpoint_url = endpoint_url
         self._on_message = on_message
         self._replace_log_output = replace_log_output
-        self._saved_environ: dict[str, str] | None = None
+        # The variables this stack set, with the values they had before (None: unset).
+        self._replaced_environ: dict[str, str | None] = {}
         self._moto: Any = None
         self._update_ids = itertools.count(int(time.time()) % 100_000_000 * 10)
         self.handlers: dict[str, ModuleType] = {}
@@ -109,7 +110,6 @@ class LocalStack:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> LocalStack:
-        self._saved_environ = dict(os.environ)
         try:
             self._start()
         except BaseException:
@@ -126,7 +126,7 @@ class LocalStack:
             self._moto.start()
             host, port = self._moto.get_host_and_port()
             self._endpoint_url = f"http://{host}:{port}"
-        os.environ.update(
+        self._set_environ(
             AWS_ENDPOINT_URL=self._endpoint_url,
             AWS_ACCESS_KEY_ID="local",
             AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
@@ -150,7 +150,7 @@ class LocalStack:
             environment["TELEGRAM_API_BASE"] = self.bot_api.base_url
             self.environment[name] = environment
             # The functions read os.environ when imported; their variables never disagree.
-            os.environ.update(environment)
+            self._set_environ(**environment)
         seed_workspace(self.workspace)
         for name, logical_id in FUNCTIONS.items():
             # SAM resolves CodeUri relative to the template's folder.
@@ -175,10 +175,18 @@ class LocalStack:
         for logger in self._function_loggers():
             if self.log_sink in logger.handlers:
                 logger.removeHandler(self.log_sink)
-        if self._saved_environ is not None:
-            os.environ.clear()
-            os.environ.update(self._saved_environ)
-            self._saved_environ = None
+        for name, previous in self._replaced_environ.items():
+            if previous is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = previous
+        self._replaced_environ = {}
+
+    def _set_environ(self, **values: str) -> None:
+        """Set process variables, remembering the first previous value of each for stop()."""
+        for name, value in values.items():
+            self._replaced_environ.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
 
     def __enter__(self) -> LocalStack:
         return self.start()

@@ -1,8 +1,9 @@
 """A small Telegram Bot API client over requests.
 
-The bot token is part of every Bot API URL, so URLs are never logged and no exception that
-could carry one leaves this module: `TelegramError` holds only the method, the status and
-Telegram's description (with the token masked, should Telegram ever echo it).
+The bot token is part of every Bot API URL, file download URLs included, so URLs are never
+logged and no exception that could carry one leaves this module: `TelegramError` holds only the
+method, the status and Telegram's description (with the token masked, should Telegram ever echo
+it).
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import requests
 from pydantic import SecretStr
 
 from nanobot_lambda.telegram.formatting import html_to_plain_text, render_messages
+from nanobot_lambda.telegram.models import User
 
 logger = logging.getLogger(__name__)
 # urllib3 logs request paths (which contain the token) at DEBUG.
@@ -25,6 +28,7 @@ logging.getLogger("urllib3").setLevel(logging.WARNING)
 
 TYPING_REFRESH_SECONDS = 4.5  # Telegram shows "typing…" for 5 s per sendChatAction
 MAX_RETRY_AFTER_SECONDS = 30
+DOWNLOAD_CHUNK_BYTES = 64 * 1024
 
 
 class TelegramError(Exception):
@@ -37,6 +41,10 @@ class TelegramError(Exception):
     @property
     def is_parse_error(self) -> bool:
         return self.status == 400 and "can't parse entities" in self.description.lower()
+
+
+class FileTooLarge(TelegramError):
+    """A file is larger than the caller accepts (or than Telegram lets bots download)."""
 
 
 class TelegramBot:
@@ -52,6 +60,10 @@ class TelegramBot:
     ) -> None:
         self._token = token.get_secret_value()
         self._base = f"{api_base.rstrip('/')}/bot{self._token}"
+        # Downloads: https://api.telegram.org/file/bot<token>/<file_path>, as secret as the token.
+        self._file_base = f"{api_base.rstrip('/')}/file/bot{self._token}"
+        self._me: User | None = None
+        self._me_lock = threading.Lock()
         self._session = session or requests.Session()
         self._timeout = timeout
         self._max_attempts = max_attempts
@@ -66,14 +78,18 @@ class TelegramBot:
         attempts = attempts or self._max_attempts
         for attempt in range(1, attempts + 1):
             last = attempt == attempts
+            failure = None
             try:
                 response = self._session.post(
                     f"{self._base}/{method}", json=payload, timeout=self._timeout
                 )
             except requests.RequestException as error:
-                # The exception text includes the URL, hence the token: keep only its type.
+                # The exception text includes the URL, hence the token: keep only its type, and
+                # raise outside the handler so that it is not even kept as __context__.
+                failure = TelegramError(method, None, type(error).__name__)
+            if failure is not None:
                 if last:
-                    raise TelegramError(method, None, type(error).__name__) from None
+                    raise failure
                 self._sleep(0.5 * 2 ** (attempt - 1))
                 continue
             try:
@@ -93,6 +109,67 @@ class TelegramBot:
                 continue
             raise TelegramError(method, status, description)
         raise AssertionError("unreachable")
+
+    def get_me(self) -> User:
+        """The bot's own user (id, username), asked once per container and then cached."""
+        with self._me_lock:
+            if self._me is None:
+                self._me = User.model_validate(self.call("getMe"))
+            return self._me
+
+    def get_file(self, file_id: str) -> tuple[str, int | None]:
+        """(file_path, file_size) for a file the bot received; 400 for files over 20 MB."""
+        try:
+            result = self.call("getFile", file_id=file_id)
+        except TelegramError as error:
+            if error.status == 400 and "too big" in error.description.lower():
+                raise FileTooLarge("getFile", error.status, error.description) from None
+            raise
+        file_path = (result or {}).get("file_path")
+        if not file_path:
+            raise TelegramError("getFile", None, "no file_path in the answer")
+        size = result.get("file_size")
+        return str(file_path), int(size) if size is not None else None
+
+    def download(self, file_path: str, max_bytes: int) -> bytes:
+        """The file's bytes, streamed; raises FileTooLarge as soon as it passes `max_bytes`.
+
+        The download URL holds the token: no error raised here carries it (nor the path).
+        Network errors and 5xx are retried like API calls.
+        """
+        url = f"{self._file_base}/{quote(file_path.lstrip('/'), safe='/')}"
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                return self._download_once(url, max_bytes)
+            except requests.RequestException as error:
+                # Raised below, outside the handler: the URL must not survive as __context__.
+                failure = TelegramError("download", None, type(error).__name__)
+            except TelegramError as error:
+                failure = error
+            retryable = failure.status is None or failure.status >= 500
+            if attempt == self._max_attempts or isinstance(failure, FileTooLarge) or not retryable:
+                raise failure
+            self._sleep(0.5 * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
+
+    def _download_once(self, url: str, max_bytes: int) -> bytes:
+        with self._session.get(url, stream=True, timeout=self._timeout) as response:
+            if response.status_code != 200:
+                try:
+                    description = str(response.json().get("description", ""))
+                except ValueError:
+                    description = ""
+                description = self._mask(description or f"HTTP {response.status_code}")
+                raise TelegramError("download", response.status_code, description)
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise FileTooLarge("download", None, f"file is larger than {max_bytes} bytes")
+            received = bytearray()
+            for chunk in response.iter_content(DOWNLOAD_CHUNK_BYTES):
+                received += chunk
+                if len(received) > max_bytes:
+                    raise FileTooLarge("download", None, f"file is larger than {max_bytes} bytes")
+            return bytes(received)
 
     def send_text(self, chat_id: int, markdown: str, *, thread_id: int | None = None) -> list[int]:
         """Send a Markdown answer as one or more HTML messages; returns their message ids.

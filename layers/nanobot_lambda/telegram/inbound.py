@@ -2,17 +2,30 @@
 
 Both the webhook (to decide what to enqueue) and agent_turn (to rebuild the message from the
 queued update) use `classify`, so the two can never disagree about what a message says.
+
+agent_turn then applies what the webhook cannot know (it has no bot token, hence no bot
+identity): the group policy (`addressed_to_bot`), the bot's own @mention stripped from the text
+(`strip_bot_mention`), and the context of replies and forwards (`context_lines`). These are pure
+functions of the message and the bot's id and username.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
+from pydantic import ValidationError
+
+from nanobot_lambda import texts
 from nanobot_lambda.allowlist import AllowList
-from nanobot_lambda.telegram.models import Message, Update
+from nanobot_lambda.telegram.models import Chat, Message, MessageEntity, Update, User
 
-_COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@[A-Za-z0-9_]+)?(?:\s|$)")
+_COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?(?:\s|$)")
+GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})
+QUOTE_MAX_CHARS = 500
+GroupPolicy = Literal["mention", "open"]
 
 
 @dataclass(frozen=True)
@@ -96,15 +109,19 @@ def classify(update: Update, allow_list: AllowList) -> Decision:
 
 
 def message_text(message: Message) -> str:
-    """The message as text for the model: its text or caption plus a note for each attachment."""
-    parts = [note for note in _attachment_notes(message) if note]
+    """The message as plain text: its text or caption after a short note for each attachment.
+
+    The webhook's test for "has content", and the quote of a replied-to message. What the model
+    sees of the files themselves (images, transcriptions, stored documents) is `media.py`'s.
+    """
+    parts = [note for note in [*_file_notes(message), *other_attachment_notes(message)] if note]
     body = message.text or message.caption
     if body:
         parts.append(body)
     return "\n".join(parts).strip()
 
 
-def _attachment_notes(message: Message) -> list[str]:
+def _file_notes(message: Message) -> list[str]:
     notes = []
     if message.photo:
         notes.append("[photo]")
@@ -118,6 +135,12 @@ def _attachment_notes(message: Message) -> list[str]:
             f"[document: {document.file_name or 'unnamed'} "
             f"({document.mime_type or 'unknown type'}, {document.file_size or 0} bytes)]"
         )
+    return notes
+
+
+def other_attachment_notes(message: Message) -> list[str]:
+    """Notes for what the bot does not download: videos, stickers, locations, contacts."""
+    notes = []
     if message.video or message.video_note or message.animation:
         notes.append("[video]")
     if message.sticker:
@@ -129,3 +152,190 @@ def _attachment_notes(message: Message) -> list[str]:
         name = " ".join(filter(None, [contact.first_name, contact.last_name]))
         notes.append(f"[contact: {name}, {contact.phone_number}]")
     return notes
+
+
+# -- groups: is the message for the bot? ------------------------------------------------------
+
+
+def is_group_chat(message: Message) -> bool:
+    return message.chat.type in GROUP_CHAT_TYPES
+
+
+def entity_text(text: str, entity: MessageEntity) -> str:
+    """The part of `text` an entity covers (Telegram counts offsets in UTF-16 code units)."""
+    units = text.encode("utf-16-le")
+    start, end = entity.offset * 2, (entity.offset + entity.length) * 2
+    return units[start:end].decode("utf-16-le", errors="ignore")
+
+
+def _text_and_entities(message: Message) -> tuple[str, list[MessageEntity]]:
+    if message.text is not None:
+        return message.text, message.entities
+    return message.caption or "", message.caption_entities
+
+
+def _is_handle(text: str, entity: MessageEntity, bot_username: str | None) -> bool:
+    return (
+        entity.type == "mention"
+        and bool(bot_username)
+        and entity_text(text, entity).lower() == f"@{bot_username}".lower()
+    )
+
+
+def mentions_bot(message: Message, *, bot_id: int, bot_username: str | None) -> bool:
+    """An `@bot_username` mention, or a text mention (a name linked to the bot's account)."""
+    text, entities = _text_and_entities(message)
+    for entity in entities:
+        if _is_handle(text, entity, bot_username):
+            return True
+        if entity.type == "text_mention" and entity.user is not None and entity.user.id == bot_id:
+            return True
+    return False
+
+
+def replied_message(message: Message) -> Message | None:
+    """The message this one replies to. In a forum topic every message "replies" to the topic's
+    first message; that implicit reply is not one."""
+    reply = message.reply_to_message
+    if reply is None:
+        return None
+    if message.is_topic_message and reply.message_id == message.message_thread_id:
+        return None
+    return reply
+
+
+def replies_to_bot(message: Message, *, bot_id: int) -> bool:
+    reply = replied_message(message)
+    return reply is not None and reply.sender is not None and reply.sender.id == bot_id
+
+
+def command_target(message: Message) -> tuple[str, str | None] | None:
+    """(command, bot it names or None) for "/cmd" or "/cmd@some_bot"; None for other text."""
+    match = _COMMAND.match(message.text or "")
+    return (match.group(1).lower(), match.group(2)) if match else None
+
+
+def addressed_to_bot(
+    message: Message, *, bot_id: int, bot_username: str | None, policy: GroupPolicy
+) -> bool:
+    """Whether the bot should act on this message.
+
+    Private chats: always. Groups and supergroups: a command for this bot ("/cmd" or
+    "/cmd@this_bot", never "/cmd@other_bot"); otherwise, with the `mention` policy, only a
+    message that mentions the bot or replies to one of its messages; with `open`, every message.
+    """
+    if not is_group_chat(message):
+        return True
+    command = command_target(message)
+    if command is not None:
+        target = command[1]
+        return target is None or (bot_username or "").lower() == target.lower()
+    if policy == "open":
+        return True
+    return mentions_bot(message, bot_id=bot_id, bot_username=bot_username) or replies_to_bot(
+        message, bot_id=bot_id
+    )
+
+
+def has_mention(message: Message) -> bool:
+    """Whether the message has any @mention (then the bot's username is needed to strip it)."""
+    return any(entity.type == "mention" for entity in _text_and_entities(message)[1])
+
+
+def strip_bot_mention(message: Message, bot_username: str | None) -> str:
+    """The text or caption without the bot's own @mentions ("@bot, hi" -> "hi").
+
+    A message that is nothing but the mention keeps it, so the model still sees something.
+    """
+    text, entities = _text_and_entities(message)
+    spans = sorted(
+        (entity.offset, entity.offset + entity.length)
+        for entity in entities
+        if _is_handle(text, entity, bot_username)
+    )
+    if not spans:
+        return text
+    units = text.encode("utf-16-le")
+
+    def between(start: int, end: int) -> str:
+        return units[start * 2 : end * 2].decode("utf-16-le", errors="ignore")
+
+    result = between(0, spans[0][0])
+    cursor = spans[0][1]
+    for start, end in spans[1:]:
+        result = _after_mention(result, between(cursor, start))
+        cursor = max(cursor, end)
+    result = _after_mention(result, between(cursor, len(units) // 2))
+    return result.strip() or text.strip()
+
+
+def _after_mention(before: str, piece: str) -> str:
+    """Join the text after a removed mention: drop the "," or ":" it had, and a double space."""
+    piece = piece.lstrip(",:;")
+    if not before or before[-1].isspace():
+        piece = piece.lstrip(" ")
+    return before + piece
+
+
+# -- context: what the message replies to, where it was forwarded from ------------------------
+
+
+def display_name(user: User) -> str:
+    name = " ".join(part for part in (user.first_name, user.last_name) if part).strip()
+    return name or (f"@{user.username}" if user.username else f"user {user.id}")
+
+
+def _author(message: Message) -> str:
+    if message.sender_chat is not None and message.sender_chat.title:
+        return message.sender_chat.title  # a channel, or a group's anonymous admin
+    if message.sender is not None:
+        return display_name(message.sender)
+    return "someone"
+
+
+def shorten(text: str, limit: int = QUOTE_MAX_CHARS) -> str:
+    """One line, at most `limit` characters (an ellipsis marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def forward_origin_name(origin: Mapping[str, object] | None) -> str | None:
+    """Who a forwarded message came from (MessageOrigin: user, hidden_user, chat, channel)."""
+    if not origin:
+        return None
+    kind = origin.get("type")
+    name = ""
+    try:
+        if kind == "user" and isinstance(origin.get("sender_user"), dict):
+            name = display_name(User.model_validate(origin["sender_user"]))
+        elif kind == "hidden_user":
+            name = str(origin.get("sender_user_name") or "")
+        elif kind in ("chat", "channel"):
+            chat = origin.get("sender_chat" if kind == "chat" else "chat")
+            if isinstance(chat, dict):
+                parsed = Chat.model_validate(chat)
+                name = parsed.title or (f"@{parsed.username}" if parsed.username else "")
+    except ValidationError:
+        name = ""
+    signature = origin.get("author_signature")
+    if signature:
+        name = f"{name} ({signature})" if name else str(signature)
+    return name or "someone"
+
+
+def context_lines(message: Message, *, bot_id: int | None) -> list[str]:
+    """Lines for the model before the message text: what it replies to, where it came from."""
+    lines = []
+    reply = replied_message(message)
+    if reply is not None:
+        quote = shorten(message_text(reply))
+        if quote:
+            from_bot = bot_id is not None and reply.sender is not None and reply.sender.id == bot_id
+            if from_bot:
+                lines.append(texts.render("reply_context_bot", quote=quote))
+            else:
+                lines.append(texts.render("reply_context", who=_author(reply), quote=quote))
+    origin = forward_origin_name(message.forward_origin)
+    if origin is not None:
+        lines.append(texts.render("forward_context", origin=origin))
+    return lines

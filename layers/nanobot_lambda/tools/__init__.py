@@ -25,6 +25,9 @@ class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     parameters: ClassVar[dict[str, Any]]  # JSON schema of the arguments object
+    # Whether a call changes state. Calls that only read run concurrently; a call that writes
+    # runs alone unless it names a `path` no other call of the same reply names.
+    mutates: ClassVar[bool] = False
 
     @abstractmethod
     def run(self, *args: Any, **arguments: Any) -> str:
@@ -48,6 +51,10 @@ class ToolRegistry:
     @property
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def mutates(self, name: str) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.mutates
 
     def definitions(self) -> list[dict[str, Any]]:
         return [tool.definition() for tool in self._tools.values()]

@@ -97,6 +97,7 @@ class ReadFile(WorkspaceTool):
 
 class WriteFile(WorkspaceTool):
     name = "write_file"
+    mutates = True
     description = "Create or overwrite a workspace file with the given content."
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -119,6 +120,7 @@ class WriteFile(WorkspaceTool):
 
 class EditFile(WorkspaceTool):
     name = "edit_file"
+    mutates = True
     description = (
         "Replace exact text in a workspace file. old_text must match exactly once "
         "unless replace_all is true. Read the file first."

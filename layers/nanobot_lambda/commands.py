@@ -1,0 +1,67 @@
+"""Bot commands: /start, /help, /new, /stop.
+
+/stop cannot simply go through the turn queue: per-chat FIFO order would put it behind the very
+turn it is meant to stop. So the webhook also raises a stop flag in DynamoDB the moment it
+accepts /stop; the running turn checks the flag between tool iterations, stops, and clears it.
+The queued /stop then finds the flag cleared (the stopped turn has told the user) or still set
+(nothing was running: it says so and clears it). Flags expire after an hour either way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+COMMANDS = ("start", "help", "new", "stop")
+STOP_FLAG_SECONDS = 3600
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class StopFlags:
+    """Stop requests, one item per session in the sessions table (`pk` = `stop#<session>`)."""
+
+    def __init__(self, table: str, dynamodb: Callable[[], DynamoDBClient]) -> None:
+        self._table = table
+        self._dynamodb_factory = dynamodb
+        self._client: DynamoDBClient | None = None
+
+    @property
+    def _dynamodb(self) -> DynamoDBClient:
+        # Created on first use: the webhook only needs it for /stop, not at every cold start.
+        if self._client is None:
+            self._client = self._dynamodb_factory()
+        return self._client
+
+    def _key(self, session_key: str) -> dict[str, dict[str, str]]:
+        return {"pk": {"S": f"stop#{session_key}"}, "sk": {"S": "flag"}}
+
+    def request(self, session_key: str, at_ms: int | None = None) -> None:
+        at_ms = now_ms() if at_ms is None else at_ms
+        self._dynamodb.put_item(
+            TableName=self._table,
+            Item={
+                **self._key(session_key),
+                "requested_at": {"N": str(at_ms)},
+                "expires_at": {"N": str(at_ms // 1000 + STOP_FLAG_SECONDS)},
+            },
+        )
+
+    def requested_since(self, session_key: str, since_ms: int) -> bool:
+        item = self._dynamodb.get_item(
+            TableName=self._table, Key=self._key(session_key), ConsistentRead=True
+        ).get("Item")
+        return item is not None and int(item["requested_at"]["N"]) >= since_ms
+
+    def clear(self, session_key: str) -> bool:
+        """Remove the flag; True if there was one."""
+        response = self._dynamodb.delete_item(
+            TableName=self._table, Key=self._key(session_key), ReturnValues="ALL_OLD"
+        )
+        return "Attributes" in response
