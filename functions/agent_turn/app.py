@@ -17,9 +17,10 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from nanobot_lambda.aws import dynamodb_client, s3_client
+from nanobot_lambda.aws import dynamodb_client, s3_client, scheduler_client, sqs_client
 from nanobot_lambda.commands import StopFlags
-from nanobot_lambda.jobs import parse_job
+from nanobot_lambda.cronjobs import JobStore, ScheduleClient
+from nanobot_lambda.jobs import TurnQueue, parse_job
 from nanobot_lambda.litellm_model import LitellmChatModel
 from nanobot_lambda.logs import configure_logging
 from nanobot_lambda.media import transcriber_for
@@ -39,6 +40,14 @@ turns = TurnService(
     workspace=S3Workspace(settings.workspace_bucket, s3_client()),
     sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
     stop_flags=StopFlags(settings.sessions_table, lambda: dynamodb),
+    jobs=JobStore(settings.jobs_table, dynamodb),
+    schedules=ScheduleClient(
+        scheduler_client(),
+        group=settings.schedule_group,
+        target_arn=settings.scheduler_target_arn,
+        role_arn=settings.scheduler_role_arn,
+    ),
+    queue=TurnQueue(settings.turn_queue_url, sqs_client()),
     model=LitellmChatModel(settings),
     bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
     environ=os.environ,  # skills check their `requires.env` against it

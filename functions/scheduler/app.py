@@ -5,11 +5,13 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from nanobot_lambda.aws import s3_client, sqs_client
+from nanobot_lambda.aws import dynamodb_client, s3_client, sqs_client
+from nanobot_lambda.cronjobs import JobStore
 from nanobot_lambda.jobs import TurnQueue
 from nanobot_lambda.logs import configure_logging
 from nanobot_lambda.scheduler import SchedulerService
 from nanobot_lambda.settings import SchedulerSettings
+from nanobot_lambda.telegram.client import TelegramBot
 from nanobot_lambda.workspace import S3Workspace
 
 logger = Logger()
@@ -19,6 +21,8 @@ settings = SchedulerSettings.from_env()
 scheduler = SchedulerService(
     workspace=S3Workspace(settings.workspace_bucket, s3_client()),
     queue=TurnQueue(settings.turn_queue_url, sqs_client()),
+    jobs=JobStore(settings.jobs_table, dynamodb_client()),
+    bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
     heartbeat_chat_id=settings.heartbeat_chat_id,
 )
 

@@ -13,6 +13,7 @@ from botocore.config import Config
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
     from mypy_boto3_sqs import SQSClient
 
 # Standard retry mode backs off on throttling and 5xx; short connect timeouts keep a webhook
@@ -34,3 +35,7 @@ def sqs_client() -> SQSClient:
 
 def dynamodb_client() -> DynamoDBClient:
     return boto3.client("dynamodb", config=CLIENT_CONFIG)
+
+
+def scheduler_client() -> EventBridgeSchedulerClient:
+    return boto3.client("scheduler", config=CLIENT_CONFIG)

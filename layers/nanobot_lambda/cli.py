@@ -139,14 +139,21 @@ def chat_command(arguments: argparse.Namespace) -> int:
         stack.stop()
 
 
-def _send(stack: LocalStack, text: str) -> bool:
-    """Post a message through the webhook, run the turn; True if it went without errors."""
+def _send(stack: LocalStack, text: str, *, background: bool = False) -> bool:
+    """Post a message through the webhook, run the turn; True if it went without errors.
+
+    With the background worker running (interactive chat), it runs the turn; otherwise the
+    queue is processed here.
+    """
     errors_before = len(stack.log_sink.errors)
     response = stack.post_update(stack.text_update(text))
     if response["statusCode"] != 200:
         print(f"error: the webhook answered {response['statusCode']}", file=sys.stderr)
         return False
-    stack.process_queue()
+    if background:
+        stack.poller.wait_idle()
+    else:
+        stack.process_queue()
     return len(stack.log_sink.errors) == errors_before
 
 
@@ -160,6 +167,8 @@ def _one_message(stack: LocalStack, text: str) -> int:
 
 def _interactive(stack: LocalStack) -> int:
     print("Chat with nanobot. Ctrl-D or /exit to quit.", file=sys.stderr)
+    # Reminders, scheduled tasks and background tasks arrive while you type.
+    stack.start_background()
     while True:
         try:
             line = input("you> ").strip()
@@ -170,7 +179,7 @@ def _interactive(stack: LocalStack) -> int:
             return 0
         if line:
             try:
-                _send(stack, line)
+                _send(stack, line, background=True)
             except KeyboardInterrupt:
                 print("\n(interrupted)", file=sys.stderr)
 

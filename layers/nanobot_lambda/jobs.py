@@ -35,11 +35,46 @@ class HeartbeatJob(_Job):
     fired_at: str
 
 
-TurnJob = Annotated[TelegramUpdateJob | HeartbeatJob, Field(discriminator="kind")]
-_job_adapter: TypeAdapter[TelegramUpdateJob | HeartbeatJob] = TypeAdapter(TurnJob)
+class CronTaskJob(_Job):
+    """A scheduled task came due: run `message` as a prompt, report to the owner chat."""
+
+    kind: Literal["cron_task"] = "cron_task"
+    job_id: str
+    chat_id: int
+    thread_id: int | None = None
+    name: str
+    message: str
 
 
-def parse_job(body: str) -> TelegramUpdateJob | HeartbeatJob:
+class SubagentJob(_Job):
+    """A background task started with the spawn tool: a durable queued job, not a thread."""
+
+    kind: Literal["subagent"] = "subagent"
+    subagent_id: str
+    chat_id: int
+    thread_id: int | None = None
+    label: str
+    task: str
+
+
+class AnnouncementJob(_Job):
+    """A subagent finished: tell the origin chat's agent, which tells the user."""
+
+    kind: Literal["announcement"] = "announcement"
+    subagent_id: str
+    chat_id: int
+    thread_id: int | None = None
+    label: str
+    succeeded: bool
+    result: str
+
+
+AnyJob = TelegramUpdateJob | HeartbeatJob | CronTaskJob | SubagentJob | AnnouncementJob
+TurnJob = Annotated[AnyJob, Field(discriminator="kind")]
+_job_adapter: TypeAdapter[AnyJob] = TypeAdapter(TurnJob)
+
+
+def parse_job(body: str) -> AnyJob:
     """Parse a queue message body; raises pydantic.ValidationError for anything else."""
     return _job_adapter.validate_json(body)
 
@@ -49,7 +84,7 @@ class TurnQueue:
         self._queue_url = queue_url
         self._sqs = sqs
 
-    def enqueue(self, job: TelegramUpdateJob | HeartbeatJob, group: str, dedup_id: str) -> str:
+    def enqueue(self, job: AnyJob, group: str, dedup_id: str) -> str:
         response = self._sqs.send_message(
             QueueUrl=self._queue_url,
             MessageBody=job.model_dump_json(),

@@ -1,8 +1,13 @@
 """The scheduler function's logic: events from EventBridge Scheduler.
 
-Today: the heartbeat. It reads `HEARTBEAT.md`; when the file holds no task (only headings,
-comments and empty checkboxes) nothing else happens, so an idle heartbeat costs no model call.
-Otherwise the tasks are queued as an agent turn whose report goes to `HEARTBEAT_CHAT_ID`.
+- `cron`: a job of the cron tool came due. A reminder's text goes straight to its chat (no
+  model call); a task is queued as an agent turn in its own session. A job removed meanwhile
+  fires into nothing, and a second delivery of the same scheduled time (Scheduler delivers at
+  least once) is recognised and ignored.
+- `heartbeat`: reads `HEARTBEAT.md`; when it holds no task (only headings, comments and empty
+  checkboxes) nothing else happens, so an idle heartbeat costs no model call. Otherwise the
+  tasks are queued for agent_turn, which decides whether any is due; the report goes to
+  `HEARTBEAT_CHAT_ID`, or by default to the owner's most recent private chat.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from nanobot_lambda.jobs import HeartbeatJob, TurnQueue
+from nanobot_lambda import texts
+from nanobot_lambda.cronjobs import JobStore
+from nanobot_lambda.jobs import CronTaskJob, HeartbeatJob, TurnQueue
+from nanobot_lambda.telegram.client import TelegramBot
 from nanobot_lambda.workspace import NotText, Workspace
 
 logger = logging.getLogger(__name__)
@@ -44,11 +52,15 @@ class SchedulerService:
         *,
         workspace: Workspace,
         queue: TurnQueue,
+        jobs: JobStore,
+        bot: TelegramBot,
         heartbeat_chat_id: int | None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._workspace = workspace
         self._queue = queue
+        self._jobs = jobs
+        self._bot = bot
         self._heartbeat_chat_id = heartbeat_chat_id
         self._clock = clock
 
@@ -56,8 +68,49 @@ class SchedulerService:
         kind = event.get("kind")
         if kind == "heartbeat":
             return self.heartbeat(event.get("scheduled_time"))
+        if kind == "cron":
+            return self.cron(event)
         logger.warning("scheduler event of unknown kind %r ignored", kind)
         return {"status": "ignored"}
+
+    def cron(self, event: Mapping[str, Any]) -> dict[str, str]:
+        chat_id, job_id = int(event["chat_id"]), str(event["job_id"])
+        scheduled = str(event.get("scheduled_time") or self._clock().isoformat(timespec="seconds"))
+        log = {"job_id": job_id, "chat_id": chat_id}
+        job = self._jobs.get(chat_id, job_id)
+        if job is None:
+            logger.info("job fired after it was removed: nothing to do", extra=log)
+            return {"status": "removed"}
+        if not self._jobs.claim_firing(chat_id, job_id, scheduled):
+            logger.info("duplicate delivery of a job firing ignored", extra=log)
+            return {"status": "duplicate"}
+        try:
+            if job.kind == "reminder":
+                text = texts.render("reminder", message=job.message)
+                self._bot.send_text(chat_id, text, thread_id=job.thread_id)
+                status = "sent"
+            else:
+                task = CronTaskJob(
+                    job_id=job.job_id,
+                    chat_id=chat_id,
+                    thread_id=job.thread_id,
+                    name=job.name,
+                    message=job.message,
+                )
+                # Its own message group: a long task does not hold up the chat.
+                self._queue.enqueue(
+                    task, group=f"cron:{job_id}", dedup_id=_dedup_id(f"cron-{job_id}-{scheduled}")
+                )
+                status = "queued"
+        except Exception:
+            self._jobs.release_firing(chat_id, job_id, scheduled)  # Scheduler retries it
+            raise
+        if job.one_time:
+            self._jobs.delete(chat_id, job_id)  # its schedule deletes itself (DELETE action)
+        else:
+            self._jobs.record_run(job, at=scheduled, status=status)
+        logger.info("job fired", extra={**log, "kind": job.kind, "status": status})
+        return {"status": status}
 
     def heartbeat(self, scheduled_time: object = None) -> dict[str, str]:
         file = self._workspace.read(HEARTBEAT_FILE)
@@ -69,16 +122,18 @@ class SchedulerService:
         if tasks is None:
             logger.info("heartbeat: no tasks, no model call")
             return {"status": "idle"}
-        if self._heartbeat_chat_id is None:
-            logger.warning("heartbeat has tasks but HEARTBEAT_CHAT_ID is not set; skipped")
+        chat_id = self._heartbeat_chat_id or self._jobs.latest_private_chat()
+        if chat_id is None:
+            logger.warning("heartbeat has tasks but no chat to report to yet; skipped")
             return {"status": "no_target"}
         # Scheduler delivers at least once: the scheduled time makes a re-delivery a duplicate.
         fired_at = str(scheduled_time or self._clock().isoformat(timespec="minutes"))
-        job = HeartbeatJob(chat_id=self._heartbeat_chat_id, tasks=tasks, fired_at=fired_at)
-        self._queue.enqueue(job, group=HEARTBEAT_GROUP, dedup_id=_dedup_id(fired_at))
+        job = HeartbeatJob(chat_id=chat_id, tasks=tasks, fired_at=fired_at)
+        self._queue.enqueue(job, group=HEARTBEAT_GROUP, dedup_id=_dedup_id(f"heartbeat-{fired_at}"))
         logger.info("heartbeat: tasks queued")
         return {"status": "queued"}
 
 
-def _dedup_id(fired_at: str) -> str:
-    return "heartbeat-" + re.sub(r"[^A-Za-z0-9_-]", "-", fired_at)[:100]
+def _dedup_id(text: str) -> str:
+    """An SQS deduplication id (at most 128 of these characters)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", text)[:128]

@@ -229,6 +229,21 @@ class LoopSettings(_Settings):
     send_tool_hints: bool = Field(default=False, alias="SEND_TOOL_HINTS")
 
 
+class JobSettings(_Settings):
+    """Where scheduled jobs live: their records, and their schedules' group and target."""
+
+    jobs_table: str = Field(alias="JOBS_TABLE", min_length=3)
+
+
+class SchedulingSettings(JobSettings):
+    schedule_group: str = Field(alias="SCHEDULE_GROUP", min_length=1)
+    scheduler_target_arn: str = Field(alias="SCHEDULER_TARGET_ARN", pattern=r"^arn:")
+    scheduler_role_arn: str = Field(alias="SCHEDULER_ROLE_ARN", pattern=r"^arn:")
+    # Background tasks (spawn): their own iteration cap, and how many may run per chat.
+    subagent_max_iterations: int = Field(default=15, alias="SUBAGENT_MAX_ITERATIONS", ge=1, le=200)
+    max_subagents: int = Field(default=3, alias="MAX_SUBAGENTS", ge=0, le=50)
+
+
 class WebhookSettings(AllowListSettings, QueueSettings):
     purpose: ClassVar[str] = "the webhook function"
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # /stop flags
@@ -244,11 +259,14 @@ class AgentSettings(
     AgentBehaviourSettings,
     InputSettings,
     LoopSettings,
+    SchedulingSettings,
+    QueueSettings,
+    AllowListSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
 
 
-class SchedulerSettings(QueueSettings):
+class SchedulerSettings(TelegramBotSettings, QueueSettings, JobSettings):
     purpose: ClassVar[str] = "the scheduler function"
     workspace_bucket: str = Field(alias="WORKSPACE_BUCKET", min_length=3)
     heartbeat_chat_id: int | None = Field(default=None, alias="HEARTBEAT_CHAT_ID")

@@ -21,5 +21,6 @@ def load(name: str) -> str:
     )
 
 
-def render(name: str, **values: object) -> str:
-    return Template(load(name)).substitute({key: str(value) for key, value in values.items()})
+def render(template: str, /, **values: object) -> str:
+    """The template with its `$placeholders` filled (any name works, `name` included)."""
+    return Template(load(template)).substitute({key: str(value) for key, value in values.items()})

@@ -206,11 +206,16 @@ def test_heartbeat_tasks_run_and_report_to_the_owner(
     stack: LocalStack, model_server: ScriptedModelServer
 ) -> None:
     stack.workspace.write("HEARTBEAT.md", b"# Heartbeat\n- [ ] Remind me to drink water\n")
-    model_server.reply("Time to drink some water!").reply("HEARTBEAT_OK")
+    run = {"action": "run", "tasks": "Remind the user to drink water."}
+    model_server.call_tool("heartbeat_decision", run).reply("Time to drink some water!")
+    model_server.call_tool("heartbeat_decision", run).reply("HEARTBEAT_OK")
     assert stack.fire_heartbeat(datetime(2030, 1, 1, 9, 30, tzinfo=UTC)) == {"status": "queued"}
     stack.process_queue()
-    prompt = model_server.requests[0]["messages"][-1]["content"]
-    assert "- [ ] Remind me to drink water" in prompt
+    decision = model_server.requests[0]
+    assert decision["tool_choice"]["function"]["name"] == "heartbeat_decision"
+    assert "- [ ] Remind me to drink water" in decision["messages"][-1]["content"]
+    prompt = model_server.requests[1]["messages"][-1]["content"]
+    assert "Remind the user to drink water." in prompt
     assert [(m.chat_id, m.plain_text) for m in stack.bot_api.messages] == [
         (stack.user.id, "Time to drink some water!")
     ]
@@ -218,7 +223,7 @@ def test_heartbeat_tasks_run_and_report_to_the_owner(
     stack.fire_heartbeat(datetime(2030, 1, 1, 10, 0, tzinfo=UTC))
     stack.process_queue()
     assert len(stack.bot_api.messages) == 1
-    assert len(model_server.requests[1]["messages"]) == 2  # no history carried between runs
+    assert len(model_server.requests[3]["messages"]) == 2  # no history carried between runs
 
 
 def test_heartbeat_fired_twice_for_one_time_runs_once(
@@ -226,12 +231,12 @@ def test_heartbeat_fired_twice_for_one_time_runs_once(
 ) -> None:
     """EventBridge Scheduler delivers at least once: the scheduled time deduplicates."""
     stack.workspace.write("HEARTBEAT.md", b"- [ ] Check on the plants\n")
-    model_server.reply("The plants need water.")
+    model_server.call_tool("heartbeat_decision", {"action": "run"}).reply("The plants need water.")
     when = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
     assert stack.fire_heartbeat(when) == {"status": "queued"}
     assert stack.fire_heartbeat(when) == {"status": "queued"}
     stack.process_queue()
-    assert len(model_server.requests) == 1
+    assert len(model_server.requests) == 2  # one decision, one turn: not two of each
     assert [m.plain_text for m in stack.bot_api.messages] == ["The plants need water."]
 
 

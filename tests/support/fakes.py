@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
+from nanobot_lambda.cronjobs import CronJob
 from nanobot_lambda.model import ModelError, ModelReply, ToolCall
 from nanobot_lambda.workspace import Entry, WorkspaceFile, WriteConflict
 
@@ -112,3 +114,87 @@ def tool(
 
 def outage() -> ModelError:
     return ModelError("APIConnectionError (status None)")
+
+
+class MemoryJobStore:
+    """JobStore semantics in memory: per-chat jobs, claimable firings, subagent records."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[tuple[int, str], CronJob] = {}
+        self.fired: dict[tuple[int, str], str] = {}
+        self.subagents: dict[tuple[int, str], int] = {}
+        self.private_chat: int | None = None
+
+    def put(self, job: CronJob) -> None:
+        assert (job.chat_id, job.job_id) not in self.jobs
+        self.jobs[(job.chat_id, job.job_id)] = job
+
+    def get(self, chat_id: int, job_id: str) -> CronJob | None:
+        return self.jobs.get((chat_id, job_id))
+
+    def list(self, chat_id: int) -> list[CronJob]:
+        return sorted(
+            (job for (chat, _), job in self.jobs.items() if chat == chat_id),
+            key=lambda job: job.created_at,
+        )
+
+    def delete(self, chat_id: int, job_id: str) -> bool:
+        self.fired.pop((chat_id, job_id), None)
+        return self.jobs.pop((chat_id, job_id), None) is not None
+
+    def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> bool:
+        key = (chat_id, job_id)
+        if key not in self.jobs or self.fired.get(key) == scheduled_time:
+            return False
+        self.fired[key] = scheduled_time
+        return True
+
+    def release_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> None:
+        if self.fired.get((chat_id, job_id)) == scheduled_time:
+            del self.fired[(chat_id, job_id)]
+
+    def record_run(self, job: CronJob, *, at: str, status: str) -> None:
+        if (job.chat_id, job.job_id) in self.jobs:
+            self.jobs[(job.chat_id, job.job_id)] = replace(job, last_run=at, last_status=status)
+
+    def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None:
+        self.subagents[(chat_id, subagent_id)] = now
+
+    def finish_subagent(self, chat_id: int, subagent_id: str) -> None:
+        self.subagents.pop((chat_id, subagent_id), None)
+
+    def running_subagents(self, chat_id: int, *, now: int) -> int:
+        return sum(1 for chat, _ in self.subagents if chat == chat_id)
+
+    def remember_private_chat(self, chat_id: int) -> None:
+        self.private_chat = chat_id
+
+    def latest_private_chat(self) -> int | None:
+        return self.private_chat
+
+
+class MemorySchedules:
+    """ScheduleClient in memory: the schedules that exist, by job id."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.schedules: dict[str, CronJob] = {}
+        self.fail = fail
+
+    def create(self, job: CronJob) -> None:
+        if self.fail:
+            raise RuntimeError("scheduler unavailable")
+        self.schedules[job.job_id] = job
+
+    def delete(self, job: CronJob) -> None:
+        self.schedules.pop(job.job_id, None)
+
+
+class RecordingBot:
+    """The parts of TelegramBot the scheduler and tools use, recording what was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, str, int | None]] = []
+
+    def send_text(self, chat_id: int, markdown: str, *, thread_id: int | None = None) -> list[int]:
+        self.sent.append((chat_id, markdown, thread_id))
+        return [len(self.sent)]

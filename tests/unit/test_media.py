@@ -30,6 +30,7 @@ from nanobot_lambda.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from tests.conftest import telegram_update
 from tests.support.fakes import MemoryWorkspace
+from tests.support.settings import AGENT_ENV
 
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)) * 8
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(64)
@@ -470,12 +471,7 @@ def test_choose_photo() -> None:
 
 
 def test_transcriber_only_when_configured() -> None:
-    base = {
-        "TELEGRAM_BOT_TOKEN": "1:x",
-        "WORKSPACE_BUCKET": "bucket",
-        "SESSIONS_TABLE": "table",
-        "LLM_MODEL": "openai/gpt-4o-mini",
-    }
+    base = dict(AGENT_ENV)
     assert transcriber_for(AgentSettings.model_validate(base)) is None
     configured = AgentSettings.model_validate({**base, "TRANSCRIPTION_MODEL": "whisper-1"})
     assert transcriber_for(configured) is not None
@@ -483,9 +479,7 @@ def test_transcriber_only_when_configured() -> None:
 
 def transcriber_options(**env: str) -> dict[str, object]:
     base = {
-        "TELEGRAM_BOT_TOKEN": "1:x",
-        "WORKSPACE_BUCKET": "bucket",
-        "SESSIONS_TABLE": "sessions",
+        **AGENT_ENV,
         "LLM_MODEL": "anthropic/claude-sonnet-4-5",
         "LLM_API_KEY": "sk-ant-chat-key",
     }

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from nanobot_lambda.jobs import HeartbeatJob
+from nanobot_lambda.cronjobs import CronJob
+from nanobot_lambda.jobs import CronTaskJob
 from nanobot_lambda.scheduler import SchedulerService, heartbeat_tasks
 from nanobot_lambda.workspace import default_workspace_files
-from tests.support.fakes import MemoryWorkspace
+from tests.support.fakes import MemoryJobStore, MemoryWorkspace, RecordingBot
 
 
 @pytest.mark.parametrize(
@@ -38,20 +40,25 @@ def test_tasks_are_kept() -> None:
 
 class MemoryQueue:
     def __init__(self) -> None:
-        self.sent: list[tuple[HeartbeatJob, str, str]] = []
+        self.sent: list[tuple[Any, str, str]] = []
 
-    def enqueue(self, job: HeartbeatJob, group: str, dedup_id: str) -> str:
+    def enqueue(self, job: Any, group: str, dedup_id: str) -> str:
         self.sent.append((job, group, dedup_id))
         return "id"
 
 
 def service(
-    files: dict[str, str | bytes], chat_id: int | None = 111
+    files: dict[str, str | bytes],
+    chat_id: int | None = 111,
+    jobs: MemoryJobStore | None = None,
+    bot: RecordingBot | None = None,
 ) -> tuple[SchedulerService, MemoryQueue]:
     queue = MemoryQueue()
     scheduler = SchedulerService(
         workspace=MemoryWorkspace(files),
         queue=queue,  # type: ignore[arg-type]
+        jobs=jobs or MemoryJobStore(),  # type: ignore[arg-type]
+        bot=bot or RecordingBot(),  # type: ignore[arg-type]
         heartbeat_chat_id=chat_id,
         clock=lambda: datetime(2026, 11, 22, 9, 30, tzinfo=UTC),
     )
@@ -82,6 +89,14 @@ def test_tasks_are_queued_with_a_dedup_id_from_the_scheduled_time() -> None:
     assert dedup_id == "heartbeat-2026-11-22T09-30-00Z"
 
 
+def test_heartbeat_reports_to_the_latest_private_chat_by_default() -> None:
+    jobs = MemoryJobStore()
+    jobs.remember_private_chat(555)
+    scheduler, queue = service({"HEARTBEAT.md": "- [ ] water the plants"}, chat_id=None, jobs=jobs)
+    assert scheduler.handle({"kind": "heartbeat"}) == {"status": "queued"}
+    assert queue.sent[0][0].chat_id == 555
+
+
 def test_tasks_without_a_target_chat_are_skipped() -> None:
     scheduler, queue = service({"HEARTBEAT.md": "- [ ] water the plants"}, chat_id=None)
     assert scheduler.handle({"kind": "heartbeat"}) == {"status": "no_target"}
@@ -92,3 +107,97 @@ def test_unknown_event_is_ignored() -> None:
     scheduler, queue = service({"HEARTBEAT.md": "- [ ] task"})
     assert scheduler.handle({"kind": "surprise"}) == {"status": "ignored"}
     assert queue.sent == []
+
+
+def job(kind: str = "reminder", one_time: bool = False) -> CronJob:
+    return CronJob(
+        job_id="ab12cd34",
+        chat_id=111,
+        thread_id=7,
+        kind=kind,  # type: ignore[arg-type]
+        message="Stretch your legs",
+        name="stretch",
+        expression="rate(1 hour)",
+        timezone="UTC",
+        description="every hour",
+        one_time=one_time,
+        created_at="2026-11-22T08:00:00+00:00",
+    )
+
+
+def fire(scheduler: SchedulerService, at: str = "2026-11-22T09:00:00Z") -> dict[str, str]:
+    return scheduler.handle(
+        {"kind": "cron", "chat_id": 111, "job_id": "ab12cd34", "scheduled_time": at}
+    )
+
+
+def test_a_reminder_goes_straight_to_the_chat() -> None:
+    jobs, bot = MemoryJobStore(), RecordingBot()
+    jobs.put(job())
+    scheduler, queue = service({}, jobs=jobs, bot=bot)
+    assert fire(scheduler) == {"status": "sent"}
+    assert bot.sent == [(111, "⏰ Stretch your legs", 7)]
+    assert queue.sent == []  # no agent turn, no model call
+    recorded = jobs.get(111, "ab12cd34")
+    assert recorded is not None and recorded.last_status == "sent"
+
+
+def test_a_task_is_queued_as_a_turn_in_its_own_group() -> None:
+    jobs, bot = MemoryJobStore(), RecordingBot()
+    jobs.put(job("task"))
+    scheduler, queue = service({}, jobs=jobs, bot=bot)
+    assert fire(scheduler) == {"status": "queued"}
+    ((task, group, dedup_id),) = queue.sent
+    assert isinstance(task, CronTaskJob)
+    assert (task.chat_id, task.thread_id, task.message) == (111, 7, "Stretch your legs")
+    assert group == "cron:ab12cd34"
+    assert dedup_id == "cron-ab12cd34-2026-11-22T09-00-00Z"
+    assert bot.sent == []
+
+
+def test_a_removed_job_fires_into_nothing() -> None:
+    bot = RecordingBot()
+    scheduler, queue = service({}, bot=bot)
+    assert fire(scheduler) == {"status": "removed"}
+    assert bot.sent == [] and queue.sent == []
+
+
+def test_a_duplicate_delivery_does_nothing_the_second_time() -> None:
+    jobs, bot = MemoryJobStore(), RecordingBot()
+    jobs.put(job())
+    scheduler, _ = service({}, jobs=jobs, bot=bot)
+    assert fire(scheduler) == {"status": "sent"}
+    assert fire(scheduler) == {"status": "duplicate"}
+    assert fire(scheduler, at="2026-11-22T10:00:00Z") == {"status": "sent"}  # the next hour
+    assert len(bot.sent) == 2
+
+
+def test_a_failed_send_is_released_so_the_retry_delivers() -> None:
+    jobs = MemoryJobStore()
+    jobs.put(job())
+
+    class FlakyBot(RecordingBot):
+        calls = 0
+
+        def send_text(
+            self, chat_id: int, markdown: str, *, thread_id: int | None = None
+        ) -> list[int]:
+            self.calls += 1
+            if self.calls == 1:
+                raise ConnectionError("telegram unreachable")
+            return super().send_text(chat_id, markdown, thread_id=thread_id)
+
+    bot = FlakyBot()
+    scheduler, _ = service({}, jobs=jobs, bot=bot)
+    with pytest.raises(ConnectionError):
+        fire(scheduler)
+    assert fire(scheduler) == {"status": "sent"}  # Scheduler's retry of the same firing
+    assert len(bot.sent) == 1
+
+
+def test_a_one_time_job_is_removed_after_it_fired() -> None:
+    jobs = MemoryJobStore()
+    jobs.put(job(one_time=True))
+    scheduler, _ = service({}, jobs=jobs)
+    assert fire(scheduler) == {"status": "sent"}
+    assert jobs.get(111, "ab12cd34") is None

@@ -10,6 +10,7 @@ from nanobot_lambda.settings import (
     SchedulerSettings,
     WebhookSettings,
 )
+from tests.support.settings import AGENT_ENV
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/turns.fifo"
 WEBHOOK_ENV = {
@@ -17,12 +18,6 @@ WEBHOOK_ENV = {
     "ALLOW_FROM": "111",
     "TURN_QUEUE_URL": QUEUE,
     "SESSIONS_TABLE": "sessions",
-}
-AGENT_ENV = {
-    "TELEGRAM_BOT_TOKEN": "123:abc",
-    "WORKSPACE_BUCKET": "bucket",
-    "SESSIONS_TABLE": "sessions",
-    "LLM_MODEL": "openai/gpt-4o-mini",
 }
 
 
@@ -98,12 +93,19 @@ def test_secret_reference_is_resolved_and_direct_value_wins() -> None:
 
 
 def test_only_declared_secrets_are_fetched() -> None:
-    """The scheduler does not use the bot token: its reference must not cost an SSM call."""
-    env = {"TURN_QUEUE_URL": QUEUE, "WORKSPACE_BUCKET": "bucket"}
-    settings = SchedulerSettings.from_env(
-        {**env, "TELEGRAM_BOT_TOKEN_PARAM": "/bot/token"}, fetch=no_fetch
+    """The webhook does not use the bot token: a reference to it must not cost an SSM call."""
+    settings = WebhookSettings.from_env(
+        {**WEBHOOK_ENV, "TELEGRAM_BOT_TOKEN_PARAM": "/bot/token"}, fetch=no_fetch
     )
-    assert settings.workspace_bucket == "bucket"
+    assert settings.turn_queue_url == QUEUE
+
+
+def test_the_scheduler_needs_the_bot_token_and_jobs_table() -> None:
+    """It sends reminders itself, straight to the chat."""
+    with pytest.raises(ConfigError) as error:
+        SchedulerSettings.from_env({"TURN_QUEUE_URL": QUEUE, "WORKSPACE_BUCKET": "bucket"})
+    assert "TELEGRAM_BOT_TOKEN is not set" in str(error.value)
+    assert "JOBS_TABLE is not set" in str(error.value)
 
 
 def test_unreadable_reference_names_the_variable_not_a_secret() -> None:

@@ -34,6 +34,7 @@ REFS = {
     "TurnDeadLetterQueue": DLQ_URL,
     "WorkspaceBucket": "nanobot-workspacebucket-x",
     "SessionsTable": "nanobot-SessionsTable-X",
+    "JobsTable": "nanobot-JobsTable-X",
     "ScheduleGroup": "ScheduleGroup-X",
     "SchedulerFunction": "nanobot-SchedulerFunction-X",
     "CoreLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-core:1",

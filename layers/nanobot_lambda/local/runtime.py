@@ -163,6 +163,17 @@ class QueuePoller:
             time.sleep(0.1)
         raise TimeoutError(f"queue not drained within {max_seconds} s")
 
+    def wait_idle(self, max_seconds: float = 600, settle: float = 0.3) -> None:
+        """Wait (without processing) until the queue is empty and nothing is in flight."""
+        deadline = time.monotonic() + max_seconds
+        while time.monotonic() < deadline:
+            if not self._has_in_flight():
+                time.sleep(settle)  # a turn may be queueing a follow-up (announcement, task)
+                if not self._has_in_flight():
+                    return
+            time.sleep(0.1)
+        raise TimeoutError(f"queue not idle within {max_seconds} s")
+
     def _has_in_flight(self) -> bool:
         attributes = self._sqs.get_queue_attributes(
             QueueUrl=self._queue_url,

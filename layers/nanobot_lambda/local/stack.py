@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -29,6 +30,7 @@ from nanobot_lambda.local.bot_api import LocalBotApi, SentMessage
 from nanobot_lambda.local.cfn import TemplateContext, load_template
 from nanobot_lambda.local.resources import create_resources
 from nanobot_lambda.local.runtime import LocalLambdaContext, QueuePoller, load_handler_module
+from nanobot_lambda.local.schedule_runner import ScheduleRunner
 from nanobot_lambda.webhook import SECRET_HEADER
 from nanobot_lambda.workspace import S3Workspace, seed_workspace
 
@@ -106,6 +108,9 @@ class LocalStack:
         self._update_ids = itertools.count(int(time.time()) % 100_000_000 * 10)
         self.handlers: dict[str, ModuleType] = {}
         self.environment: dict[str, dict[str, str]] = {}
+        self.schedule_clock: datetime | None = None  # None: real time
+        self._worker: threading.Thread | None = None
+        self._worker_stop = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -165,8 +170,16 @@ class LocalStack:
             context=lambda: self._context("agent_turn"),
             batch_size=int(self._event_property("AgentTurnFunction", "BatchSize", 1)),
         )
+        # EventBridge Scheduler, played locally: moto stores schedules but never fires them.
+        self.schedules = ScheduleRunner(
+            boto3.client("scheduler"),
+            self.template.refs["ScheduleGroup"],
+            fire=self._invoke_scheduler,
+            now=lambda: self.schedule_clock or datetime.now(UTC),
+        )
 
     def stop(self) -> None:
+        self.stop_background()
         if hasattr(self, "bot_api"):
             self.bot_api.stop()
         if self._moto is not None:
@@ -293,6 +306,38 @@ class LocalStack:
     def process_queue(self, max_seconds: float = 600) -> None:
         """Run agent turns until the queue is empty (including retries of failed turns)."""
         self.poller.drain(max_seconds=max_seconds)
+
+    def fire_due_schedules(self, at: datetime | None = None) -> list[tuple[str, datetime]]:
+        """Fire every schedule due at `at` (default: now), as EventBridge Scheduler would."""
+        if at is not None:
+            self.schedule_clock = at
+        return self.schedules.run_due()
+
+    def _invoke_scheduler(self, event: dict[str, Any]) -> None:
+        self.handlers["scheduler"].handler(event, self._context("scheduler"))
+
+    def start_background(self, interval: float = 1.0) -> None:
+        """Fire due schedules and run queued turns in a background thread (interactive chat)."""
+
+        def work() -> None:
+            while not self._worker_stop.is_set():
+                try:
+                    self.schedules.run_due()
+                    while self.poller.poll_once():
+                        pass
+                except Exception:
+                    logging.getLogger(__name__).exception("local worker failed; continuing")
+                self._worker_stop.wait(interval)
+
+        self._worker_stop.clear()
+        self._worker = threading.Thread(target=work, name="local-worker", daemon=True)
+        self._worker.start()
+
+    def stop_background(self) -> None:
+        if self._worker is not None:
+            self._worker_stop.set()
+            self._worker.join(timeout=30)
+            self._worker = None
 
     def fire_heartbeat(self, at: datetime | None = None) -> dict[str, str]:
         """Invoke the scheduler as EventBridge Scheduler would for the heartbeat schedule."""

@@ -22,6 +22,13 @@ from nanobot_lambda import texts
 from nanobot_lambda.allowlist import AllowList
 from nanobot_lambda.telegram.models import Chat, Message, MessageEntity, Update, User
 
+
+def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
+    """The session (and SQS message group) of a chat, or of one topic of a forum chat."""
+    key = f"telegram:{chat_id}"
+    return key if thread_id is None else f"{key}:{thread_id}"
+
+
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?(?:\s|$)")
 GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})
 QUOTE_MAX_CHARS = 500
@@ -48,8 +55,7 @@ class InboundMessage:
     @property
     def session_key(self) -> str:
         """One conversation: a chat, or one topic of a forum chat. Also the SQS message group."""
-        key = f"telegram:{self.chat_id}"
-        return key if self.thread_id is None else f"{key}:{self.thread_id}"
+        return session_key_for(self.chat_id, self.thread_id)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,59 @@
+"""The heartbeat's decision, taken in agent_turn: are any standing tasks due now?
+
+The scheduler function only reads HEARTBEAT.md (no model, no cost when it holds no task). When
+it does hold tasks, agent_turn first asks the model a small structured question (a forced tool
+call: skip, or run these tasks), and only runs a full agent turn when the answer is "run".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from nanobot_lambda import texts
+from nanobot_lambda.context import RuntimeContext
+from nanobot_lambda.model import ChatModel, force_tool
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_OK = "HEARTBEAT_OK"
+DECISION = "heartbeat_decision"
+DECISION_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": DECISION,
+        "description": "Decide whether standing tasks are due now.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["skip", "run"]},
+                "tasks": {"type": "string", "description": "The due tasks, when action is run."},
+            },
+            "required": ["action"],
+        },
+    },
+}
+
+
+def due_tasks(model: ChatModel, tasks: str, runtime: RuntimeContext) -> str | None:
+    """The tasks to run now, or None to skip. A malformed decision counts as a skip."""
+    request = [
+        {"role": "system", "content": texts.load("heartbeat_decision")},
+        {"role": "user", "content": f"{runtime.render()}\n\n{tasks}"},
+    ]
+    reply = model.complete(request, [DECISION_TOOL], tool_choice=force_tool(DECISION))
+    call = next((call for call in reply.tool_calls if call.name == DECISION), None)
+    try:
+        decision = json.loads(call.arguments) if call else {}
+    except json.JSONDecodeError:
+        decision = {}
+    if not isinstance(decision, dict) or decision.get("action") != "run":
+        logger.info("heartbeat: nothing due")
+        return None
+    chosen = decision.get("tasks")
+    return chosen.strip() if isinstance(chosen, str) and chosen.strip() else tasks
+
+
+def nothing_to_report(reply: str) -> bool:
+    return HEARTBEAT_OK in reply

@@ -1,0 +1,262 @@
+"""Tools that act for the chat a turn belongs to: cron, message, spawn.
+
+They read the turn's `TurnScope` (which chat, which thread, what kind of turn) from a
+`CurrentTurn` the turn service sets before each turn; a container runs one turn at a time.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Literal
+
+from nanobot_lambda.allowlist import AllowList
+from nanobot_lambda.cronjobs import CronJob, JobStore, ScheduleClient
+from nanobot_lambda.jobs import SubagentJob, TurnQueue
+from nanobot_lambda.schedules import ScheduleError, build_schedule, next_run
+from nanobot_lambda.telegram.client import TelegramBot
+from nanobot_lambda.tools import Tool, ToolError
+
+TurnOrigin = Literal["user", "cron", "heartbeat", "subagent", "announcement"]
+
+
+@dataclass
+class TurnScope:
+    chat_id: int
+    thread_id: int | None
+    origin: TurnOrigin
+    sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
+
+
+class CurrentTurn:
+    """The scope of the turn being run (None between turns)."""
+
+    def __init__(self) -> None:
+        self.scope: TurnScope | None = None
+
+    def require(self) -> TurnScope:
+        if self.scope is None:
+            raise ToolError("this tool can only be used during a conversation turn")
+        return self.scope
+
+
+class CronTool(Tool):
+    name = "cron"
+    description = (
+        "Schedule reminders (text sent at the time) and tasks (you run the message as a "
+        "prompt at the time). Read skills/cron/SKILL.md before first use."
+    )
+    mutates = True
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["add", "list", "remove"]},
+            "message": {"type": "string"},
+            "kind": {"type": "string", "enum": ["reminder", "task"]},
+            "every_seconds": {"type": "integer"},
+            "cron_expr": {"type": "string"},
+            "tz": {"type": "string"},
+            "at": {"type": "string"},
+            "name": {"type": "string", "maxLength": 100},
+            "job_id": {"type": "string"},
+        },
+        "required": ["action"],
+        "additionalProperties": False,
+    }
+
+    def __init__(
+        self,
+        current: CurrentTurn,
+        store: JobStore,
+        schedules: ScheduleClient,
+        *,
+        timezone: str,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._current = current
+        self._store = store
+        self._schedules = schedules
+        self._timezone = timezone
+        self._clock = clock
+
+    def run(self, action: str, **arguments: Any) -> str:
+        scope = self._current.require()
+        if action == "add":
+            return self._add(scope, **arguments)
+        if action == "list":
+            return self._list(scope)
+        return self._remove(scope, arguments.get("job_id"))
+
+    def _add(
+        self,
+        scope: TurnScope,
+        message: str | None = None,
+        kind: str = "reminder",
+        every_seconds: int | None = None,
+        cron_expr: str | None = None,
+        tz: str | None = None,
+        at: str | None = None,
+        name: str | None = None,
+        job_id: str | None = None,
+    ) -> str:
+        if scope.origin != "user":
+            raise ToolError("a scheduled or background turn cannot create new jobs")
+        if not message or not message.strip():
+            raise ToolError("message is required: the reminder text, or the task to run")
+        now = self._clock()
+        try:
+            spec = build_schedule(
+                every_seconds=every_seconds,
+                cron_expr=cron_expr,
+                tz=tz,
+                at=at,
+                default_tz=self._timezone,
+                now=now,
+            )
+        except ScheduleError as error:
+            raise ToolError(str(error)) from None
+        job = CronJob(
+            job_id=secrets.token_hex(4),
+            chat_id=scope.chat_id,
+            thread_id=scope.thread_id,
+            kind="task" if kind == "task" else "reminder",
+            message=message.strip(),
+            name=(name or message).strip()[:100],
+            expression=spec.expression,
+            timezone=spec.timezone,
+            description=spec.description,
+            one_time=spec.one_time,
+            created_at=now.astimezone(UTC).isoformat(timespec="seconds"),
+            starts_at=(now + timedelta(seconds=every_seconds))
+            .astimezone(UTC)
+            .isoformat(timespec="seconds")
+            if every_seconds
+            else None,
+        )
+        self._store.put(job)
+        try:
+            self._schedules.create(job)
+        except Exception:
+            self._store.delete(job.chat_id, job.job_id)  # no job without a schedule
+            raise
+        return (
+            f"Added {job.kind} '{job.name}' (id {job.job_id}): {job.description}; "
+            f"next run {self._next(job)}."
+        )
+
+    def _list(self, scope: TurnScope) -> str:
+        jobs = self._store.list(scope.chat_id)
+        if not jobs:
+            return "No scheduled jobs in this chat."
+        return "\n".join(
+            f"{job.job_id}: {job.kind} '{job.name}', {job.description}, next run {self._next(job)}"
+            + (f", last run {job.last_run} ({job.last_status})" if job.last_run else "")
+            for job in jobs
+        )
+
+    def _remove(self, scope: TurnScope, job_id: object) -> str:
+        if not isinstance(job_id, str) or not job_id:
+            raise ToolError("job_id is required to remove a job (see action=list)")
+        job = self._store.get(scope.chat_id, job_id)
+        if job is None:
+            raise ToolError(f"no job with id {job_id} in this chat (see action=list)")
+        self._schedules.delete(job)
+        self._store.delete(job.chat_id, job.job_id)
+        return f"Removed {job.kind} '{job.name}' (id {job.job_id})."
+
+    def _next(self, job: CronJob) -> str:
+        anchor = datetime.fromisoformat(job.starts_at or job.created_at)
+        upcoming = next_run((job.expression, job.timezone), self._clock(), anchor=anchor)
+        return upcoming.strftime("%Y-%m-%d %H:%M UTC") if upcoming else "none (done)"
+
+
+class MessageTool(Tool):
+    name = "message"
+    description = (
+        "Send a message now, to this chat or (chat_id) another allowed chat; useful mid-task. "
+        "Your final answer is sent anyway."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "content": {"type": "string", "minLength": 1},
+            "chat_id": {"type": "integer"},
+        },
+        "required": ["content"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, current: CurrentTurn, bot: TelegramBot, allow_list: AllowList) -> None:
+        self._current = current
+        self._bot = bot
+        self._allow_list = allow_list
+
+    def run(self, content: str, chat_id: int | None = None) -> str:
+        scope = self._current.require()
+        target = scope.chat_id if chat_id is None else chat_id
+        if target != scope.chat_id and not (
+            target in self._allow_list.ids or self._allow_list.everyone
+        ):
+            raise ToolError(f"chat {target} is not an allowed chat; only ALLOW_FROM ids are")
+        thread = scope.thread_id if target == scope.chat_id else None
+        self._bot.send_text(target, content, thread_id=thread)
+        scope.sent.append((target, content.strip()))
+        return f"Sent to chat {target}."
+
+
+class SpawnTool(Tool):
+    name = "spawn"
+    description = (
+        "Start a background task that runs on its own (with file tools) and reports back "
+        "when done. Returns at once with an id."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "task": {"type": "string", "minLength": 1},
+            "label": {"type": "string", "maxLength": 60},
+        },
+        "required": ["task"],
+        "additionalProperties": False,
+    }
+
+    def __init__(
+        self,
+        current: CurrentTurn,
+        queue: TurnQueue,
+        running: Callable[[int], int],
+        *,
+        max_running: int,
+        on_spawn: Callable[[SubagentJob], None],
+    ) -> None:
+        self._current = current
+        self._queue = queue
+        self._running = running
+        self._max_running = max_running
+        self._on_spawn = on_spawn
+
+    def run(self, task: str, label: str | None = None) -> str:
+        scope = self._current.require()
+        if scope.origin == "subagent":
+            raise ToolError("a background task cannot start other background tasks")
+        if self._running(scope.chat_id) >= self._max_running:
+            raise ToolError(
+                f"{self._max_running} background tasks are already running in this chat; "
+                "wait for one to finish"
+            )
+        job = SubagentJob(
+            subagent_id=secrets.token_hex(4),
+            chat_id=scope.chat_id,
+            thread_id=scope.thread_id,
+            label=(label or task).strip()[:60],
+            task=task.strip(),
+        )
+        self._on_spawn(job)
+        # Its own message group: it runs beside the chat, not in the chat's queue order.
+        self._queue.enqueue(job, group=f"subagent:{job.subagent_id}", dedup_id=job.subagent_id)
+        return (
+            f"Started background task {job.subagent_id} ('{job.label}'); "
+            "you will be told when it ends."
+        )
