@@ -58,10 +58,84 @@ def main(argv: Sequence[str] | None = None) -> int:
     chat.add_argument("--env-file", default=".env", help="file of settings to read (default .env)")
     chat.add_argument("--template", type=Path, help="SAM template (default: infra/template.yaml)")
     chat.add_argument("-v", "--verbose", action="store_true", help="show the functions' logs")
+    cron = commands.add_parser(
+        "cron",
+        help="list or remove the scheduled jobs of a deployed stack",
+        description="Scheduled jobs (reminders and tasks created with the bot's cron tool). "
+        "The jobs table and schedule group come from --stack's outputs, or from JOBS_TABLE "
+        "and SCHEDULE_GROUP.",
+        epilog="examples:\n  nanobot-lambda cron list --stack nanobot-lambda\n"
+        "  nanobot-lambda cron remove 1a2b3c4d --chat 111111111 --stack nanobot-lambda",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cron_actions = cron.add_subparsers(dest="action", required=True)
+    cron_list = cron_actions.add_parser("list", help="every job, with its next run")
+    cron_list.add_argument("--chat", type=int, help="only this chat's jobs")
+    cron_remove = cron_actions.add_parser("remove", help="delete a job and its schedule")
+    cron_remove.add_argument("job_id")
+    cron_remove.add_argument("--chat", type=int, required=True, help="the chat that owns it")
+    for sub in (cron_list, cron_remove):
+        sub.add_argument("--stack", help="CloudFormation stack name (reads its outputs)")
     arguments = parser.parse_args(argv)
     if arguments.command == "chat":
         return chat_command(arguments)
+    if arguments.command == "cron":
+        return cron_command(arguments)
     return 2  # pragma: no cover - argparse enforces a command
+
+
+def _stack_outputs(stack: str) -> dict[str, str]:
+    import boto3
+
+    described = boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+    return {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
+
+
+def cron_command(arguments: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    import boto3
+
+    from nanobot_lambda.cronjobs import JobStore, ScheduleClient
+    from nanobot_lambda.schedules import next_run
+
+    try:
+        outputs = _stack_outputs(arguments.stack) if arguments.stack else {}
+    except Exception as error:
+        print(f"error: cannot read stack {arguments.stack!r}: {error}", file=sys.stderr)
+        return 1
+    table = outputs.get("JobsTableName") or os.environ.get("JOBS_TABLE")
+    group = outputs.get("ScheduleGroupName") or os.environ.get("SCHEDULE_GROUP")
+    if not table or not group:
+        print("error: give --stack NAME, or set JOBS_TABLE and SCHEDULE_GROUP", file=sys.stderr)
+        return 2
+    store = JobStore(table, boto3.client("dynamodb"))
+    if arguments.action == "list":
+        jobs = store.list(arguments.chat) if arguments.chat else store.all_jobs()
+        if not jobs:
+            print("No scheduled jobs.")
+        now = datetime.now(UTC)
+        for listed in jobs:
+            anchor = datetime.fromisoformat(listed.starts_at or listed.created_at)
+            upcoming = next_run((listed.expression, listed.timezone), now, anchor=anchor)
+            when = upcoming.strftime("%Y-%m-%d %H:%M UTC") if upcoming else "-"
+            print(
+                f"{listed.job_id}  chat {listed.chat_id}  {listed.kind:<8} next {when}  "
+                f"{listed.description}  {listed.name}"
+            )
+        return 0
+    job = store.get(arguments.chat, arguments.job_id)
+    if job is None:
+        print(
+            f"error: no job {arguments.job_id} in chat {arguments.chat} (see cron list)",
+            file=sys.stderr,
+        )
+        return 1
+    # Only deletion is needed: the target and role are not used to delete.
+    ScheduleClient(boto3.client("scheduler"), group=group, target_arn="-", role_arn="-").delete(job)
+    store.delete(job.chat_id, job.job_id)
+    print(f"Removed {job.kind} '{job.name}' ({job.job_id}).")
+    return 0
 
 
 def _load_env_file(path: str) -> None:

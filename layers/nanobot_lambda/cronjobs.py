@@ -88,6 +88,21 @@ class JobStore:
                 return sorted(jobs, key=lambda job: job.created_at)
             arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    def all_jobs(self) -> list[CronJob]:
+        """Every chat's jobs (for the operator's CLI; the bot itself only lists per chat)."""
+        jobs: list[CronJob] = []
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "begins_with(sk, :job)",
+            "ExpressionAttributeValues": {":job": {"S": "job#"}},
+        }
+        while True:
+            response = self._dynamodb.scan(**arguments)
+            jobs += [_job(item) for item in response["Items"]]
+            if "LastEvaluatedKey" not in response:
+                return sorted(jobs, key=lambda job: (job.chat_id, job.created_at))
+            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
     def delete(self, chat_id: int, job_id: str) -> bool:
         response = self._dynamodb.delete_item(
             TableName=self._table, Key=_key(chat_id, job_id), ReturnValues="ALL_OLD"

@@ -1,0 +1,73 @@
+"""`nanobot-lambda cron list|remove` against a stack's tables (moto server)."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from nanobot_lambda.cli import main
+from nanobot_lambda.cronjobs import CronJob, JobStore, ScheduleClient
+from nanobot_lambda.local.cfn import TemplateContext
+
+
+@pytest.fixture
+def configured(resources: TemplateContext, monkeypatch: pytest.MonkeyPatch) -> JobStore:
+    monkeypatch.setenv("JOBS_TABLE", resources.refs["JobsTable"])
+    monkeypatch.setenv("SCHEDULE_GROUP", resources.refs["ScheduleGroup"])
+    store = JobStore(resources.refs["JobsTable"], boto3.client("dynamodb"))
+    schedules = ScheduleClient(
+        boto3.client("scheduler"),
+        group=resources.refs["ScheduleGroup"],
+        target_arn="arn:aws:lambda:us-east-1:123456789012:function:scheduler",
+        role_arn="arn:aws:iam::123456789012:role/invoke",
+    )
+    for chat, job_id, name in ((111, "aaaa1111", "water plants"), (222, "bbbb2222", "standup")):
+        job = CronJob(
+            job_id=job_id,
+            chat_id=chat,
+            kind="reminder",
+            message=name,
+            name=name,
+            expression="cron(0 9 * * ? *)",
+            timezone="Europe/Paris",
+            description="at 09:00 every day (Europe/Paris)",
+            one_time=False,
+            created_at="2026-11-22T08:00:00+00:00",
+        )
+        store.put(job)
+        schedules.create(job)
+    return store
+
+
+def test_list_all_and_one_chat(configured: JobStore, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cron", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["aaaa1111", "bbbb2222"]
+    assert "next 20" in lines[0] and "water plants" in lines[0]
+    assert main(["cron", "list", "--chat", "222"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["bbbb2222"]
+
+
+def test_remove_deletes_the_job_and_its_schedule(
+    configured: JobStore, resources: TemplateContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cron", "remove", "aaaa1111", "--chat", "111"]) == 0
+    assert "Removed reminder 'water plants'" in capsys.readouterr().out
+    assert configured.get(111, "aaaa1111") is None
+    names = [
+        item["Name"]
+        for item in boto3.client("scheduler").list_schedules(
+            GroupName=resources.refs["ScheduleGroup"]
+        )["Schedules"]
+    ]
+    assert "nanobot-aaaa1111" not in names and "nanobot-bbbb2222" in names
+    assert main(["cron", "remove", "aaaa1111", "--chat", "111"]) == 1  # already gone
+
+
+def test_without_configuration_it_says_what_to_give(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("JOBS_TABLE", raising=False)
+    monkeypatch.delenv("SCHEDULE_GROUP", raising=False)
+    assert main(["cron", "list"]) == 2
+    assert "give --stack NAME, or set JOBS_TABLE and SCHEDULE_GROUP" in capsys.readouterr().err
