@@ -28,6 +28,10 @@ ENV = {
     "WORKSPACE_BUCKET": "bench-bucket",
     "SESSIONS_TABLE": "bench-sessions",
     "LLM_MODEL": "openai/bench",
+    "JOBS_TABLE": "bench-jobs",
+    "SCHEDULE_GROUP": "bench-group",
+    "SCHEDULER_TARGET_ARN": "arn:aws:lambda:us-east-1:1:function:bench",
+    "SCHEDULER_ROLE_ARN": "arn:aws:iam::1:role/bench",
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
 }
 PROBE = """

@@ -22,12 +22,16 @@ import litellm
 from moto.server import ThreadedMotoServer
 
 from nanobot_lambda.context import ContextBuilder, RuntimeContext
+from nanobot_lambda.cronjobs import JobStore, ScheduleClient
+from nanobot_lambda.jobs import TurnQueue
 from nanobot_lambda.memory import HISTORY_FILE
 from nanobot_lambda.recall import HistoryRecall
-from nanobot_lambda.skills import builtin_skill_files
-from nanobot_lambda.tools import ToolRegistry
-from nanobot_lambda.tools.files import file_tools
-from nanobot_lambda.workspace import S3Workspace, WithBuiltinFiles, seed_workspace
+from nanobot_lambda.settings import AgentSettings
+from nanobot_lambda.telegram.client import TelegramBot
+from nanobot_lambda.tools import Tool, ToolRegistry
+from nanobot_lambda.tools.chat import CurrentTurn
+from nanobot_lambda.turns import agent_tools
+from nanobot_lambda.workspace import S3Workspace, seed_workspace
 
 MODEL = "gpt-4o"
 NANOBOT_035_SYSTEM_PROMPT = 1900  # tokens, nanobot 0.3.5's default system prompt (issue 3)
@@ -66,11 +70,39 @@ def workspace(name: str, extra_skills: int) -> S3Workspace:
     return store
 
 
+def agent_tool_set(store: S3Workspace) -> list[Tool]:
+    """The very tools agent_turn gives the model (only their schemas are used here)."""
+    settings = AgentSettings.model_validate(
+        {
+            "TELEGRAM_BOT_TOKEN": "1:bench",
+            "WORKSPACE_BUCKET": "bench",
+            "SESSIONS_TABLE": "bench",
+            "LLM_MODEL": MODEL,
+            "ALLOW_FROM": "1",
+            "TURN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/bench.fifo",
+            "JOBS_TABLE": "bench",
+            "SCHEDULE_GROUP": "bench",
+            "SCHEDULER_TARGET_ARN": "arn:aws:lambda:us-east-1:1:function:bench",
+            "SCHEDULER_ROLE_ARN": "arn:aws:iam::1:role/bench",
+        }
+    )
+    workspace_tools, chat_tools = agent_tools(
+        settings,
+        CurrentTurn(),
+        store,
+        JobStore("bench", boto3.client("dynamodb")),
+        ScheduleClient(boto3.client("scheduler"), group="bench", target_arn="-", role_arn="-"),
+        TurnQueue(settings.turn_queue_url, boto3.client("sqs")),
+        TelegramBot(settings.telegram_bot_token),
+        lambda: datetime.now(UTC),
+    )
+    return [*workspace_tools, *chat_tools]
+
+
 def first_request(store: S3Workspace, text: str = "hello") -> dict[str, int]:
     runtime = RuntimeContext(datetime.now(UTC), "UTC", "telegram", "111111111")
     messages = ContextBuilder(store, {}).messages([], text, runtime)
-    builtins = {path: data.encode() for path, data in builtin_skill_files().items()}
-    tools = ToolRegistry(file_tools(WithBuiltinFiles(store, builtins))).definitions()
+    tools = ToolRegistry(agent_tool_set(store)).definitions()
     system = tokens(messages[:1])
     total = tokens(messages, tools)
     schemas = total - tokens(messages)

@@ -111,7 +111,7 @@ def cron_command(arguments: argparse.Namespace) -> int:
         return 2
     store = JobStore(table, boto3.client("dynamodb"))
     if arguments.action == "list":
-        jobs = store.list(arguments.chat) if arguments.chat else store.all_jobs()
+        jobs = store.for_chat(arguments.chat) if arguments.chat else store.all_jobs()
         if not jobs:
             print("No scheduled jobs.")
         now = datetime.now(UTC)

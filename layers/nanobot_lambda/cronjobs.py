@@ -74,7 +74,7 @@ class JobStore:
         ).get("Item")
         return _job(item) if item else None
 
-    def list(self, chat_id: int) -> list[CronJob]:
+    def for_chat(self, chat_id: int) -> list[CronJob]:
         jobs: list[CronJob] = []
         arguments: dict[str, Any] = {
             "TableName": self._table,

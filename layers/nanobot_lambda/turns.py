@@ -68,6 +68,36 @@ logger = logging.getLogger(__name__)
 BLOCKED_STATUS = 403
 
 
+def agent_tools(
+    settings: AgentSettings,
+    current: CurrentTurn,
+    workspace: Workspace,
+    jobs: JobStore,
+    schedules: ScheduleClient,
+    queue: TurnQueue,
+    bot: TelegramBot,
+    clock: Callable[[], datetime],
+) -> tuple[list[Tool], list[Tool]]:
+    """The agent's tools: (workspace tools, chat tools). The benchmarks count these schemas."""
+    # The file tools also see the built-in skills' files, read-only, where the summary says.
+    builtins = {path: text.encode() for path, text in builtin_skill_files().items()}
+    workspace_tools = file_tools(WithBuiltinFiles(workspace, builtins))
+    chat_tools: list[Tool] = [
+        CronTool(current, jobs, schedules, timezone=settings.timezone, clock=clock),
+        MessageTool(current, bot, settings.allow_from),
+        SpawnTool(
+            current,
+            queue,
+            lambda chat_id: jobs.running_subagents(chat_id, now=int(time.time())),
+            max_running=settings.max_subagents,
+            on_spawn=lambda job: jobs.start_subagent(
+                job.chat_id, job.subagent_id, now=int(time.time())
+            ),
+        ),
+    ]
+    return workspace_tools, chat_tools
+
+
 class TurnService:
     def __init__(
         self,
@@ -99,22 +129,9 @@ class TurnService:
         self._media = MediaResolver(bot, workspace, settings, transcriber)
         self._context = ContextBuilder(workspace, environ)
         self._recall = HistoryRecall(workspace, max_chars=settings.recall_max_chars)
-        # The tools also see the built-in skills' files, read-only, where the summary says.
-        builtins = {path: text.encode() for path, text in builtin_skill_files().items()}
-        workspace_tools = file_tools(WithBuiltinFiles(workspace, builtins))
-        chat_tools: list[Tool] = [
-            CronTool(self._current, jobs, schedules, timezone=settings.timezone, clock=clock),
-            MessageTool(self._current, bot, settings.allow_from),
-            SpawnTool(
-                self._current,
-                queue,
-                lambda chat_id: jobs.running_subagents(chat_id, now=int(time.time())),
-                max_running=settings.max_subagents,
-                on_spawn=lambda job: jobs.start_subagent(
-                    job.chat_id, job.subagent_id, now=int(time.time())
-                ),
-            ),
-        ]
+        workspace_tools, chat_tools = agent_tools(
+            settings, self._current, workspace, jobs, schedules, queue, bot, clock
+        )
         self._agent = self._loop([*workspace_tools, *chat_tools], settings.max_tool_iterations)
         # Background tasks work with the files only: no messages, no jobs, no more tasks.
         self._subagent = self._loop(workspace_tools, settings.subagent_max_iterations)

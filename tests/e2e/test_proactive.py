@@ -250,3 +250,17 @@ def test_message_tool_refuses_chats_that_are_not_allowed(
         (111111111, "hi Ada"),
         (stack.user.id, "Sent."),
     ]
+
+
+def test_a_failed_background_task_is_announced_too(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    model_server.call_tool("spawn", {"task": "Research flights", "label": "flights"})
+    model_server.reply("Started.")
+    model_server.fail(500, times=3)  # the background task's model calls all fail
+    model_server.reply("Sorry, the flight research didn't work out; shall I try again?")
+    say(stack, "research flights in the background")
+    announcement = model_server.requests[-1]["messages"][-1]["content"]
+    assert 'background task "flights" did not finish' in announcement
+    assert stack.bot_api.messages[-1].plain_text.startswith("Sorry, the flight research")
+    assert jobs(stack).running_subagents(stack.user.id, now=0) == 0

@@ -132,7 +132,7 @@ class MemoryJobStore:
     def get(self, chat_id: int, job_id: str) -> CronJob | None:
         return self.jobs.get((chat_id, job_id))
 
-    def list(self, chat_id: int) -> list[CronJob]:
+    def for_chat(self, chat_id: int) -> list[CronJob]:
         return sorted(
             (job for (chat, _), job in self.jobs.items() if chat == chat_id),
             key=lambda job: job.created_at,

@@ -147,7 +147,7 @@ class CronTool(Tool):
         )
 
     def _list(self, scope: TurnScope) -> str:
-        jobs = self._store.list(scope.chat_id)
+        jobs = self._store.for_chat(scope.chat_id)
         if not jobs:
             return "No scheduled jobs in this chat."
         return "\n".join(
