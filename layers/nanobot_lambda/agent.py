@@ -9,7 +9,6 @@ loop asks `should_stop` (the user's /stop) and ends early, keeping what was done
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable
@@ -57,15 +56,8 @@ def truncate(text: str, limit: int) -> str:
 
 def tool_hint(call: ToolCall) -> str:
     """A one-line hint such as `🔎 grep("lisbon")`, from the call's first string argument."""
-    try:
-        arguments = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
-        arguments = {}
-    first = (
-        next((value for value in arguments.values() if isinstance(value, str)), "")
-        if isinstance(arguments, dict)
-        else ""
-    )
+    arguments = call.json_object() or {}
+    first = next((value for value in arguments.values() if isinstance(value, str)), "")
     shown = first if len(first) <= 40 else first[:39] + "…"
     return f'{_HINT_ICONS.get(call.name, "🔧")} {call.name}("{shown}")'
 
@@ -189,11 +181,7 @@ class AgentLoop:
         targets: list[tuple[bool, object]] = []
         for call in calls:
             writes = self._tools.mutates(call.name)
-            try:
-                arguments = json.loads(call.arguments or "{}")
-            except json.JSONDecodeError:
-                arguments = {}
-            target = arguments.get("path") if isinstance(arguments, dict) else None
+            target = (call.json_object() or {}).get("path")
             if writes and not isinstance(target, str):
                 return False  # a write with no known target: run everything in order
             targets.append((writes, target))

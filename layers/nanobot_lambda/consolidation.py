@@ -167,7 +167,7 @@ class Consolidator:
             )
         except ModelError as error:
             raise ConsolidationError(f"model call failed: {error}") from None
-        call = next((call for call in reply.tool_calls if call.name == SAVE_MEMORY), None)
+        call = reply.call_to(SAVE_MEMORY)
         if call is None:
             raise ConsolidationError("the model did not call save_memory")
         try:

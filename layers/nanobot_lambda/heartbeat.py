@@ -7,7 +7,6 @@ call: skip, or run these tasks), and only runs a full agent turn when the answer
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -43,12 +42,9 @@ def due_tasks(model: ChatModel, tasks: str, runtime: RuntimeContext) -> str | No
         {"role": "user", "content": f"{runtime.render()}\n\n{tasks}"},
     ]
     reply = model.complete(request, [DECISION_TOOL], tool_choice=force_tool(DECISION))
-    call = next((call for call in reply.tool_calls if call.name == DECISION), None)
-    try:
-        decision = json.loads(call.arguments) if call else {}
-    except json.JSONDecodeError:
-        decision = {}
-    if not isinstance(decision, dict) or decision.get("action") != "run":
+    call = reply.call_to(DECISION)
+    decision = (call.json_object() if call else None) or {}
+    if decision.get("action") != "run":
         logger.info("heartbeat: nothing due")
         return None
     chosen = decision.get("tasks")

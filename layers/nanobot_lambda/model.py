@@ -6,6 +6,7 @@ The litellm adapter lives in `litellm_model.py`; only agent_turn imports it. Eve
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,6 +16,14 @@ class ToolCall:
     id: str
     name: str
     arguments: str  # raw JSON text as the model produced it; validated by the tool registry
+
+    def json_object(self) -> dict[str, Any] | None:
+        """The arguments as a JSON object; None when they are not valid JSON or not an object."""
+        try:
+            parsed = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,10 @@ class ModelReply:
     # (Anthropic thinking blocks with their signatures; reasoning_content of DeepSeek, Kimi…).
     reasoning_content: str | None = None
     thinking_blocks: tuple[dict[str, Any], ...] = ()
+
+    def call_to(self, name: str) -> ToolCall | None:
+        """The reply's call to `name` (the answer to a forced tool call), if it made one."""
+        return next((call for call in self.tool_calls if call.name == name), None)
 
 
 class ModelError(Exception):
