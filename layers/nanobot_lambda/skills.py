@@ -19,7 +19,7 @@ import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Literal
@@ -208,7 +208,11 @@ def _split_frontmatter(text: str) -> tuple[str | None, str, str | None]:
     return None, "\n".join(lines[1:]), "frontmatter has no closing '---' line"
 
 
+@lru_cache(maxsize=1024)
 def _parse_frontmatter(frontmatter: str) -> _Settings:
+    """Settings from frontmatter text. Cached by the text: the system prompt is rebuilt every
+    turn, and re-parsing unchanged YAML made its cost grow with the number of skills. (A
+    broken frontmatter raises and is simply parsed again next time.)"""
     try:
         fields = yaml.safe_load(frontmatter)
     except yaml.MarkedYAMLError as problem:

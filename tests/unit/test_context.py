@@ -98,3 +98,16 @@ def test_history_goes_between_system_and_user_without_bookkeeping_fields() -> No
         {"role": "user", "content": "earlier"},
         {"role": "assistant", "content": "reply"},
     ]
+
+
+def test_an_edited_skill_shows_on_the_next_turn() -> None:
+    """Skill frontmatter is parsed once per text: an edit is a new text, so it is seen."""
+    skill = "---\nname: tea\ndescription: {}\n---\n# Tea\n"
+    workspace = MemoryWorkspace({"skills/tea/SKILL.md": skill.format("Brew green tea.")})
+    builder = ContextBuilder(workspace)
+    assert "<description>Brew green tea.</description>" in builder.system_prompt()
+    assert "<description>Brew green tea.</description>" in builder.system_prompt()
+    workspace.files["skills/tea/SKILL.md"] = skill.format("Brew black tea.").encode()
+    prompt = builder.system_prompt()
+    assert "<description>Brew black tea.</description>" in prompt
+    assert "green" not in prompt
