@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-COMMANDS = ("start", "help", "new", "stop")
 STOP_FLAG_SECONDS = 3600
 
 

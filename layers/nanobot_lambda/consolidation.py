@@ -20,41 +20,34 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nanobot_lambda import texts
 from nanobot_lambda.memory import MEMORY_FILE, append_history, find_marker, guard_memory_update
-from nanobot_lambda.model import ChatModel, ModelError, force_tool
+from nanobot_lambda.model import ChatModel, ModelError, force_tool, function_tool
 from nanobot_lambda.sessions import Message, SessionHistory, SessionStore
 from nanobot_lambda.workspace import NotText, Workspace, WriteConflict, update_text
 
 logger = logging.getLogger(__name__)
 
 SAVE_MEMORY = "save_memory"
-SAVE_MEMORY_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": SAVE_MEMORY,
-        "description": "Save the conversation summary and the updated long-term memory.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "history_entry": {
-                    "type": "string",
-                    "description": "[YYYY-MM-DD HH:MM] then 2-5 sentences for a searchable log.",
-                },
-                "memory_update": {
-                    "type": "string",
-                    "description": "The complete new MEMORY.md.",
-                },
+SAVE_MEMORY_TOOL = function_tool(
+    SAVE_MEMORY,
+    "Save the conversation summary and the updated long-term memory.",
+    {
+        "type": "object",
+        "properties": {
+            "history_entry": {
+                "type": "string",
+                "description": "[YYYY-MM-DD HH:MM] then 2-5 sentences for a searchable log.",
             },
-            "required": ["history_entry", "memory_update"],
+            "memory_update": {"type": "string", "description": "The complete new MEMORY.md."},
         },
+        "required": ["history_entry", "memory_update"],
     },
-}
+)
 MAX_TRANSCRIPT_TOOL_CHARS = 300
 EMPTY_MEMORY = "(empty)"  # how an empty MEMORY.md is shown to the summariser
 _STORAGE_ERRORS = (WriteConflict, NotText, ClientError, BotoCoreError)

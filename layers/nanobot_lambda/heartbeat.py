@@ -8,31 +8,27 @@ call: skip, or run these tasks), and only runs a full agent turn when the answer
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from nanobot_lambda import texts
 from nanobot_lambda.context import RuntimeContext
-from nanobot_lambda.model import ChatModel, force_tool
+from nanobot_lambda.model import ChatModel, force_tool, function_tool
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_OK = "HEARTBEAT_OK"
 DECISION = "heartbeat_decision"
-DECISION_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": DECISION,
-        "description": "Decide whether standing tasks are due now.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["skip", "run"]},
-                "tasks": {"type": "string", "description": "The due tasks, when action is run."},
-            },
-            "required": ["action"],
+DECISION_TOOL = function_tool(
+    DECISION,
+    "Decide whether standing tasks are due now.",
+    {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["skip", "run"]},
+            "tasks": {"type": "string", "description": "The due tasks, when action is run."},
         },
+        "required": ["action"],
     },
-}
+)
 
 
 def due_tasks(model: ChatModel, tasks: str, runtime: RuntimeContext) -> str | None:

@@ -137,19 +137,6 @@ def split_entries(text: str, source: str) -> list[HistoryEntry]:
     ]
 
 
-def read_history(workspace: Workspace, paths: list[str]) -> list[HistoryEntry]:
-    entries: list[HistoryEntry] = []
-    for path in paths:
-        file = workspace.read(path)
-        if file is None:
-            continue
-        try:
-            entries.extend(split_entries(file.text, path))
-        except NotText:
-            continue
-    return entries
-
-
 def guard_memory_update(current: str, proposed: str) -> str | None:
     """The text to write to MEMORY.md, or None to leave it as it is.
 

@@ -70,6 +70,14 @@ class ModelError(Exception):
 ToolChoice = str | dict[str, Any] | None
 
 
+def function_tool(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool definition in the (OpenAI) format litellm takes for every provider."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
 def force_tool(name: str) -> dict[str, Any]:
     """A `tool_choice` that makes the model call `name` (structured output through a tool)."""
     return {"type": "function", "function": {"name": name}}

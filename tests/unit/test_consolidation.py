@@ -18,7 +18,7 @@ from nanobot_lambda.consolidation import (
     Consolidator,
     transcript,
 )
-from nanobot_lambda.memory import HISTORY_FILE, MEMORY_FILE, read_history
+from nanobot_lambda.memory import HISTORY_FILE, MEMORY_FILE
 from nanobot_lambda.model import ModelReply
 from nanobot_lambda.sessions import (
     Message,
@@ -27,6 +27,7 @@ from nanobot_lambda.sessions import (
     align_to_user_turn,
 )
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, outage, text, tool
+from tests.support.history import read_history
 
 KEY = "tg:42"
 WINDOW = 10

@@ -18,11 +18,11 @@ from nanobot_lambda.memory import (
     append_history,
     guard_memory_update,
     history_files,
-    read_history,
     split_entries,
 )
 from nanobot_lambda.workspace import WriteConflict
 from tests.support.fakes import MemoryWorkspace
+from tests.support.history import read_history
 
 E1 = "[2024-03-02 09:15] Planned the trip to Lisbon with Ana; trains rejected."
 E2 = "[2024-03-05 18:40] Booked the dentist for April 3rd."

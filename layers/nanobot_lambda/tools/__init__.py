@@ -11,7 +11,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from nanobot_lambda.model import ToolCall
+from nanobot_lambda.model import ToolCall, function_tool
 from nanobot_lambda.tools.schema import ArgumentError, validate
 
 logger = logging.getLogger(__name__)
@@ -34,14 +34,7 @@ class Tool(ABC):
         """Run with validated keyword arguments; raise ToolError for failures the model can fix."""
 
     def definition(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        return function_tool(self.name, self.description, self.parameters)
 
 
 class ToolRegistry:
