@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nanobot_lambda.aws import dynamodb_client, sqs_client
 from nanobot_lambda.commands import StopFlags
+from nanobot_lambda.idempotency import UpdateLedger
 from nanobot_lambda.jobs import TurnQueue
 from nanobot_lambda.logs import configure_logging
 from nanobot_lambda.settings import WebhookSettings
@@ -20,14 +21,18 @@ configure_logging(logger)
 
 # Built once per container, in the init phase; a bad setting fails here, naming the variable.
 settings = WebhookSettings.from_env()
+dynamodb = dynamodb_client()
+ledger = UpdateLedger(settings.idempotency_table, dynamodb)
 webhook = Webhook(
     settings.telegram_secret_token,
     settings.allow_from,
     TurnQueue(settings.turn_queue_url, sqs_client()),
-    StopFlags(settings.sessions_table, dynamodb_client),  # client made on the first /stop
+    StopFlags(settings.sessions_table, lambda: dynamodb),
+    ledger,
 )
 
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    ledger.register(context)
     return webhook.handle(event).to_http()

@@ -247,6 +247,8 @@ class SchedulingSettings(JobSettings):
 class WebhookSettings(AllowListSettings, QueueSettings):
     purpose: ClassVar[str] = "the webhook function"
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # /stop flags
+    # Updates already queued (Powertools Idempotency), so a re-sent update is queued once.
+    idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=3)
     telegram_secret_token: SecretStr = Field(
         alias="TELEGRAM_SECRET_TOKEN", min_length=1, max_length=256
     )

@@ -12,14 +12,15 @@ import binascii
 import hmac
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import SecretStr, ValidationError
 
 from nanobot_lambda.allowlist import AllowList
 from nanobot_lambda.commands import StopFlags
+from nanobot_lambda.idempotency import UpdateInProgress
 from nanobot_lambda.jobs import TelegramUpdateJob, TurnQueue
 from nanobot_lambda.telegram.inbound import Accepted, Ignored, Rejected, classify
 from nanobot_lambda.telegram.models import Update
@@ -28,6 +29,12 @@ logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1_000_000
 SECRET_HEADER = "x-telegram-bot-api-secret-token"  # noqa: S105 - a header name
+
+
+class UpdateOnce(Protocol):
+    """Runs `enqueue` for an update's first delivery only (see idempotency.UpdateLedger)."""
+
+    def once(self, update: dict[str, Any], enqueue: Callable[[], str]) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -55,8 +62,10 @@ class Webhook:
         allow_list: AllowList,
         queue: TurnQueue,
         stop_flags: StopFlags,
+        ledger: UpdateOnce,
     ) -> None:
         self._secret = secret_token.get_secret_value().encode()
+        self._ledger = ledger
         self._allow_list = allow_list
         self._queue = queue
         self._stop_flags = stop_flags
@@ -111,18 +120,27 @@ class Webhook:
         message = decision.message
         if message.command == "stop":
             self._raise_stop_flag(message.session_key, log)
+        job = TelegramUpdateJob(update=payload)
         try:
-            self._queue.enqueue(
-                TelegramUpdateJob(update=payload),
-                group=message.session_key,
-                dedup_id=f"update-{update.update_id}",
+            queued = self._ledger.once(
+                payload,
+                lambda: self._queue.enqueue(
+                    job, group=message.session_key, dedup_id=f"update-{update.update_id}"
+                ),
             )
+        except UpdateInProgress:
+            logger.info("update is being queued by another delivery: retry later", extra=log)
+            return _reply(503, error="try again later")
         except Exception as error:
             # 5xx makes Telegram retry the update: nothing is lost while the queue is away.
             logger.error(
                 "enqueue failed (%s): Telegram will retry", type(error).__name__, extra=log
             )
             return _reply(503, error="try again later")
+        if not queued:
+            # Telegram re-sent an update we queued before (beyond SQS's 5-minute dedup window).
+            logger.info("repeated update: already queued", extra=log)
+            return _reply(200, status="duplicate")
         logger.info("update queued", extra={**log, "chat_id": message.chat_id})
         return _reply(200, status="queued")
 

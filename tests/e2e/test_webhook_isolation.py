@@ -42,6 +42,7 @@ def test_webhook_handles_an_update_without_importing_litellm(
         "ALLOW_FROM": "111111111",
         "TURN_QUEUE_URL": queue_url,
         "SESSIONS_TABLE": resources.refs["SessionsTable"],
+        "IDEMPOTENCY_TABLE": resources.refs["IdempotencyTable"],
     }
     update = json.dumps(telegram_update("text_private"))
     completed = subprocess.run(  # noqa: S603

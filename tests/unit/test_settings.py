@@ -18,6 +18,7 @@ WEBHOOK_ENV = {
     "ALLOW_FROM": "111",
     "TURN_QUEUE_URL": QUEUE,
     "SESSIONS_TABLE": "sessions",
+    "IDEMPOTENCY_TABLE": "idempotency",
 }
 
 

@@ -35,6 +35,7 @@ REFS = {
     "WorkspaceBucket": "nanobot-workspacebucket-x",
     "SessionsTable": "nanobot-SessionsTable-X",
     "JobsTable": "nanobot-JobsTable-X",
+    "IdempotencyTable": "nanobot-IdempotencyTable-X",
     "ScheduleGroup": "ScheduleGroup-X",
     "SchedulerFunction": "nanobot-SchedulerFunction-X",
     "CoreLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-core:1",
@@ -46,6 +47,9 @@ ATTRIBUTES = {
     ("TurnDeadLetterQueue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:nanobot-Dlq-X.fifo",
     ("WorkspaceBucket", "Arn"): "arn:aws:s3:::nanobot-workspacebucket-x",
     ("SessionsTable", "Arn"): f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/nanobot-SessionsTable-X",
+    ("IdempotencyTable", "Arn"): (
+        f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/nanobot-IdempotencyTable-X"
+    ),
     ("SchedulerFunction", "Arn"): (
         f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-SchedulerFunction-X"
     ),
@@ -351,13 +355,21 @@ def test_env_example_sets_only_variables_the_template_declares(template: dict[st
 
 
 def test_webhook_may_only_put_items_in_the_sessions_table(template: dict[str, Any]) -> None:
-    """The webhook raises /stop flags; it must not read conversations."""
+    """The webhook raises /stop flags and records queued updates; it must not read
+    conversations."""
     context = make_context(template)
     policies = context.evaluate(properties(template, "WebhookFunction")["Policies"])
-    dynamodb = [
-        statement
+    dynamodb = {
+        tuple(as_list(statement["Resource"])): as_list(statement["Action"])
         for statement in iam_statements(policies)
         if any(str(action).startswith("dynamodb:") for action in as_list(statement["Action"]))
-    ]
-    assert [as_list(statement["Action"]) for statement in dynamodb] == [["dynamodb:PutItem"]]
-    assert as_list(dynamodb[0]["Resource"]) == [ATTRIBUTES[("SessionsTable", "Arn")]]
+    }
+    assert dynamodb == {
+        (ATTRIBUTES[("SessionsTable", "Arn")],): ["dynamodb:PutItem"],
+        (ATTRIBUTES[("IdempotencyTable", "Arn")],): [
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+        ],
+    }

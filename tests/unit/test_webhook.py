@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -42,6 +43,20 @@ class MemoryStopFlags:
         self.requested.append(session_key)
 
 
+class MemoryLedger:
+    """UpdateOnce in memory: the first delivery of each update id runs."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+
+    def once(self, update: dict[str, Any], enqueue: Callable[[], str]) -> bool:
+        if update["update_id"] in self.seen:
+            return False
+        enqueue()
+        self.seen.add(update["update_id"])
+        return True
+
+
 def make_webhook(
     queue: MemoryQueue, allow: str = "111111111", flags: MemoryStopFlags | None = None
 ) -> Webhook:
@@ -50,6 +65,7 @@ def make_webhook(
         AllowList.parse(allow),
         queue,  # type: ignore[arg-type]
         flags or MemoryStopFlags(),  # type: ignore[arg-type]
+        MemoryLedger(),
     )
 
 
@@ -202,3 +218,26 @@ def test_other_messages_raise_no_flag() -> None:
     post(make_webhook(MemoryQueue(), flags=flags), telegram_update("text_private"))
     post(make_webhook(MemoryQueue(), flags=flags), telegram_update("command_new_with_botname"))
     assert flags.requested == []
+
+
+def test_a_repeated_update_is_answered_but_not_queued_again() -> None:
+    """Telegram re-sends an update (e.g. an hour later, past SQS's dedup window): one turn."""
+    queue = MemoryQueue()
+    webhook = make_webhook(queue)
+    update = telegram_update("text_private")
+    first = post(webhook, update)
+    again = post(webhook, update)
+    assert json.loads(first["body"])["status"] == "queued"
+    assert again["statusCode"] == 200
+    assert json.loads(again["body"]) == {"ok": True, "status": "duplicate"}
+    assert len(queue.sent) == 1
+
+
+def test_a_failed_enqueue_is_not_remembered_so_the_retry_is_queued() -> None:
+    queue = MemoryQueue(fail=True)
+    webhook = make_webhook(queue)
+    update = telegram_update("text_private")
+    assert post(webhook, update)["statusCode"] == 503
+    queue.fail = False
+    assert json.loads(post(webhook, update)["body"])["status"] == "queued"
+    assert len(queue.sent) == 1
