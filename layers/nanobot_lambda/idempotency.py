@@ -49,7 +49,7 @@ class UpdateLedger:
         )
         persistence = DynamoDBPersistenceLayer(table_name=table, boto3_client=dynamodb)
 
-        @idempotent_function(
+        @idempotent_function(  # type: ignore[untyped-decorator]
             data_keyword_argument="update",
             persistence_store=persistence,
             config=self._config,
@@ -76,6 +76,6 @@ class UpdateLedger:
         return not bool((result or {}).get("repeat"))
 
 
-def _mark_repeat(response: Any, record: DataRecord) -> dict[str, Any]:
+def _mark_repeat(response: Any, idempotent_data: DataRecord) -> dict[str, Any]:
     """Powertools calls this only when it answers from a stored record: a repeated update."""
     return {**(response or {}), "repeat": True}
