@@ -5,6 +5,11 @@ Calls of one reply run concurrently when they are independent (reads, or writes 
 paths). A model failure raises `ModelError` out of the loop: the caller apologises and saves
 nothing, so an error never becomes an assistant message in the session. Between iterations the
 loop asks `should_stop` (the user's /stop) and ends early, keeping what was done.
+
+A turn can outlive one Lambda invocation: after each iteration `on_iteration` records what was
+done, a turn resumes from such a record (`resume`), and when `time_left` says too little time
+remains for another model call the loop returns a `suspended` outcome for the caller to continue
+in a fresh invocation.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nanobot_lambda import texts
-from nanobot_lambda.model import ChatModel, ModelReply, ToolCall, Usage
+from nanobot_lambda.model import ChatModel, ModelError, ModelReply, ToolCall, Usage
 from nanobot_lambda.tools import ToolRegistry
 
 logger = logging.getLogger(__name__)
@@ -39,6 +44,8 @@ _HINT_ICONS = {
 
 Progress = Callable[[str], None]
 StopCheck = Callable[[], bool]
+IterationDone = Callable[["TurnOutcome"], None]
+TimeLeft = Callable[[], float]
 
 
 def strip_thinking(text: str) -> str:
@@ -70,7 +77,16 @@ class TurnOutcome:
     iterations: int = 0
     hit_iteration_limit: bool = False
     stopped: bool = False
+    suspended: bool = False  # out of time: to be continued from the last recorded iteration
     usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a recorded turn left off: its new messages after `iterations` iterations."""
+
+    messages: list[dict[str, Any]]
+    iterations: int
 
 
 class AgentLoop:
@@ -95,31 +111,56 @@ class AgentLoop:
         *,
         on_progress: Progress | None = None,
         should_stop: StopCheck | None = None,
+        resume: Resume | None = None,
+        on_iteration: IterationDone | None = None,
+        time_left: TimeLeft | None = None,
     ) -> TurnOutcome:
         """Run one turn from `messages` (system, history, user). Returns what to send and save.
 
-        `new_messages` are the assistant and tool messages the turn produced, ready to save
-        after the user message. `on_progress` receives text to show while the turn goes on.
+        `new_messages` are the assistant and tool messages the turn produced (including those
+        of `resume`), ready to save after the user message. `on_progress` receives text to show
+        while the turn goes on. `time_left` gives the seconds a model call may still take in
+        this invocation; at zero or below, the turn is suspended.
         """
         outcome = TurnOutcome(reply="", new_messages=[])
+        if resume is not None:
+            outcome.new_messages = list(resume.messages)
+            outcome.iterations = resume.iterations
         definitions = self._tools.definitions()
         while outcome.iterations < self._max_iterations:
             if outcome.iterations and should_stop is not None and should_stop():
                 logger.info("turn stopped by the user after %d steps", outcome.iterations)
                 return self._finish(outcome, texts.load("stopped"), stopped=True)
+            budget = None if time_left is None else time_left()
+            if budget is not None and budget <= 0:
+                return self._suspend(outcome)
+            try:
+                reply = self._model.complete(
+                    [*messages, *outcome.new_messages], definitions, timeout=budget
+                )
+            except ModelError:
+                if time_left is not None and time_left() <= 0:
+                    return self._suspend(outcome)  # cut short by the deadline, not the provider
+                raise
             outcome.iterations += 1
-            reply = self._model.complete([*messages, *outcome.new_messages], definitions)
             outcome.usage += reply.usage
             if not reply.tool_calls:
                 answer = strip_thinking(reply.content or "") or texts.load("empty_reply")
                 return self._finish(outcome, answer)
             self._report_progress(reply, on_progress)
             self._run_tools(reply, outcome)
+            if on_iteration is not None:
+                on_iteration(outcome)
 
         logger.warning("turn stopped at the tool iteration limit (%d)", self._max_iterations)
         limit_text = texts.render("iteration_limit", limit=self._max_iterations)
         outcome.hit_iteration_limit = True
         return self._finish(outcome, limit_text)
+
+    def _suspend(self, outcome: TurnOutcome) -> TurnOutcome:
+        logger.info("turn suspended after %d steps: out of time", outcome.iterations)
+        outcome.suspended = True
+        return outcome
 
     def _finish(self, outcome: TurnOutcome, text: str, *, stopped: bool = False) -> TurnOutcome:
         outcome.reply = text

@@ -44,6 +44,7 @@ class CronTaskJob(_Job):
     thread_id: int | None = None
     name: str
     message: str
+    fired_at: str | None = None  # the schedule's time: one firing, one turn
 
 
 class SubagentJob(_Job):
@@ -69,7 +70,18 @@ class AnnouncementJob(_Job):
     result: str
 
 
-AnyJob = TelegramUpdateJob | HeartbeatJob | CronTaskJob | SubagentJob | AnnouncementJob
+StartJob = TelegramUpdateJob | HeartbeatJob | CronTaskJob | SubagentJob | AnnouncementJob
+
+
+class ContinuationJob(_Job):
+    """A turn ran out of Lambda time: go on with `job`'s turn from its journal (part 2, 3…)."""
+
+    kind: Literal["continuation"] = "continuation"
+    job: Annotated[StartJob, Field(discriminator="kind")]
+    part: int
+
+
+AnyJob = StartJob | ContinuationJob
 TurnJob = Annotated[AnyJob, Field(discriminator="kind")]
 _job_adapter: TypeAdapter[AnyJob] = TypeAdapter(TurnJob)
 

@@ -1,13 +1,16 @@
 """`ChatModel` on litellm: any provider litellm supports, chosen by `LLM_MODEL`.
 
 Importing this module imports litellm (about 3 s), so only agent_turn does, in its init phase.
-litellm's own retries handle 429/5xx/timeouts (`LLM_NUM_RETRIES`).
+litellm's own retries handle 429/5xx/timeouts (`LLM_NUM_RETRIES`); when they are spent, the
+fallback models (`LLM_FALLBACK_MODELS`) are tried in order. Credentials go only to the provider
+they belong to: a fallback of another provider never receives `LLM_API_KEY`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Any
 
 # Before litellm is imported: use the bundled cost map instead of fetching it over the network,
@@ -30,21 +33,26 @@ logger = logging.getLogger(__name__)
 MAX_ERROR_DETAIL_CHARS = 300
 
 
+def provider_of(model: str) -> str:
+    """litellm's provider prefix ("anthropic" of "anthropic/claude-…"; bare names are OpenAI)."""
+    return model.split("/", 1)[0] if "/" in model else "openai"
+
+
 class LitellmChatModel:
     def __init__(self, settings: LlmSettings) -> None:
         self._model = settings.llm_model
-        self._options: dict[str, Any] = {
-            "max_tokens": settings.llm_max_tokens,
-            "timeout": settings.llm_timeout_seconds,
-            "num_retries": settings.llm_num_retries,
-        }
-        if settings.llm_api_base:
-            self._options["api_base"] = settings.llm_api_base
-        if settings.llm_api_key is not None:
-            self._options["api_key"] = settings.llm_api_key.get_secret_value()
+        self._fallbacks = settings.llm_fallback_models
+        self._timeout = settings.llm_timeout_seconds
+        self._num_retries = settings.llm_num_retries
+        self._options: dict[str, Any] = {"max_tokens": settings.llm_max_tokens}
         if settings.llm_temperature is not None:
             self._options["temperature"] = settings.llm_temperature
-        self._cache_system_prompt = uses_prompt_cache_markers(settings.llm_model)
+        # Where and with which key LLM_MODEL is reached: its provider's settings only.
+        self._credentials: dict[str, Any] = {}
+        if settings.llm_api_base:
+            self._credentials["api_base"] = settings.llm_api_base
+        if settings.llm_api_key is not None:
+            self._credentials["api_key"] = settings.llm_api_key.get_secret_value()
 
     def complete(
         self,
@@ -52,20 +60,55 @@ class LitellmChatModel:
         tools: list[dict[str, Any]],
         *,
         tool_choice: ToolChoice = None,
+        timeout: float | None = None,
     ) -> ModelReply:
-        extra: dict[str, Any] = {} if tool_choice is None else {"tool_choice": tool_choice}
-        if self._cache_system_prompt:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        failures = []
+        for model in (self._model, *self._fallbacks):
+            budget = None if deadline is None else deadline - time.monotonic()
+            if budget is not None and budget <= 0:
+                failures.append(f"{model}: no time left")
+                break
+            try:
+                response = self._completion(model, messages, tools, tool_choice, budget)
+            except Exception as error:
+                failures.append(f"{model}: {self._describe(error)}")
+                if model != (self._fallbacks or (self._model,))[-1]:
+                    logger.warning("model %s failed; trying the next fallback", model)
+                continue
+            if model != self._model:
+                logger.warning("answered by fallback model %s", model)
+            return self._reply(response)
+        raise ModelError("; ".join(failures))
+
+    def _completion(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        tool_choice: ToolChoice,
+        budget: float | None,
+    ) -> Any:
+        options = dict(self._options)
+        if provider_of(model) == provider_of(self._model):
+            options.update(self._credentials)
+        if tool_choice is not None:
+            options["tool_choice"] = tool_choice
+        if uses_prompt_cache_markers(model):
             messages = mark_system_prompt_for_caching(messages)
-        try:
-            response = litellm.completion(
-                model=self._model,
-                messages=messages,
-                tools=tools or None,
-                **extra,
-                **self._options,
-            )
-        except Exception as error:
-            raise ModelError(self._describe(error)) from None
+        attempt_timeout = self._timeout
+        if budget is not None:  # each attempt gets its share, so retries end within it too
+            attempt_timeout = min(self._timeout, budget / (self._num_retries + 1))
+        return litellm.completion(
+            model=model,
+            messages=messages,
+            tools=tools or None,
+            timeout=attempt_timeout,
+            num_retries=self._num_retries,
+            **options,
+        )
+
+    def _reply(self, response: Any) -> ModelReply:
         choice = response.choices[0]
         message = choice.message
         tool_calls = tuple(
@@ -93,7 +136,7 @@ class LitellmChatModel:
         """
         status = getattr(error, "status_code", None)
         detail = " ".join(str(error).split())[:MAX_ERROR_DETAIL_CHARS]
-        key = self._options.get("api_key")
+        key = self._credentials.get("api_key")
         if key:
             detail = detail.replace(key, "<api-key>")
         return f"{type(error).__name__} (status {status}): {detail}"

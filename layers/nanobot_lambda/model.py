@@ -90,6 +90,8 @@ class ChatModel(Protocol):
         tools: list[dict[str, Any]],
         *,
         tool_choice: ToolChoice = None,
+        timeout: float | None = None,
     ) -> ModelReply:
-        """One completion. Raises ModelError when the provider fails."""
+        """One completion, within `timeout` seconds when given (fallbacks included).
+        Raises ModelError when the provider (and every fallback) fails."""
         ...

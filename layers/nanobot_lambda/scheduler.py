@@ -96,6 +96,7 @@ class SchedulerService:
                     thread_id=job.thread_id,
                     name=job.name,
                     message=job.message,
+                    fired_at=scheduled,
                 )
                 # Its own message group: a long task does not hold up the chat.
                 self._queue.enqueue(

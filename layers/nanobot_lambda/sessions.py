@@ -3,9 +3,11 @@
 Items of a session (partition `pk` = session key):
 - `msg#<12-digit seq>`: one chat message as JSON (OpenAI format: role, content, tool_calls,
   tool_call_id, name), append-only;
-- `~meta`: the header, `next_seq` and the consolidation cursor `consolidated_upto` (messages
-  below it have been summarised into memory). It sorts after every `msg#` item, so one Query,
-  newest first, returns the header and the recent window together.
+- `~meta`: the header, `next_seq`, the consolidation cursor `consolidated_upto` (messages
+  below it have been summarised into memory) and `recent_turns`, the ids of the latest turns
+  saved (see journal.py). It sorts after every `msg#` item, so one Query, newest first, returns
+  the header and the recent window together;
+- `~turn#<turn id>`: an unfinished turn's progress (journal.py), returned by the same Query.
 
 Appending a turn is one TransactWriteItems: the new messages plus the header, conditional on
 `next_seq` being what was loaded, so two writers can never interleave or overwrite messages.
@@ -16,6 +18,7 @@ message so that a tool call is never separated from its results.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -29,7 +32,11 @@ if TYPE_CHECKING:
 Message = dict[str, Any]
 MESSAGE_PREFIX = "msg#"
 META_KEY = "~meta"
+TURN_PREFIX = "~turn#"  # journal.py's items
 TRANSACTION_LIMIT = 100
+RECENT_TURNS = 20
+# Unfinished turns the session Query reads past before the header (rarely more than one).
+OPEN_TURNS_READ = 4
 
 
 class SessionConflict(Exception):
@@ -42,6 +49,8 @@ class SessionHistory:
     messages: list[Message] = field(default_factory=list)
     next_seq: int = 0
     consolidated_upto: int = 0
+    recent_turns: tuple[str, ...] = ()
+    open_turns: list[dict[str, Any]] = field(default_factory=list)  # raw `~turn#` items
 
     @property
     def unconsolidated(self) -> int:
@@ -51,7 +60,17 @@ class SessionHistory:
 class SessionStore(Protocol):
     def load(self, key: str, limit: int) -> SessionHistory: ...
 
-    def append(self, history: SessionHistory, messages: list[Message]) -> None: ...
+    def append(
+        self,
+        history: SessionHistory,
+        messages: list[Message],
+        *,
+        turn_id: str | None = None,
+        also: Sequence[TransactWriteItemTypeDef] = (),
+    ) -> None:
+        """Save `messages` after the history in one transaction (per 99 messages); `turn_id`
+        joins `recent_turns` and the `also` items are written with the last one."""
+        ...
 
     def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
         """Messages with start <= seq < end, oldest first."""
@@ -99,28 +118,41 @@ class DynamoSessionStore:
             KeyConditionExpression="pk = :pk",
             ExpressionAttributeValues={":pk": {"S": key}},
             ScanIndexForward=False,
-            Limit=limit + 1,  # the header and `limit` messages
+            Limit=limit + 1 + OPEN_TURNS_READ,  # unfinished turns, the header, the window
         )
         items: list[dict[str, Any]] = list(response.get("Items", []))
-        meta = items[0] if items and items[0]["sk"]["S"] == META_KEY else None
+        open_turns = [item for item in items if item["sk"]["S"].startswith(TURN_PREFIX)]
+        meta = next((item for item in items if item["sk"]["S"] == META_KEY), None)
         cursor = _number(meta, "consolidated_upto")
         newest_first = [
             json.loads(item["message"]["S"])
             for item in items
             if item["sk"]["S"].startswith(MESSAGE_PREFIX) and _seq(item) >= cursor
         ][:limit]
+        recent = [value["S"] for value in (meta or {}).get("recent_turns", {}).get("L", [])]
         return SessionHistory(
             key,
             align_to_user_turn(newest_first[::-1]),
             next_seq=_number(meta, "next_seq"),
             consolidated_upto=cursor,
+            recent_turns=tuple(recent),
+            open_turns=open_turns,
         )
 
-    def append(self, history: SessionHistory, messages: list[Message]) -> None:
+    def append(
+        self,
+        history: SessionHistory,
+        messages: list[Message],
+        *,
+        turn_id: str | None = None,
+        also: Sequence[TransactWriteItemTypeDef] = (),
+    ) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        chunk_size = TRANSACTION_LIMIT - 1  # room for the header update
-        for start in range(0, len(messages), chunk_size):
+        chunk_size = TRANSACTION_LIMIT - 1 - len(also)  # room for the header and `also`
+        starts = list(range(0, len(messages), chunk_size)) or [0]
+        for start in starts:
             chunk = messages[start : start + chunk_size]
+            last = start == starts[-1]
             first = history.next_seq
             items: list[TransactWriteItemTypeDef] = [
                 {
@@ -137,7 +169,12 @@ class DynamoSessionStore:
                 }
                 for offset, message in enumerate(chunk)
             ]
-            items.append(self._header_update(history.key, first, first + len(chunk)))
+            recent = history.recent_turns
+            if last and turn_id is not None:
+                recent = (*recent, turn_id)[-RECENT_TURNS:]
+            items.append(self._header_update(history.key, first, first + len(chunk), recent))
+            if last:
+                items.extend(also)
             try:
                 self._dynamodb.transact_write_items(TransactItems=items)
             except ClientError as error:
@@ -146,8 +183,11 @@ class DynamoSessionStore:
                 raise
             history.next_seq += len(chunk)
             history.messages.extend(chunk)
+            history.recent_turns = recent
 
-    def _header_update(self, key: str, expected: int, new: int) -> TransactWriteItemTypeDef:
+    def _header_update(
+        self, key: str, expected: int, new: int, recent_turns: tuple[str, ...]
+    ) -> TransactWriteItemTypeDef:
         condition = "next_seq = :expected"
         if expected == 0:
             condition = "attribute_not_exists(next_seq) OR next_seq = :expected"
@@ -155,11 +195,12 @@ class DynamoSessionStore:
             "Update": {
                 "TableName": self._table,
                 "Key": {"pk": {"S": key}, "sk": {"S": META_KEY}},
-                "UpdateExpression": "SET next_seq = :new",
+                "UpdateExpression": "SET next_seq = :new, recent_turns = :recent",
                 "ConditionExpression": condition,
                 "ExpressionAttributeValues": {
                     ":expected": {"N": str(expected)},
                     ":new": {"N": str(new)},
+                    ":recent": {"L": [{"S": turn} for turn in recent_turns]},
                 },
             }
         }

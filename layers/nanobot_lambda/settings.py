@@ -170,6 +170,17 @@ class LlmSettings(_Settings):
     llm_max_tokens: int = Field(default=4096, alias="LLM_MAX_TOKENS", ge=1)
     llm_timeout_seconds: float = Field(default=120, alias="LLM_TIMEOUT_SECONDS", gt=0)
     llm_num_retries: int = Field(default=2, alias="LLM_NUM_RETRIES", ge=0, le=10)
+    # Tried in order when LLM_MODEL fails after its retries (comma-separated litellm names).
+    # A fallback of the same provider reuses LLM_API_KEY / LLM_API_BASE; another provider reads
+    # its own key from litellm's usual variable (e.g. ANTHROPIC_API_KEY).
+    llm_fallback_models: tuple[str, ...] = Field(default=(), alias="LLM_FALLBACK_MODELS")
+
+    @field_validator("llm_fallback_models", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(name.strip() for name in value.split(",") if name.strip())
+        return value
 
 
 class AgentBehaviourSettings(_Settings):
@@ -227,6 +238,24 @@ class LoopSettings(_Settings):
     send_progress: bool = Field(default=True, alias="SEND_PROGRESS")
     # Also send a short hint per tool call, e.g. 🔎 grep("lisbon").
     send_tool_hints: bool = Field(default=False, alias="SEND_TOOL_HINTS")
+    # Seconds of the Lambda invocation kept back from model calls: when less remains, the
+    # turn records where it is and continues in a new invocation.
+    turn_time_reserve_seconds: float = Field(
+        default=30, alias="TURN_TIME_RESERVE_SECONDS", ge=1, le=600
+    )
+    # How many times one turn may continue in a new invocation before it gives up.
+    max_continuations: int = Field(default=5, alias="MAX_CONTINUATIONS", ge=0, le=50)
+
+
+class RetrySettings(_Settings):
+    """What agent_turn does with a queue message whose turn failed."""
+
+    # The queue's maxReceiveCount (the template sets both from one parameter): on the last
+    # attempt the user is told the message could not be processed.
+    turn_max_receive_count: int = Field(default=3, alias="TURN_MAX_RECEIVE_COUNT", ge=1, le=1000)
+    # A failed message is retried after this many seconds, doubled per attempt (not after the
+    # queue's 30-minute visibility timeout, which would hold up the chat).
+    retry_backoff_seconds: int = Field(default=10, alias="RETRY_BACKOFF_SECONDS", ge=0, le=900)
 
 
 class JobSettings(_Settings):
@@ -261,6 +290,7 @@ class AgentSettings(
     AgentBehaviourSettings,
     InputSettings,
     LoopSettings,
+    RetrySettings,
     SchedulingSettings,
     QueueSettings,
     AllowListSettings,

@@ -9,19 +9,27 @@ The reply is sent before the turn is saved: if sending fails the job is retried 
 session holds no answer the user never saw. A model failure gets the user a short apology and
 saves nothing, so the user can simply send the message again. Memory consolidation runs after
 the reply is out, so the user never waits for it; if it fails it is retried on a later turn.
+
+Exactly once: each turn has an id from its job and a journal (journal.py). A job delivered
+again after its turn was saved is skipped; a turn cut short (a crash, an error SQS retries, the
+end of the Lambda invocation) resumes from its last completed iteration, and messages it already
+sent are not sent again (outbox.py). Near the invocation's time limit the turn records where it
+is, tells the user it is still working, and queues a continuation of itself.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from nanobot_lambda import heartbeat, texts
-from nanobot_lambda.agent import AgentLoop, TurnOutcome, for_saving
+from nanobot_lambda.agent import AgentLoop, Resume, TurnOutcome, for_saving
 from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.context import ContextBuilder, RuntimeContext
@@ -29,19 +37,24 @@ from nanobot_lambda.cronjobs import JobStore, ScheduleClient
 from nanobot_lambda.jobs import (
     AnnouncementJob,
     AnyJob,
+    ContinuationJob,
     CronTaskJob,
     HeartbeatJob,
+    StartJob,
     SubagentJob,
     TelegramUpdateJob,
     TurnQueue,
 )
+from nanobot_lambda.journal import TurnJournal, TurnProgress, parse_turn_item, turn_sort_key
 from nanobot_lambda.media import MediaResolver, Transcriber
 from nanobot_lambda.model import ChatModel, ModelError
+from nanobot_lambda.outbox import Outbox, deliver
 from nanobot_lambda.recall import HistoryRecall
+from nanobot_lambda.scheduler import HEARTBEAT_GROUP
 from nanobot_lambda.sessions import SessionHistory, SessionStore
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.skills import builtin_skill_files
-from nanobot_lambda.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.telegram.client import TelegramBot
 from nanobot_lambda.telegram.inbound import (
     Ignored,
     InboundMessage,
@@ -65,7 +78,22 @@ from nanobot_lambda.workspace import WithBuiltinFiles, Workspace
 
 logger = logging.getLogger(__name__)
 
-BLOCKED_STATUS = 403
+RemainingMillis = Callable[[], int]
+
+
+class TurnSuspended(Exception):
+    """The turn was recorded and continues in another invocation: nothing more to do here."""
+
+
+@dataclass
+class TurnRun:
+    """One run of a turn: its job, its FIFO group, and where its journal item lives."""
+
+    job: StartJob
+    group: str
+    journal_key: str
+    progress: TurnProgress
+    outbox: Outbox
 
 
 def agent_tools(
@@ -84,7 +112,7 @@ def agent_tools(
     workspace_tools = file_tools(WithBuiltinFiles(workspace, builtins))
     chat_tools: list[Tool] = [
         CronTool(current, jobs, schedules, timezone=settings.timezone, clock=clock),
-        MessageTool(current, bot, settings.allow_from),
+        MessageTool(current, settings.allow_from),
         SpawnTool(
             current,
             queue,
@@ -111,6 +139,7 @@ class TurnService:
         jobs: JobStore,
         schedules: ScheduleClient,
         queue: TurnQueue,
+        journal: TurnJournal,
         environ: Mapping[str, str],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         transcriber: Transcriber | None = None,
@@ -123,7 +152,9 @@ class TurnService:
         self._stop_flags = stop_flags
         self._jobs = jobs
         self._queue = queue
+        self._journal = journal
         self._clock = clock
+        self._remaining_ms: RemainingMillis | None = None
         self._current = CurrentTurn()
         self._remembered_private_chat: int | None = None
         self._media = MediaResolver(bot, workspace, settings, transcriber)
@@ -153,24 +184,85 @@ class TurnService:
             tool_hints=self._settings.send_tool_hints,
         )
 
-    def process(self, job: AnyJob) -> None:
+    def process(self, job: AnyJob, remaining_ms: RemainingMillis | None = None) -> None:
+        """Run the job's turn; `remaining_ms` is the invocation's time left (Lambda context)."""
+        self._remaining_ms = remaining_ms
         self._workspace.refresh()
+        if isinstance(job, ContinuationJob):
+            logger.info("continuing a turn", extra={"part": job.part, "job_kind": job.job.kind})
+            job = job.job
+        try:
+            if isinstance(job, TelegramUpdateJob):
+                self._telegram_turn(job)
+            elif isinstance(job, HeartbeatJob):
+                self._heartbeat_turn(job)
+            elif isinstance(job, CronTaskJob):
+                self._cron_task_turn(job)
+            elif isinstance(job, SubagentJob):
+                self._subagent_turn(job)
+            else:
+                self._announcement_turn(job)
+        except TurnSuspended:
+            return
+
+    def give_up(self, job: AnyJob) -> None:
+        """The job failed for the last time (it goes to the dead-letter queue): tell the chat
+        once, if a person is waiting for it. Never raises."""
+        if isinstance(job, ContinuationJob):
+            job = job.job
+        target: tuple[int, int | None] | None = None
         if isinstance(job, TelegramUpdateJob):
-            self._telegram_turn(job)
-        elif isinstance(job, HeartbeatJob):
-            self._heartbeat_turn(job)
-        elif isinstance(job, CronTaskJob):
-            self._cron_task_turn(job)
-        elif isinstance(job, SubagentJob):
-            self._subagent_turn(job)
+            inbound = to_inbound(Update.model_validate(job.update))
+            if not isinstance(inbound, Ignored):
+                target = (inbound.chat_id, inbound.thread_id)
+        elif isinstance(job, CronTaskJob | SubagentJob):
+            target = (job.chat_id, job.thread_id)
+        if target is None:
+            return
+        try:
+            deliver(self._bot, target[0], texts.load("could_not_process"), target[1])
+        except Exception as error:
+            logger.error("could not tell the chat its message failed (%s)", type(error).__name__)
+
+    def _begin(
+        self,
+        job: StartJob,
+        *,
+        turn_id: str,
+        group: str,
+        journal_key: str,
+        history: SessionHistory | None,
+    ) -> TurnRun | None:
+        """The turn's run, resumed from its journal; None when the turn was done before."""
+        if history is not None:
+            if turn_id in history.recent_turns:
+                logger.info("turn already done: repeated delivery skipped", extra={"turn": turn_id})
+                return None
+            key = turn_sort_key(turn_id)
+            found = [item for item in history.open_turns if item["sk"]["S"] == key]
+            progress = parse_turn_item(found[0]) if found else TurnProgress(turn_id)
         else:
-            self._announcement_turn(job)
+            progress = self._journal.get(journal_key, turn_id)
+            if progress.done:
+                logger.info("turn already done: repeated delivery skipped", extra={"turn": turn_id})
+                return None
+        if progress.resumed:
+            logger.info(
+                "turn resumed",
+                extra={
+                    "turn": turn_id,
+                    "iterations": progress.iterations,
+                    "sent": len(progress.sent),
+                },
+            )
+        outbox = Outbox(self._bot, self._journal, journal_key, progress)
+        return TurnRun(job, group, journal_key, progress, outbox)
 
     @contextmanager
     def _scope(
-        self, chat_id: int, thread_id: int | None, origin: TurnOrigin
+        self, chat_id: int, thread_id: int | None, origin: TurnOrigin, outbox: Outbox
     ) -> Iterator[TurnScope]:
-        self._current.scope = TurnScope(chat_id, thread_id, origin)
+        self._current.scope = TurnScope(chat_id, thread_id, origin, outbox)
         try:
             yield self._current.scope
         finally:
@@ -208,26 +300,36 @@ class TurnService:
             self._remember_private_chat(inbound.chat_id)
         if self._command(inbound):
             return
+        key = inbound.session_key
+        history = self._sessions.load(key, self._settings.history_window)
+        run = self._begin(
+            job,
+            turn_id=f"update-{inbound.update_id}",
+            group=key,
+            journal_key=key,
+            history=history,
+        )
+        if run is None:
+            return
         logger.info("turn started", extra=log)
         with (
-            self._scope(inbound.chat_id, inbound.thread_id, "user") as scope,
+            self._scope(inbound.chat_id, inbound.thread_id, "user", run.outbox) as scope,
             self._bot.typing(inbound.chat_id, thread_id=inbound.thread_id),
         ):
             # Files are fetched, stored and transcribed while "typing…" shows.
             content = self._media.resolve(message, inbound.chat_id)
-            history = self._sessions.load(inbound.session_key, self._settings.history_window)
             recalled = self._recall.search(content.saved_text)
             request = self._context.messages(
                 history.messages, content.model_content, self._runtime(inbound.chat_id, recalled)
             )
-            outcome = self._run_agent(self._agent, request, scope, log)
+            outcome = self._run_agent(self._agent, request, scope, log, run)
         if outcome is None:
             return
         if outcome.stopped:
-            self._stop_flags.clear(inbound.session_key)
-        if not self._deliver_reply(scope, outcome.reply):
+            self._stop_flags.clear(key)
+        if not self._deliver_reply(scope, outcome.reply, run):
             return
-        self._save(history, self._user_message(content.saved_text, inbound), outcome)
+        self._save(history, self._user_message(content.saved_text, inbound), outcome, run)
         logger.info(
             "turn finished",
             extra={
@@ -240,7 +342,7 @@ class TurnService:
             },
         )
         if self._consolidator.due(history):
-            self._consolidate_quietly(inbound.session_key)
+            self._consolidate_quietly(key)
 
     def _command(self, inbound: InboundMessage) -> bool:
         """Handle /start, /help, /new, /stop; True when the message was one of them."""
@@ -280,34 +382,54 @@ class TurnService:
     def _heartbeat_turn(self, job: HeartbeatJob) -> None:
         """Decide whether a standing task is due; if so run it in a throwaway session and
         report only if there is news."""
+        run = self._begin(
+            job,
+            turn_id=f"heartbeat-{job.fired_at}",
+            group=HEARTBEAT_GROUP,
+            journal_key=f"heartbeat:{job.chat_id}",
+            history=None,
+        )
+        if run is None:
+            return
         runtime = self._runtime(job.chat_id)
-        try:
-            tasks = heartbeat.due_tasks(self._model, job.tasks, runtime)
-        except ModelError as error:
-            logger.error("heartbeat decision failed: %s", error)
-            return
-        if tasks is None:
-            return
+        if not run.progress.resumed:
+            try:
+                tasks = heartbeat.due_tasks(self._model, job.tasks, runtime)
+            except ModelError as error:
+                logger.error("heartbeat decision failed: %s", error)
+                return
+            if tasks is None:
+                return
+        else:
+            tasks = job.tasks  # the decision was made by the run that started the turn
         request = self._context.messages([], texts.render("heartbeat_turn", tasks=tasks), runtime)
-        with self._scope(job.chat_id, None, "heartbeat") as scope:
-            outcome = self._run_agent(self._agent, request, scope, {}, apologise=False)
+        with self._scope(job.chat_id, None, "heartbeat", run.outbox) as scope:
+            outcome = self._run_agent(self._agent, request, scope, {}, run, apologise=False)
             if outcome is None or heartbeat.nothing_to_report(outcome.reply):
                 logger.info("heartbeat: nothing to report")
-                return
-            self._deliver_reply(scope, outcome.reply)
+            else:
+                self._deliver_reply(scope, outcome.reply, run)
+        self._journal.mark_done(run.journal_key, run.progress)
 
     def _cron_task_turn(self, job: CronTaskJob) -> None:
         """A scheduled task, in its own session `cron:<job id>`; its report goes to the chat."""
         key = f"cron:{job.job_id}"
         history = self._sessions.load(key, self._settings.history_window)
+        # One firing, one turn (older queued jobs carry no firing time: a fresh id each run).
+        firing = job.fired_at or secrets.token_hex(6)
+        run = self._begin(
+            job, turn_id=f"cron-{job.job_id}-{firing}", group=key, journal_key=key, history=history
+        )
+        if run is None:
+            return
         prompt = texts.render("cron_task", name=job.name, message=job.message)
         request = self._context.messages(history.messages, prompt, self._runtime(job.chat_id))
         log = {"job_id": job.job_id, "chat_id": job.chat_id}
-        with self._scope(job.chat_id, job.thread_id, "cron") as scope:
-            outcome = self._run_agent(self._agent, request, scope, log, apologise=False)
+        with self._scope(job.chat_id, job.thread_id, "cron", run.outbox) as scope:
+            outcome = self._run_agent(self._agent, request, scope, log, run, apologise=False)
             status = "failed: model unavailable" if outcome is None else "done"
-            if outcome is not None and self._deliver_reply(scope, outcome.reply):
-                self._save(history, {"role": "user", "content": prompt}, outcome)
+            if outcome is not None and self._deliver_reply(scope, outcome.reply, run):
+                self._save(history, {"role": "user", "content": prompt}, outcome, run)
         record = self._jobs.get(job.chat_id, job.job_id)
         if record is not None:
             self._jobs.record_run(
@@ -316,11 +438,21 @@ class TurnService:
 
     def _subagent_turn(self, job: SubagentJob) -> None:
         """A background task: run it with the file tools, then hand the result to its chat."""
+        group = f"subagent:{job.subagent_id}"
+        run = self._begin(
+            job,
+            turn_id=f"subagent-{job.subagent_id}",
+            group=group,
+            journal_key=group,
+            history=None,
+        )
+        if run is None:
+            return
         prompt = texts.render("subagent_task", label=job.label, task=job.task)
         request = self._context.messages([], prompt, self._runtime(job.chat_id))
         log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
-        with self._scope(job.chat_id, job.thread_id, "subagent") as scope:
-            outcome = self._run_agent(self._subagent, request, scope, log, apologise=False)
+        with self._scope(job.chat_id, job.thread_id, "subagent", run.outbox) as scope:
+            outcome = self._run_agent(self._subagent, request, scope, log, run, apologise=False)
         succeeded = outcome is not None and not outcome.hit_iteration_limit
         result = outcome.reply if outcome is not None else texts.load("model_error")
         announcement = AnnouncementJob(
@@ -338,26 +470,36 @@ class TurnService:
             dedup_id=f"announce-{job.subagent_id}",
         )
         self._jobs.finish_subagent(job.chat_id, job.subagent_id)
+        self._journal.mark_done(run.journal_key, run.progress)
         logger.info("background task finished", extra={**log, "succeeded": succeeded})
 
     def _announcement_turn(self, job: AnnouncementJob) -> None:
         """The chat's agent hears what a background task did and tells the user itself."""
         key = session_key_for(job.chat_id, job.thread_id)
+        history = self._sessions.load(key, self._settings.history_window)
+        run = self._begin(
+            job,
+            turn_id=f"announce-{job.subagent_id}",
+            group=key,
+            journal_key=key,
+            history=history,
+        )
+        if run is None:
+            return
         note = texts.render(
             "announcement",
             label=job.label,
             outcome="finished" if job.succeeded else "did not finish",
             result=job.result,
         )
-        history = self._sessions.load(key, self._settings.history_window)
         request = self._context.messages(history.messages, note, self._runtime(job.chat_id))
         log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
-        with self._scope(job.chat_id, job.thread_id, "announcement") as scope:
-            outcome = self._run_agent(self._agent, request, scope, log, apologise=False)
+        with self._scope(job.chat_id, job.thread_id, "announcement", run.outbox) as scope:
+            outcome = self._run_agent(self._agent, request, scope, log, run, apologise=False)
             if outcome is None:
                 raise ModelError("announcement could not be told")  # SQS retries it
-            if self._deliver_reply(scope, outcome.reply):
-                self._save(history, {"role": "user", "content": note}, outcome)
+            if self._deliver_reply(scope, outcome.reply, run):
+                self._save(history, {"role": "user", "content": note}, outcome, run)
 
     # -- shared ------------------------------------------------------------------------------
 
@@ -367,11 +509,15 @@ class TurnService:
         request: list[dict[str, Any]],
         scope: TurnScope,
         log: dict[str, Any],
+        run: TurnRun,
         *,
         apologise: bool = True,
     ) -> TurnOutcome | None:
+        """Run (or resume) the turn's loop. None when the model failed (the user was told, if
+        `apologise`); raises TurnSuspended when the turn goes on in another invocation."""
+
         def progress(text: str) -> None:
-            self._deliver(scope.chat_id, text, scope.thread_id)
+            run.outbox.send(scope.chat_id, text, scope.thread_id)
 
         session_key = session_key_for(scope.chat_id, scope.thread_id)
 
@@ -380,42 +526,89 @@ class TurnService:
             # the flag when it is processed; a leaked flag expires within the hour.
             return scope.origin == "user" and self._stop_flags.requested_since(session_key, 0)
 
+        def checkpoint(outcome: TurnOutcome) -> None:
+            run.progress.messages = list(outcome.new_messages)
+            run.progress.iterations = outcome.iterations
+            run.progress.sends = run.outbox.count
+            self._journal.checkpoint(run.journal_key, run.progress)
+
+        recorded = run.progress
+        resume = Resume(recorded.messages, recorded.iterations) if recorded.iterations else None
         show_progress = self._settings.send_progress and scope.origin != "subagent"
         try:
-            return loop.run(
+            outcome = loop.run(
                 request,
                 on_progress=progress if show_progress else None,
                 should_stop=stop_requested,
+                resume=resume,
+                on_iteration=checkpoint,
+                time_left=self._time_left if self._remaining_ms is not None else None,
             )
         except ModelError as error:
             logger.error("model call failed: %s", error, extra=log)
             if apologise:
-                self._deliver(scope.chat_id, texts.load("model_error"), scope.thread_id)
+                run.outbox.send(scope.chat_id, texts.load("model_error"), scope.thread_id)
+            self._journal.discard(run.journal_key, run.progress)
             return None
+        if outcome.suspended:
+            self._continue_later(run, scope, log)
+        return outcome
 
-    def _deliver_reply(self, scope: TurnScope, text: str) -> bool:
-        """The turn's final answer, unless the message tool already sent this very text here."""
+    def _time_left(self) -> float:
+        """Seconds a model call may take and still leave time to record the turn."""
+        assert self._remaining_ms is not None
+        return self._remaining_ms() / 1000 - self._settings.turn_time_reserve_seconds
+
+    def _continue_later(self, run: TurnRun, scope: TurnScope, log: dict[str, Any]) -> None:
+        """Out of time: record the turn, tell the user, queue its continuation. Raises
+        TurnSuspended (the turn is not finished here)."""
+        progress = run.progress
+        progress.continuations += 1
+        if progress.continuations > self._settings.max_continuations:
+            logger.error(
+                "turn gave up after %d continuations", progress.continuations - 1, extra=log
+            )
+            run.outbox.send(scope.chat_id, texts.load("turn_too_long"), scope.thread_id)
+            self._journal.discard(run.journal_key, progress)
+            raise TurnSuspended
+        if scope.origin == "user" and progress.continuations == 1:
+            run.outbox.send(scope.chat_id, texts.load("still_working"), scope.thread_id)
+        progress.sends = run.outbox.count
+        self._journal.checkpoint(run.journal_key, progress)
+        part = progress.continuations + 1
+        self._queue.enqueue(
+            ContinuationJob(job=run.job, part=part),
+            group=run.group,
+            dedup_id=f"{progress.turn_id}-part{part}"[-128:],
+        )
+        logger.info("turn continues in another invocation", extra={**log, "part": part})
+        raise TurnSuspended
+
+    def _deliver_reply(self, scope: TurnScope, text: str, run: TurnRun) -> bool:
+        """The turn's final answer, unless the message tool already sent this very text here.
+        It is recorded as sent by the transaction that saves the turn."""
         if (scope.chat_id, text.strip()) in scope.sent:
             logger.info("final answer already sent with the message tool")
             return True
-        return self._deliver(scope.chat_id, text, scope.thread_id)
+        return run.outbox.send(scope.chat_id, text, scope.thread_id, record=False)
 
     def _deliver(self, chat_id: int, text: str, thread_id: int | None = None) -> bool:
-        """Send a reply; False when the user blocked the bot (nothing to retry)."""
-        try:
-            self._bot.send_text(chat_id, text, thread_id=thread_id)
-        except TelegramError as error:
-            if error.status == BLOCKED_STATUS:
-                logger.warning("chat %s blocked the bot; reply dropped", chat_id)
-                return False
-            raise
-        return True
+        """A command's answer (commands are not journaled: answering twice is harmless)."""
+        return deliver(self._bot, chat_id, text, thread_id)
 
-    def _save(self, history: SessionHistory, first: dict[str, Any], outcome: TurnOutcome) -> None:
+    def _save(
+        self,
+        history: SessionHistory,
+        first: dict[str, Any],
+        outcome: TurnOutcome,
+        run: TurnRun,
+    ) -> None:
+        """Save the turn and close its journal in one transaction."""
         limit = self._settings.saved_tool_result_max_chars
         first = {**first, "ts": self._clock().isoformat(timespec="seconds")}
         saved = [first, *(for_saving(message, limit) for message in outcome.new_messages)]
-        self._sessions.append(history, saved)
+        closing = self._journal.finish(run.journal_key, run.progress)
+        self._sessions.append(history, saved, turn_id=run.progress.turn_id, also=closing)
 
     def _consolidate_quietly(self, key: str) -> None:
         """Consolidate after the turn is answered and saved: a failure must not fail the job,

@@ -56,7 +56,16 @@ def test_warm_turn_aws_requests(
     counter.reset()
     say(stack, "warm turn")
     assert counter.operations("s3") == {"ListObjectsV2": 1}  # one listing validates the cache
-    assert counter.operations("dynamodb") == {"Query": 1, "TransactWriteItems": 1}
+    # agent_turn: the session Query (history, header, unfinished turns) and the one transaction
+    # that saves the turn; the webhook: the Powertools Idempotency record of the update.
+    assert counter.operations("dynamodb") == {
+        "Query": 1,
+        "TransactWriteItems": 1,
+        "PutItem": 1,
+        "UpdateItem": 1,
+    }
+    idempotency = stack.template.refs["IdempotencyTable"]
+    assert counter.on_table(idempotency) == {"PutItem": 1, "UpdateItem": 1}
     assert "skill-19" in model_server.requests[1]["messages"][0]["content"]
 
     # A changed file is picked up by the next turn, for one more request.

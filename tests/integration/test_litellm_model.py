@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from nanobot_lambda.litellm_model import (
@@ -147,3 +149,51 @@ def test_reasoning_content_is_read_from_the_reply(model_server: ScriptedModelSer
     reply = model_for(model_server).complete([{"role": "user", "content": "x"}], TOOLS)
     assert reply.reasoning_content == "I should look first."
     assert reply.tool_calls[0].name == "list_dir"
+
+
+def test_a_fallback_model_answers_when_the_primary_keeps_failing(
+    model_server: ScriptedModelServer,
+) -> None:
+    """Retries of LLM_MODEL are spent first, then the fallback (same provider: same key)."""
+    model_server.fail(503, times=2).reply("from the fallback")
+    model = model_for(model_server, LLM_NUM_RETRIES="1", LLM_FALLBACK_MODELS="openai/backup")
+    reply = model.complete([{"role": "user", "content": "x"}], TOOLS)
+    assert reply.content == "from the fallback"
+    assert [request["model"] for request in model_server.requests] == [
+        "scripted",
+        "scripted",
+        "backup",
+    ]
+    assert model_server.headers[-1]["Authorization"] == "Bearer sk-test-123"
+
+
+def test_every_model_failing_is_one_model_error_naming_each(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.fail(429).fail(500)
+    model = model_for(model_server, LLM_FALLBACK_MODELS="openai/backup")
+    with pytest.raises(ModelError) as error:
+        model.complete([{"role": "user", "content": "x"}], TOOLS)
+    assert "openai/scripted" in str(error.value) and "openai/backup" in str(error.value)
+    assert "sk-test-123" not in str(error.value)
+
+
+def test_a_fallback_of_another_provider_gets_neither_our_key_nor_our_endpoint(
+    model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    model_server.fail(500)
+    model = model_for(model_server, LLM_FALLBACK_MODELS="anthropic/claude-haiku-4-5")
+    with pytest.raises(ModelError, match="anthropic/claude-haiku-4-5"):
+        model.complete([{"role": "user", "content": "x"}], TOOLS)
+    # Only the primary's request reached our endpoint; the fallback had no key to send.
+    assert [request["model"] for request in model_server.requests] == ["scripted"]
+
+
+def test_a_deadline_bounds_the_call(model_server: ScriptedModelServer) -> None:
+    """agent_turn passes the time left in the invocation: a slow provider is cut off in time."""
+    model_server.steps.append(Step(content="late", delay=5))
+    started = time.monotonic()
+    with pytest.raises(ModelError):
+        model_for(model_server).complete([{"role": "user", "content": "x"}], TOOLS, timeout=1.0)
+    assert time.monotonic() - started < 4

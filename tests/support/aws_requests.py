@@ -15,16 +15,28 @@ import boto3
 class RequestCounter:
     def __init__(self) -> None:
         self.calls: Counter[tuple[str, str]] = Counter()
+        self.tables: Counter[tuple[str, str]] = Counter()  # DynamoDB (table, operation)
         self._session = boto3._get_default_session()
         self._session.events.register("before-send", self._count)
+        self._session.events.register("before-parameter-build.dynamodb", self._count_table)
 
     def _count(self, request: Any = None, event_name: str = "", **_: Any) -> None:
         # event_name is "before-send.<service>.<Operation>"
         _, service, operation = event_name.split(".", 2)
         self.calls[(service, operation)] += 1
 
+    def _count_table(self, params: Any = None, event_name: str = "", **_: Any) -> None:
+        operation = event_name.split(".", 2)[2]
+        table = (params or {}).get("TableName", "(several)")
+        self.tables[(table, operation)] += 1
+
+    def on_table(self, table: str) -> dict[str, int]:
+        """DynamoDB operations on one table (transactions, naming no single table, excluded)."""
+        return {op: count for (name, op), count in self.tables.items() if name == table}
+
     def reset(self) -> None:
         self.calls.clear()
+        self.tables.clear()
 
     def total(self, service: str) -> int:
         return sum(count for (name, _), count in self.calls.items() if name == service)
@@ -34,3 +46,4 @@ class RequestCounter:
 
     def close(self) -> None:
         self._session.events.unregister("before-send", self._count)
+        self._session.events.unregister("before-parameter-build.dynamodb", self._count_table)

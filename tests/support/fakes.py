@@ -84,6 +84,7 @@ class ScriptedModel:
         self.replies: deque[ModelReply | Exception] = deque(replies)
         self.requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
         self.tool_choices: list[Any] = []
+        self.timeouts: list[float | None] = []
 
     def complete(
         self,
@@ -91,9 +92,11 @@ class ScriptedModel:
         tools: list[dict[str, Any]],
         *,
         tool_choice: Any = None,
+        timeout: float | None = None,
     ) -> ModelReply:
         self.requests.append(([dict(message) for message in messages], tools))
         self.tool_choices.append(tool_choice)
+        self.timeouts.append(timeout)
         if not self.replies:
             raise AssertionError("the model was called more often than scripted")
         reply = self.replies.popleft()

@@ -16,6 +16,7 @@ import email.policy
 import itertools
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ class Step:
     reasoning_content: str | None = None
     prompt_tokens: int = 100
     completion_tokens: int = 20
+    delay: float = 0.0  # seconds before answering (a slow provider)
 
 
 @dataclass
@@ -115,6 +117,8 @@ class ScriptedModelServer(JsonHttpServer):
                 self.unexpected.append(request)
                 return 500, {"error": {"message": "no scripted step left", "type": "server_error"}}
             step = self.steps.popleft()
+        if step.delay:
+            time.sleep(step.delay)
         if step.status != 200:
             return step.status, {"error": {"message": "scripted failure", "type": "server_error"}}
         message: dict[str, Any] = {"role": "assistant", "content": step.content}

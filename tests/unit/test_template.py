@@ -157,7 +157,11 @@ def test_turn_queues_are_fifo(template: dict[str, Any]) -> None:
 def test_turn_queue_redrives_to_dead_letter_queue(template: dict[str, Any]) -> None:
     redrive = properties(template, "TurnQueue")["RedrivePolicy"]
     assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["TurnDeadLetterQueue", "Arn"]}
-    assert 1 <= int(redrive["maxReceiveCount"]) <= 10
+    # One parameter sets both the redrive and what agent_turn counts as the last attempt.
+    assert redrive["maxReceiveCount"] == {"Ref": "MaxReceiveCount"}
+    variables = properties(template, "AgentTurnFunction")["Environment"]["Variables"]
+    assert variables["TURN_MAX_RECEIVE_COUNT"] == {"Ref": "MaxReceiveCount"}
+    assert 1 <= int(template["Parameters"]["MaxReceiveCount"]["Default"]) <= 10
     # A FIFO message keeps its enqueue time in the DLQ: a DLQ retention no longer than the
     # source queue's would expire failed turns as soon as they arrive.
     turn_queue = properties(template, "TurnQueue")

@@ -15,8 +15,8 @@ from typing import Any, ClassVar, Literal
 from nanobot_lambda.allowlist import AllowList
 from nanobot_lambda.cronjobs import CronJob, JobStore, ScheduleClient
 from nanobot_lambda.jobs import SubagentJob, TurnQueue
+from nanobot_lambda.outbox import Outbox
 from nanobot_lambda.schedules import ScheduleError, build_schedule, next_run
-from nanobot_lambda.telegram.client import TelegramBot
 from nanobot_lambda.tools import Tool, ToolError
 
 TurnOrigin = Literal["user", "cron", "heartbeat", "subagent", "announcement"]
@@ -27,6 +27,7 @@ class TurnScope:
     chat_id: int
     thread_id: int | None
     origin: TurnOrigin
+    outbox: Outbox  # the turn's messages, each sent once (outbox.py)
     sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
 
 
@@ -188,9 +189,8 @@ class MessageTool(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, current: CurrentTurn, bot: TelegramBot, allow_list: AllowList) -> None:
+    def __init__(self, current: CurrentTurn, allow_list: AllowList) -> None:
         self._current = current
-        self._bot = bot
         self._allow_list = allow_list
 
     def run(self, content: str, chat_id: int | None = None) -> str:
@@ -201,7 +201,7 @@ class MessageTool(Tool):
         ):
             raise ToolError(f"chat {target} is not an allowed chat; only ALLOW_FROM ids are")
         thread = scope.thread_id if target == scope.chat_id else None
-        self._bot.send_text(target, content, thread_id=thread)
+        scope.outbox.send(target, content, thread)
         scope.sent.append((target, content.strip()))
         return f"Sent to chat {target}."
 
