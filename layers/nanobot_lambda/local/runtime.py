@@ -104,7 +104,7 @@ class QueuePoller:
         self._sqs = sqs
         self._queue_url = queue_url
         self._handler = handler
-        self._context = context
+        self.context = context  # replaceable: a test can give invocations less time
         self._batch_size = batch_size
         self._retry_delay = retry_delay
         attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
@@ -128,7 +128,7 @@ class QueuePoller:
         self.invocations += 1
         try:
             event = sqs_event(messages, self._queue_arn, "us-east-1")
-            response = self._handler(event, self._context())
+            response = self._handler(event, self.context())
             failed = {
                 item["itemIdentifier"] for item in (response or {}).get("batchItemFailures", [])
             }

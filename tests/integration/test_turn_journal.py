@@ -1,0 +1,135 @@
+"""The turn journal and the outbox on moto server, with the local Bot API as Telegram."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+
+from nanobot_lambda.aws import dynamodb_client
+from nanobot_lambda.journal import (
+    MAX_CHECKPOINT_BYTES,
+    TurnJournal,
+    TurnProgress,
+    parse_turn_item,
+    turn_sort_key,
+)
+from nanobot_lambda.local.bot_api import LocalBotApi
+from nanobot_lambda.local.cfn import TemplateContext
+from nanobot_lambda.outbox import Outbox
+from nanobot_lambda.sessions import DynamoSessionStore
+from nanobot_lambda.telegram.client import TelegramBot
+
+KEY = "telegram:111111111"
+TOKEN = "123:journal-test"
+
+
+@pytest.fixture
+def journal(resources: TemplateContext) -> TurnJournal:
+    return TurnJournal(resources.refs["SessionsTable"], dynamodb_client())
+
+
+@pytest.fixture
+def sessions(resources: TemplateContext) -> DynamoSessionStore:
+    return DynamoSessionStore(resources.refs["SessionsTable"], dynamodb_client())
+
+
+@pytest.fixture
+def bot_api() -> Iterator[LocalBotApi]:
+    api = LocalBotApi(TOKEN).start()
+    yield api
+    api.stop()
+
+
+def bot(api: LocalBotApi) -> TelegramBot:
+    return TelegramBot(SecretStr(TOKEN), api.base_url)
+
+
+def open_turn(sessions: DynamoSessionStore, journal: TurnJournal, turn_id: str) -> TurnProgress:
+    """What a new run of the turn finds: its item, returned by the session Query."""
+    history = sessions.load(KEY, 50)
+    found = [item for item in history.open_turns if item["sk"]["S"] == turn_sort_key(turn_id)]
+    return parse_turn_item(found[0]) if found else TurnProgress(turn_id)
+
+
+def test_a_run_that_died_after_a_send_is_resumed_without_sending_it_again(
+    journal: TurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+) -> None:
+    # Run 1: one iteration recorded, then a message sent (and recorded) before the process died.
+    first = TurnProgress("update-1")
+    outbox = Outbox(bot(bot_api), journal, KEY, first)
+    outbox.send(111111111, "Step 1 done")
+    first.messages, first.iterations, first.sends = [{"role": "assistant", "content": "s1"}], 1, 1
+    journal.checkpoint(KEY, first)
+    outbox.send(111111111, "Step 2 done")
+    del outbox, first  # the container is gone
+
+    # Run 2 resumes from the checkpoint and makes the same sends again, then its answer.
+    again = open_turn(sessions, journal, "update-1")
+    assert (again.iterations, again.sends, again.sent) == (1, 1, {1, 2})
+    assert again.messages == [{"role": "assistant", "content": "s1"}]
+    outbox = Outbox(bot(bot_api), journal, KEY, again)
+    outbox.send(111111111, "Step 2 done")  # number 2: sent by run 1, skipped
+    outbox.send(111111111, "All done.", record=False)
+    assert [m.plain_text for m in bot_api.messages] == ["Step 1 done", "Step 2 done", "All done."]
+
+
+def test_saving_the_turn_closes_its_journal_and_remembers_it(
+    journal: TurnJournal, sessions: DynamoSessionStore
+) -> None:
+    progress = TurnProgress("update-2", messages=[{"role": "assistant", "content": "x"}])
+    progress.iterations = 1
+    journal.checkpoint(KEY, progress)
+    history = sessions.load(KEY, 50)
+    assert len(history.open_turns) == 1
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    sessions.append(history, messages, turn_id="update-2", also=journal.finish(KEY, progress))
+
+    reloaded = sessions.load(KEY, 50)
+    assert reloaded.open_turns == []
+    assert reloaded.recent_turns == ("update-2",)
+    assert [m["content"] for m in reloaded.messages] == ["hi", "hello"]
+
+
+def test_recent_turns_keep_the_latest_twenty(sessions: DynamoSessionStore) -> None:
+    for n in range(25):
+        history = sessions.load(KEY, 50)
+        sessions.append(history, [{"role": "user", "content": str(n)}], turn_id=f"t{n}")
+    assert sessions.load(KEY, 50).recent_turns == tuple(f"t{n}" for n in range(5, 25))
+
+
+def test_an_open_turn_does_not_shorten_the_history_window(
+    journal: TurnJournal, sessions: DynamoSessionStore
+) -> None:
+    history = sessions.load(KEY, 4)
+    sessions.append(history, [{"role": "user", "content": str(n)} for n in range(6)])
+    journal.checkpoint(KEY, TurnProgress("update-3"))
+    loaded = sessions.load(KEY, 4)
+    assert [m["content"] for m in loaded.messages] == ["2", "3", "4", "5"]
+    assert len(loaded.open_turns) == 1 and loaded.next_seq == 6
+
+
+def test_turns_without_a_session_are_marked_done(journal: TurnJournal) -> None:
+    key = "subagent:abc"
+    assert journal.get(key, "subagent-abc") == TurnProgress("subagent-abc")
+    progress = TurnProgress("subagent-abc")
+    journal.checkpoint(key, progress)
+    assert journal.get(key, "subagent-abc").recorded
+    journal.mark_done(key, progress)
+    assert journal.get(key, "subagent-abc").done
+
+
+def test_a_checkpoint_too_big_for_an_item_is_skipped_not_fatal(journal: TurnJournal) -> None:
+    noise = os.urandom(MAX_CHECKPOINT_BYTES).hex()  # incompressible
+    progress = TurnProgress("update-4", messages=[{"role": "tool", "content": noise}])
+    journal.checkpoint(KEY, progress)
+    assert not journal.get(KEY, "update-4").recorded
+
+
+def test_a_send_recorded_twice_is_reported_not_raised(journal: TurnJournal) -> None:
+    progress = TurnProgress("update-5")
+    journal.record_send(KEY, progress, 1)
+    journal.record_send(KEY, TurnProgress("update-5"), 1)  # a second run sent it too
+    assert journal.get(KEY, "update-5").sent == {1}
