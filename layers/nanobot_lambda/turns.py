@@ -51,7 +51,7 @@ from nanobot_lambda.model import ChatModel, ModelError
 from nanobot_lambda.outbox import Outbox, deliver
 from nanobot_lambda.recall import HistoryRecall
 from nanobot_lambda.scheduler import HEARTBEAT_GROUP
-from nanobot_lambda.sessions import SessionHistory, SessionStore
+from nanobot_lambda.sessions import SessionConflict, SessionHistory, SessionStore
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.skills import builtin_skill_files
 from nanobot_lambda.telegram.client import TelegramBot
@@ -79,6 +79,7 @@ from nanobot_lambda.workspace import WithBuiltinFiles, Workspace
 logger = logging.getLogger(__name__)
 
 RemainingMillis = Callable[[], int]
+SAVE_ATTEMPTS = 3
 
 
 class TurnSuspended(Exception):
@@ -608,7 +609,18 @@ class TurnService:
         first = {**first, "ts": self._clock().isoformat(timespec="seconds")}
         saved = [first, *(for_saving(message, limit) for message in outcome.new_messages)]
         closing = self._journal.finish(run.journal_key, run.progress)
-        self._sessions.append(history, saved, turn_id=run.progress.turn_id, also=closing)
+        # The answer is out: a failed save must not fail the job (its retry would answer
+        # again), so a conflict is retried here on a fresh header.
+        for attempt in range(1, SAVE_ATTEMPTS + 1):
+            try:
+                self._sessions.append(history, saved, turn_id=run.progress.turn_id, also=closing)
+                return
+            except SessionConflict:
+                if attempt == SAVE_ATTEMPTS:
+                    raise
+                logger.warning("session changed while the turn ran; saving on the new header")
+                fresh = self._sessions.load(history.key, 1)
+                history.next_seq, history.recent_turns = fresh.next_seq, fresh.recent_turns
 
     def _consolidate_quietly(self, key: str) -> None:
         """Consolidate after the turn is answered and saved: a failure must not fail the job,

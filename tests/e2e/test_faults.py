@@ -7,6 +7,8 @@ apology or the dead-letter queue), and the session holds only what the user saw.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import boto3
@@ -20,7 +22,7 @@ from nanobot_lambda.workspace import WORKSPACE_PREFIX
 from tests.conftest import StackFactory
 from tests.support.aws_requests import RequestCounter
 from tests.support.faults import BotApiFaults, text_is
-from tests.support.scripted_model import ScriptedModelServer
+from tests.support.scripted_model import ScriptedModelServer, Step
 
 
 def sent_texts(stack: LocalStack) -> list[str]:
@@ -237,3 +239,27 @@ def test_an_update_delivered_again_an_hour_later_gets_no_second_turn(
     assert sent_texts(stack) == ["Only once."]
     assert len(model_server.requests) == 1
     assert [m["content"] for m in session(stack)] == ["hello", "Only once."]
+
+
+def test_a_session_changed_during_the_turn_is_saved_without_answering_twice(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """Another writer appends to the session while the model thinks: the turn's save conflicts,
+    is retried on the new header, and the job does not fail (a retry would answer again)."""
+    model_server.steps.append(Step(content="Saved anyway.", delay=1.5))
+    store = DynamoSessionStore(stack.template.refs["SessionsTable"], boto3.client("dynamodb"))
+    key = f"telegram:{stack.user.id}"
+
+    def interfere() -> None:
+        deadline = time.monotonic() + 30
+        while not model_server.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        store.append(store.load(key, 10), [{"role": "user", "content": "written meanwhile"}])
+
+    writer = threading.Thread(target=interfere)
+    writer.start()
+    say(stack, "hello")
+    writer.join(30)
+    assert sent_texts(stack) == ["Saved anyway."]
+    assert stack.poller.failures == 0
+    assert [m["content"] for m in session(stack)] == ["written meanwhile", "hello", "Saved anyway."]
