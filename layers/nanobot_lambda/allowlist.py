@@ -1,8 +1,18 @@
 """Who may talk to the bot. Default deny: an empty list allows nobody.
 
-Entries are numeric Telegram ids or usernames (with or without a leading @). A sender matches
-by exact id or exact username (Telegram usernames are case-insensitive), never by prefix or
-substring. `*` allows everyone.
+Entries are numeric Telegram ids (users, or groups such as -1001234567890) or usernames (with
+or without a leading @). Matching is exact: ids as integers, usernames case-insensitively but
+only in ASCII (Telegram usernames are ASCII; Unicode case folding would let "ſ" match "s"), never
+by prefix or substring. `*` allows everyone.
+
+The rules that use it (`telegram.inbound.classify`) are:
+
+- the sender must be listed: commands, edits and button presses alike;
+- in a group, the sender must be listed, unless the group's own (negative) chat id is listed;
+- a message sent on behalf of a chat (`sender_chat`: an anonymous group admin, a linked
+  channel's automatic forward, a user posting as a channel) counts as sent by that chat: it is
+  allowed if that chat's id or username is listed, or the group it was posted in is;
+- messages from bots are ignored whatever the list says.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ class AllowList:
             elif _ID.match(entry):
                 ids.add(int(entry))
             elif _USERNAME.match(entry.removeprefix("@")):
-                usernames.add(entry.removeprefix("@").casefold())
+                usernames.add(entry.removeprefix("@").lower())
             else:
                 raise ValueError(
                     f"entry {entry!r} is neither a numeric Telegram id, a username, nor *"
@@ -45,7 +55,13 @@ class AllowList:
     def allows_nobody(self) -> bool:
         return not (self.everyone or self.ids or self.usernames)
 
-    def allows(self, user_id: int, username: str | None = None) -> bool:
-        if self.everyone or user_id in self.ids:
+    def allows(
+        self, sender_id: int, username: str | None = None, *, group_id: int | None = None
+    ) -> bool:
+        """Whether a sender (a user, or a chat posting on its own behalf) may talk to the bot;
+        `group_id` is the group the message was posted in, which may be listed as a whole."""
+        if self.everyone or sender_id in self.ids:
             return True
-        return username is not None and username.casefold() in self.usernames
+        if group_id is not None and group_id in self.ids:
+            return True
+        return username is not None and username.isascii() and username.lower() in self.usernames

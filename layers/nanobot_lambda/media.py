@@ -11,7 +11,10 @@ the bot token and so stays inside the client) and stored in the workspace under
   transcription fails, the model is told it cannot hear them;
 - documents are announced with name, type, size and workspace path (text ones are readable with
   `read_file`);
-- files over `MEDIA_MAX_BYTES` (Telegram lets bots download at most 20 MB) are not downloaded.
+- files over `MEDIA_MAX_BYTES` (Telegram lets bots download at most 20 MB) are not downloaded,
+  and the user is told so at once (`UserContent.notices`).
+
+A file's type is what its bytes show (`mime_type`): the type the sender declares is a claim.
 
 Context lines (what the message replies to, where it was forwarded from) come first, then a note
 per attachment, then the text or caption without the bot's @mention. The session keeps that
@@ -26,7 +29,7 @@ import importlib
 import logging
 import mimetypes
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -64,6 +67,13 @@ _EXTENSIONS = {
     "audio/webm": "webm",
     "audio/flac": "flac",
     "application/pdf": "pdf",
+    "application/zip": "zip",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+    "application/epub+zip": "epub",
+    "video/mp4": "mp4",
+    "video/webm": "webm",
     "text/plain": "txt",
     "text/markdown": "md",
 }
@@ -84,9 +94,96 @@ def sniff_image(data: bytes) -> str | None:
     return None
 
 
+# Formats that are ZIP archives inside, told apart by the files they hold.
+_ZIP_MEMBERS = (
+    (b"word/", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+    (b"xl/", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+    (b"ppt/", "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
+)
+# A claim consistent with what the bytes are (same container), kept as the more precise name.
+_SAME_CONTAINER = {
+    "application/zip": frozenset(
+        {
+            "application/x-zip-compressed",
+            "application/java-archive",
+            "application/vnd.android.package-archive",
+        }
+    ),
+    "application/x-ole-storage": frozenset(
+        {"application/msword", "application/vnd.ms-excel", "application/vnd.ms-powerpoint"}
+    ),
+    "video/mp4": frozenset({"audio/mp4", "audio/x-m4a", "audio/aac", "video/quicktime"}),
+    "video/webm": frozenset({"audio/webm", "video/x-matroska"}),
+    "audio/ogg": frozenset({"audio/opus", "audio/x-opus+ogg", "audio/vorbis", "application/ogg"}),
+    "audio/mpeg": frozenset({"audio/mp3", "audio/x-mpeg"}),
+    "audio/wav": frozenset({"audio/x-wav", "audio/wave", "audio/vnd.wave"}),
+}
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-yaml")
+
+
+def sniff(data: bytes) -> str | None:
+    """The file's type from its magic number, for the kinds worth telling apart cheaply
+    (images, PDF, ZIP and Office files, Ogg/MP3/MP4/WAV/FLAC/WebM media), else None."""
+    image = sniff_image(data)
+    if image is not None:
+        return image
+    if data.startswith(b"%PDF-"):
+        return "application/pdf"
+    if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        # ODF and EPUB start with an uncompressed `mimetype` member naming their type.
+        if data[30:38] == b"mimetype":
+            declared = data[38:120].split(b"PK", 1)[0].decode("ascii", errors="ignore")
+            if re.fullmatch(r"application/[a-z0-9.+-]+", declared):
+                return declared
+        if b"[Content_Types].xml" in data:
+            for member, mime in _ZIP_MEMBERS:
+                if member in data:
+                    return mime
+        return "application/zip"
+    if data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        return "application/x-ole-storage"  # legacy .doc/.xls/.ppt
+    if data.startswith(b"OggS"):
+        return "audio/ogg"
+    if data.startswith(b"ID3") or (
+        # an MPEG audio frame: 11 sync bits, then a layer other than "reserved"
+        len(data) > 1 and data[0] == 0xFF and data[1] & 0xE0 == 0xE0 and data[1] & 0x06
+    ):
+        return "audio/mpeg"
+    if data[4:8] == b"ftyp":
+        return "audio/mp4" if data[8:11] in (b"M4A", b"M4B") else "video/mp4"
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if data.startswith(b"fLaC"):
+        return "audio/flac"
+    if data.startswith(b"\x1aE\xdf\xa3"):
+        return "video/webm"
+    return None
+
+
+def _claims_a_sniffable_type(declared: str) -> bool:
+    known = {*_EXTENSIONS, *_SAME_CONTAINER}
+    for names in _SAME_CONTAINER.values():
+        known |= names
+    return declared in known or declared.startswith("image/")
+
+
 def mime_type(data: bytes, declared: str | None) -> str:
-    """Sniffed for images (a declared type is only a claim), else the declared one."""
-    return sniff_image(data) or declared or "application/octet-stream"
+    """The file's type: what its bytes show, never merely what the sender claims.
+
+    A recognised magic number wins (the claim is kept only when it names the same container
+    more precisely, e.g. audio/mp4 for an MP4 file); text is text (the claim kept if it is a
+    text type); an unrecognised binary keeps a claim we have no magic number to check, and
+    becomes application/octet-stream when the claim is one we could have recognised.
+    """
+    claim = (declared or "").split(";")[0].strip().lower()
+    sniffed = sniff(data)
+    if sniffed is not None:
+        return claim if claim in _SAME_CONTAINER.get(sniffed, ()) else sniffed
+    if looks_like_text(data):
+        return claim if claim.startswith(_TEXT_TYPES) else "text/plain"
+    if claim and not claim.startswith(_TEXT_TYPES) and not _claims_a_sniffable_type(claim):
+        return claim
+    return "application/octet-stream"
 
 
 def looks_like_text(data: bytes) -> bool:
@@ -124,14 +221,22 @@ def choose_photo(sizes: list[PhotoSize], max_bytes: int) -> PhotoSize | None:
 
 
 def _extension(file_name: str | None, mime: str) -> str:
-    if file_name and "." in file_name:
-        suffix = file_name.rsplit(".", 1)[1]
-        if _SAFE_EXTENSION.fullmatch(suffix):
-            return suffix.lower()
-    if mime in _EXTENSIONS:
-        return _EXTENSIONS[mime]
-    guessed = mimetypes.guess_extension(mime) or ""
-    return guessed.lstrip(".") if _SAFE_EXTENSION.fullmatch(guessed.lstrip(".")) else "bin"
+    """The stored file's extension: the name's own, unless it implies another type than the
+    bytes show (a PDF called photo.jpg is stored as .pdf); else the type's."""
+    guessed = (mimetypes.guess_extension(mime) or "").lstrip(".")
+    by_type = _EXTENSIONS.get(mime) or (guessed if _SAFE_EXTENSION.fullmatch(guessed) else "bin")
+    suffix = file_name.rsplit(".", 1)[1].lower() if file_name and "." in file_name else ""
+    if _SAFE_EXTENSION.fullmatch(suffix):
+        implied = mimetypes.guess_type(f"file.{suffix}")[0]
+        if (
+            implied is None
+            or implied == mime
+            or suffix == by_type
+            or mime == "application/octet-stream"
+            or (implied.startswith("text/") and mime.startswith("text/"))
+        ):
+            return suffix
+    return by_type
 
 
 # -- the seams --------------------------------------------------------------------------------
@@ -209,6 +314,8 @@ class UserContent:
     model_content: Content
     saved_text: str
     stored: tuple[str, ...] = ()  # workspace paths of the files stored for this message
+    # Told to the user straight away, whatever the model makes of the message: files refused.
+    notices: tuple[str, ...] = ()
 
 
 @dataclass
@@ -216,6 +323,7 @@ class _Resolved:
     notes: list[str]
     images: list[dict[str, Any]]
     stored: list[str]
+    notices: list[str] = field(default_factory=list)
 
 
 class MediaResolver:
@@ -251,7 +359,7 @@ class MediaResolver:
         content: Content = (
             [*resolved.images, {"type": "text", "text": text}] if resolved.images else text
         )
-        return UserContent(content, text, tuple(resolved.stored))
+        return UserContent(content, text, tuple(resolved.stored), tuple(resolved.notices))
 
     def _bot_id_for_reply(self, message: Message) -> int | None:
         """The bot's id, asked for only when the message replies to a bot (maybe this one)."""
@@ -268,7 +376,7 @@ class MediaResolver:
             sizes, limit
         )
         if choice is None:
-            resolved.notes.append(self._too_large("photo"))
+            self._too_large("photo", resolved)
             return
         data = self._fetch(choice.file_id, choice.file_size, "photo", resolved)
         if data is None:
@@ -308,12 +416,15 @@ class MediaResolver:
         data = self._fetch(audio.file_id, audio.file_size, what, resolved)
         if data is None:
             return
-        declared = audio.mime_type or ("audio/ogg" if voice else "application/octet-stream")
-        extension = _extension(None if voice else audio.file_name, declared)
+        declared = audio.mime_type or ("audio/ogg" if voice else None)
+        mime = mime_type(data, declared)
+        extension = _extension(None if voice else audio.file_name, mime)
         path = self._store(folder, audio.file_unique_id, extension, data)
         resolved.stored.append(path)
         kind = "voice" if voice else "audio"
-        transcript = self._transcribe(f"{kind}.{extension}", data)
+        # Only what may be sound goes to the transcription provider (not a PDF called a.mp3).
+        audible = mime.startswith(("audio/", "video/")) or mime == "application/octet-stream"
+        transcript = self._transcribe(f"{kind}.{extension}", data) if audible else ""
         if transcript:
             resolved.notes.append(
                 texts.render(f"media_{kind}_transcribed", text=transcript, filename=name)
@@ -333,16 +444,16 @@ class MediaResolver:
         """The file's bytes; None (with a note for the model) when too large or unavailable."""
         limit = self._settings.media_max_bytes
         if declared is not None and declared > limit:
-            resolved.notes.append(self._too_large(what))
+            self._too_large(what, resolved)
             return None
         try:
             file_path, size = self._bot.get_file(file_id)
             if size is not None and size > limit:
-                resolved.notes.append(self._too_large(what))
+                self._too_large(what, resolved)
                 return None
             return self._bot.download(file_path, limit)
         except FileTooLarge:
-            resolved.notes.append(self._too_large(what))
+            self._too_large(what, resolved)
         except TelegramError as error:
             # method and status only: never the file path (nor, a fortiori, the URL)
             logger.warning(
@@ -369,9 +480,12 @@ class MediaResolver:
             logger.warning("transcription failed (%s, status %s)", type(error).__name__, status)
             return ""
 
-    def _too_large(self, what: str) -> str:
+    def _too_large(self, what: str, resolved: _Resolved) -> None:
+        """Refuse a file over MEDIA_MAX_BYTES (or Telegram's 20 MB): a note for the model, and
+        a notice for the user, who learns at once rather than from whatever the model says."""
         limit = human_size(self._settings.media_max_bytes)
-        return texts.render("media_too_large", what=what, limit=limit)
+        resolved.notes.append(texts.render("media_too_large", what=what, limit=limit))
+        resolved.notices.append(texts.render("media_too_large_notice", what=what, limit=limit))
 
     def _not_shown(self, path: str, size: int) -> str:
         limit = human_size(self._settings.image_max_bytes)

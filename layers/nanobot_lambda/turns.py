@@ -319,6 +319,8 @@ class TurnService:
         ):
             # Files are fetched, stored and transcribed while "typing…" shows.
             content = self._media.resolve(message, inbound.chat_id)
+            for notice in content.notices:  # e.g. a file too large to fetch: told at once
+                run.outbox.send(inbound.chat_id, notice, inbound.thread_id)
             recalled = self._recall.search(content.saved_text)
             request = self._context.messages(
                 history.messages, content.model_content, self._runtime(inbound.chat_id, recalled)

@@ -23,11 +23,12 @@ from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.idempotency import UpdateInProgress
 from nanobot_lambda.jobs import TelegramUpdateJob, TurnQueue
 from nanobot_lambda.telegram.inbound import Accepted, Ignored, Rejected, classify
-from nanobot_lambda.telegram.models import Update
+from nanobot_lambda.telegram.models import Update, clean_update
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1_000_000
+MAX_JOB_BYTES = 256 * 1024  # SQS's classic message size limit (what moto and older regions allow)
 SECRET_HEADER = "x-telegram-bot-api-secret-token"  # noqa: S105 - a header name
 
 
@@ -73,29 +74,38 @@ class Webhook:
             logger.warning("ALLOW_FROM is empty: every sender will be refused")
 
     def handle(self, event: Mapping[str, Any]) -> WebhookResponse:
-        """Handle one HTTP request (API Gateway HTTP API / Function URL, payload format 2.0)."""
-        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-        method = event.get("requestContext", {}).get("http", {}).get("method", "POST")
-        if method != "POST":
+        """Handle one HTTP request (API Gateway HTTP API / Function URL, payload format 2.0).
+
+        Every request gets a defined answer, whatever it holds: 405 for other methods, 401
+        without the secret, 413 for a body over the cap (before decoding it), 400 for a body
+        that is not an Update in JSON, 200 for updates ignored or refused, 200/503 for the
+        queued ones.
+        """
+        headers = _lowercase(event.get("headers"))
+        method = _lowercase(_lowercase(event.get("requestContext")).get("http")).get("method")
+        if str(method or "POST").upper() != "POST":
             return _reply(405, error="method not allowed")
-        presented = headers.get(SECRET_HEADER, "").encode()
+        presented = str(headers.get(SECRET_HEADER, "")).encode("utf-8", errors="replace")
         if not hmac.compare_digest(presented, self._secret):
             logger.warning("webhook request refused: missing or wrong secret token")
             return _reply(401, error="unauthorized")
 
         raw_body = event.get("body") or ""
+        if not isinstance(raw_body, str):
+            return _reply(400, error="unreadable body")
         if len(raw_body) > MAX_BODY_BYTES * 4 // 3 + 4:  # checked before decoding anything
             return _reply(413, error="body too large")
-        body = _decode_body(raw_body, bool(event.get("isBase64Encoded")))
+        body = _decode_body(raw_body, event.get("isBase64Encoded") is True)
         if body is None or len(body) > MAX_BODY_BYTES:
             return _reply(413 if body is not None else 400, error="unreadable body")
-        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        content_type = str(headers.get("content-type", "")).split(";")[0].strip().lower()
+        if content_type != "application/json":
             return _reply(400, error="content type must be application/json")
 
         try:
-            payload = json.loads(body)
+            payload = clean_update(json.loads(body, parse_constant=_refuse_constant))
             update = Update.model_validate(payload)
-        except (ValueError, ValidationError) as error:
+        except (ValueError, ValidationError, RecursionError) as error:
             # The body may hold private text: log only what kind of problem it was.
             logger.warning("webhook body is not a Telegram Update (%s)", type(error).__name__)
             return _reply(400, error="not a Telegram Update")
@@ -118,9 +128,13 @@ class Webhook:
 
         assert isinstance(decision, Accepted)
         message = decision.message
+        job = TelegramUpdateJob(update=payload)
+        if len(job.model_dump_json().encode()) > MAX_JOB_BYTES:
+            # Not something Telegram sends; retrying it would fail the same way.
+            logger.warning("update too large to queue: refused", extra=log)
+            return _reply(413, error="update too large")
         if message.command == "stop":
             self._raise_stop_flag(message.session_key, log)
-        job = TelegramUpdateJob(update=payload)
         try:
             queued = self._ledger.once(
                 payload,
@@ -151,6 +165,18 @@ class Webhook:
         except Exception as error:
             # The /stop itself is still queued: the user gets an answer either way.
             logger.error("could not raise the stop flag (%s)", type(error).__name__, extra=log)
+
+
+def _lowercase(value: object) -> dict[str, Any]:
+    """A mapping's items with lower-cased keys (HTTP header names are case-insensitive);
+    anything else, e.g. a missing `headers`, as an empty dict."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(key).lower(): item for key, item in value.items()}
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def _decode_body(raw: str, is_base64: bool) -> bytes | None:

@@ -325,7 +325,8 @@ def test_a_declared_image_type_is_not_trusted() -> None:
     }
     content = resolver(bot).resolve(message("document_pdf", document=document), 111111111)
     assert isinstance(content.model_content, str)  # no image part
-    assert "(image/jpeg," in content.saved_text  # the declared type, for lack of better
+    assert "(text/plain," in content.saved_text  # what the bytes are, not the claim
+    assert f"{MONTH}/AgADf1.txt" in content.saved_text  # nor its name's extension
     assert "read it with read_file" in content.saved_text
 
 
@@ -444,11 +445,11 @@ def test_sniff_image(data: bytes, mime: str) -> None:
     assert mime_type(data, "application/octet-stream") == mime
 
 
-def test_non_images_keep_the_declared_type() -> None:
+def test_non_images_are_no_images_but_still_recognised() -> None:
     assert sniff_image(PDF) is None
     assert sniff_image(b"RIFF\x00\x00\x00\x00WAVE") is None
     assert mime_type(PDF, "application/pdf") == "application/pdf"
-    assert mime_type(PDF, None) == "application/octet-stream"
+    assert mime_type(PDF, None) == "application/pdf"  # more in test_media_sniffing.py
 
 
 def test_looks_like_text() -> None:

@@ -1,62 +1,69 @@
-"""Path confinement: hostile paths are refused with a message the model can act on."""
+"""Path confinement: hostile paths are refused with a message the model can act on, through
+`normalize_path` and through every file tool (the corpus is tests/support/hostile_paths.py)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from nanobot_lambda.model import ToolCall
 from nanobot_lambda.paths import PathError, normalize_path
+from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.tools.files import file_tools
+from tests.support.fakes import MemoryWorkspace
+from tests.support.hostile_paths import NORMALISED, REFUSED
 
-HOSTILE = [
-    "../secrets.txt",
-    "memory/../../x",
-    "..",
-    "a/../../b",
-    "/etc/passwd",
-    "/workspace/AGENTS.md",
-    "~/notes.md",
-    "~root/.ssh/id_rsa",
-    "..\\windows\\system32",
-    "memory\\MEMORY.md",
-    "C:/Windows/win.ini",
-    "c:notes",
-    "memory/MEMORY.md\x00.png",
-    "notes\n.md",
-    "tab\there",
-    "\x7fdelete",
-    "evil\u202etxt.md",  # right-to-left override
-    "zero\u200bwidth",  # zero-width space (format character)
-    "a" * 600,
-    "dir/" + "b" * 300,
-    "../workspace_evil/x",
-    "./../x",
-    "",
-    "   ",
-    ".",
-    "./",
-]
+ORIGINAL = {"AGENTS.md": "# Agents\n", "memory/MEMORY.md": "# Memory\n"}
 
 
-@pytest.mark.parametrize("path", HOSTILE)
-def test_hostile_paths_are_refused(path: str) -> None:
+def test_the_corpus_is_large_enough() -> None:
+    assert len(REFUSED) >= 30
+    assert len({path for path, _ in REFUSED}) == len(REFUSED)  # no duplicates
+
+
+@pytest.mark.parametrize(("path", "reason"), REFUSED)
+def test_hostile_paths_are_refused(path: str, reason: str) -> None:
     with pytest.raises(PathError) as error:
         normalize_path(path)
-    assert str(error.value)  # a readable reason for the model
+    assert reason in str(error.value)
 
 
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        ("memory/MEMORY.md", "memory/MEMORY.md"),
-        ("./memory//MEMORY.md", "memory/MEMORY.md"),
-        ("  AGENTS.md ", "AGENTS.md"),
-        ("skills/weather/SKILL.md", "skills/weather/SKILL.md"),
-        ("notes/日記.md", "notes/日記.md"),
-        ("a/./b", "a/b"),
-        ("..hidden", "..hidden"),  # a name starting with dots is not a parent reference
-    ],
-)
+@pytest.mark.parametrize(("path", "reason"), REFUSED)
+def test_every_file_tool_refuses_hostile_paths_and_changes_nothing(path: str, reason: str) -> None:
+    workspace = MemoryWorkspace(dict(ORIGINAL))
+    before = dict(workspace.files)
+    registry = ToolRegistry(file_tools(workspace))
+    calls = {
+        "read_file": {"path": path},
+        "write_file": {"path": path, "content": "pwned"},
+        "edit_file": {"path": path, "old_text": "#", "new_text": "pwned"},
+        "list_dir": {"path": path},
+        "grep": {"pattern": "#", "path": path},
+    }
+    for name, arguments in calls.items():
+        result = registry.execute(ToolCall("c1", name, json.dumps(arguments)))
+        if name in ("list_dir", "grep") and path.strip() in ("", ".", "./"):
+            continue  # the workspace root, where a folder is expected
+        assert result.startswith("Error: "), (name, result)
+        assert reason in result, (name, result)
+    assert workspace.files == before
+
+
+@pytest.mark.parametrize(("path", "expected"), NORMALISED)
 def test_safe_paths_are_normalised(path: str, expected: str) -> None:
     assert normalize_path(path) == expected
+
+
+@pytest.mark.parametrize(("path", "expected"), NORMALISED)
+def test_normalised_paths_are_written_where_they_say(path: str, expected: str) -> None:
+    workspace = MemoryWorkspace()
+    registry = ToolRegistry(file_tools(workspace))
+    result = registry.execute(
+        ToolCall("c1", "write_file", json.dumps({"path": path, "content": "x"}))
+    )
+    assert result == f"Wrote 1 characters to {expected}."
+    assert list(workspace.files) == [expected]
 
 
 def test_root_only_where_allowed() -> None:

@@ -32,6 +32,10 @@ def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?(?:\s|$)")
 GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})
 QUOTE_MAX_CHARS = 500
+NAME_MAX_CHARS = 100
+# What a Telegram user can send (Bot API: text 4096, caption 1024 characters).
+TEXT_MAX_CHARS = 4096
+CAPTION_MAX_CHARS = 1024
 GroupPolicy = Literal["mention", "open"]
 
 
@@ -79,16 +83,44 @@ class Rejected:
 Decision = Accepted | Ignored | Rejected
 
 
+@dataclass(frozen=True)
+class Sender:
+    """Who sent something: a user, or a chat posting on its own behalf (`sender_chat`)."""
+
+    id: int
+    username: str | None
+    is_bot: bool = False
+
+
+def sender_of(message: Message) -> Sender | None:
+    """The chat a message was sent on behalf of (an anonymous group admin, a linked channel, a
+    user posting as a channel; `from` is then a placeholder bot), else its `from`."""
+    if message.sender_chat is not None:
+        return Sender(message.sender_chat.id, message.sender_chat.username)
+    if message.sender is not None:
+        return Sender(message.sender.id, message.sender.username, message.sender.is_bot)
+    return None
+
+
+def too_long(message: Message) -> bool:
+    """Longer than any text or caption a Telegram user can send: not from Telegram."""
+    return len(message.text or "") > TEXT_MAX_CHARS or len(message.caption or "") > (
+        CAPTION_MAX_CHARS
+    )
+
+
 def to_inbound(update: Update) -> InboundMessage | Ignored:
     """The message the bot should answer in this update, or why there is none."""
     message = update.message
     if message is None:
         return Ignored(f"update kind {update.kind}")
-    sender = message.sender
+    sender = sender_of(message)
     if sender is None:
         return Ignored("message without a sender")
     if sender.is_bot:
         return Ignored("message from a bot")
+    if too_long(message):
+        return Ignored("text longer than Telegram allows")
     text = message_text(message)
     if not text:
         return Ignored("message without content")
@@ -104,14 +136,41 @@ def to_inbound(update: Update) -> InboundMessage | Ignored:
     )
 
 
+def _acting(update: Update) -> tuple[Sender, Chat | None] | Ignored:
+    """Who acts in an update the allow-list judges, and in which chat."""
+    if update.channel_post is not None or update.edited_channel_post is not None:
+        # No person sends these; the bot talks in private chats and groups only.
+        return Ignored("channel post")
+    query = update.callback_query
+    if query is not None:
+        chat = query.message.chat if query.message is not None else None
+        return Sender(query.sender.id, query.sender.username, query.sender.is_bot), chat
+    message = update.message or update.edited_message or update.business_message
+    if message is None:
+        return Ignored(f"update kind {update.kind}")
+    sender = sender_of(message)
+    if sender is None:
+        return Ignored("message without a sender")
+    return sender, message.chat
+
+
 def classify(update: Update, allow_list: AllowList) -> Decision:
-    """The webhook's decision: answer (Accepted), drop quietly (Ignored), or refuse (Rejected)."""
+    """The webhook's decision: answer (Accepted), drop quietly (Ignored), or refuse (Rejected).
+
+    The allow-list (rules in `allowlist.py`) is applied to every update a person sends, before
+    looking at what it is: a stranger's command, edit or button press is refused alike.
+    """
+    acting = _acting(update)
+    if isinstance(acting, Ignored):
+        return acting
+    sender, chat = acting
+    if sender.is_bot:
+        return Ignored("message from a bot")
+    group_id = chat.id if chat is not None and chat.type in GROUP_CHAT_TYPES else None
+    if not allow_list.allows(sender.id, sender.username, group_id=group_id):
+        return Rejected(sender_id=sender.id, chat_id=chat.id if chat is not None else sender.id)
     inbound = to_inbound(update)
-    if isinstance(inbound, Ignored):
-        return inbound
-    if not allow_list.allows(inbound.sender_id, inbound.sender_username):
-        return Rejected(sender_id=inbound.sender_id, chat_id=inbound.chat_id)
-    return Accepted(inbound)
+    return inbound if isinstance(inbound, Ignored) else Accepted(inbound)
 
 
 def message_text(message: Message) -> str:
@@ -167,11 +226,19 @@ def is_group_chat(message: Message) -> bool:
     return message.chat.type in GROUP_CHAT_TYPES
 
 
+def entity_span(text_units: int, entity: MessageEntity) -> tuple[int, int]:
+    """An entity's (start, end) in UTF-16 code units (how Telegram counts), clamped to the
+    text: offsets that are negative or past the end select nothing rather than wrap around."""
+    start = min(max(entity.offset, 0), text_units)
+    end = min(max(entity.offset + entity.length, start), text_units)
+    return start, end
+
+
 def entity_text(text: str, entity: MessageEntity) -> str:
-    """The part of `text` an entity covers (Telegram counts offsets in UTF-16 code units)."""
+    """The part of `text` an entity covers."""
     units = text.encode("utf-16-le")
-    start, end = entity.offset * 2, (entity.offset + entity.length) * 2
-    return units[start:end].decode("utf-16-le", errors="ignore")
+    start, end = entity_span(len(units) // 2, entity)
+    return units[start * 2 : end * 2].decode("utf-16-le", errors="ignore")
 
 
 def _text_and_entities(message: Message) -> tuple[str, list[MessageEntity]]:
@@ -254,14 +321,14 @@ def strip_bot_mention(message: Message, bot_username: str | None) -> str:
     A message that is nothing but the mention keeps it, so the model still sees something.
     """
     text, entities = _text_and_entities(message)
+    units = text.encode("utf-16-le")
     spans = sorted(
-        (entity.offset, entity.offset + entity.length)
+        entity_span(len(units) // 2, entity)
         for entity in entities
         if _is_handle(text, entity, bot_username)
     )
     if not spans:
         return text
-    units = text.encode("utf-16-le")
 
     def between(start: int, end: int) -> str:
         return units[start * 2 : end * 2].decode("utf-16-le", errors="ignore")
@@ -287,13 +354,17 @@ def _after_mention(before: str, piece: str) -> str:
 
 
 def display_name(user: User) -> str:
-    name = " ".join(part for part in (user.first_name, user.last_name) if part).strip()
+    """One short line: names are chosen by strangers too (a forwarded message's author)."""
+    name = shorten(
+        " ".join(part for part in (user.first_name, user.last_name) if part), NAME_MAX_CHARS
+    )
     return name or (f"@{user.username}" if user.username else f"user {user.id}")
 
 
 def _author(message: Message) -> str:
     if message.sender_chat is not None and message.sender_chat.title:
-        return message.sender_chat.title  # a channel, or a group's anonymous admin
+        # a channel, or a group's anonymous admin
+        return shorten(message.sender_chat.title, NAME_MAX_CHARS)
     if message.sender is not None:
         return display_name(message.sender)
     return "someone"
@@ -326,7 +397,7 @@ def forward_origin_name(origin: Mapping[str, object] | None) -> str | None:
     signature = origin.get("author_signature")
     if signature:
         name = f"{name} ({signature})" if name else str(signature)
-    return name or "someone"
+    return shorten(name, NAME_MAX_CHARS) or "someone"
 
 
 def context_lines(message: Message, *, bot_id: int | None) -> list[str]:

@@ -2,11 +2,50 @@
 
 Tolerant by design: unknown fields are ignored (Telegram adds fields often), every optional field
 is optional. Only `update_id` is required, so anything that is not an Update fails validation.
+
+Strict where hostile input could hurt later: before validation the whole update is cleaned
+(`clean_update`): lone UTF-16 surrogates (which no JSON encoder downstream accepts) and NUL
+characters become U+FFFD (one UTF-16 unit each, so entity offsets stay right), and numbers
+outside 64 bits, non-finite numbers and nesting deeper than any real update are refused.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+INT64 = 2**63
+MAX_NESTING = 32  # a real update nests about 8 levels (update.message.reply_to_message.…)
+_UNSAFE_CHARACTER = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def clean_update(value: Any, depth: int = 0) -> Any:
+    """The update with its strings made safe to store and send on; ValueError for numbers
+    or nesting no Telegram update has."""
+    if depth > MAX_NESTING:
+        raise ValueError("nested too deeply to be a Telegram update")
+    if isinstance(value, str):
+        return _UNSAFE_CHARACTER.sub("\ufffd", value)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not -INT64 <= value < INT64:
+            raise ValueError("a number is out of the 64-bit range")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value) or abs(value) >= INT64:
+            raise ValueError("a number is not finite or out of range")
+        return value
+    if isinstance(value, dict):
+        return {
+            clean_update(key, depth): clean_update(item, depth + 1) for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [clean_update(item, depth + 1) for item in value]
+    return value
 
 
 class _TelegramModel(BaseModel):
@@ -121,6 +160,11 @@ class Update(_TelegramModel):
     my_chat_member: dict[str, object] | None = None
     chat_member: dict[str, object] | None = None
     message_reaction: dict[str, object] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean(cls, data: Any) -> Any:
+        return clean_update(data)
 
     @property
     def kind(self) -> str:
