@@ -33,9 +33,9 @@ from nanobot_lambda.turns import TurnService
 from nanobot_lambda.workspace import S3Workspace
 
 logger = Logger()
-configure_logging(logger)
 
 settings = AgentSettings.from_env()
+configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 dynamodb = dynamodb_client()
 sqs = sqs_client()
 turns = TurnService(

@@ -15,9 +15,9 @@ from nanobot_lambda.telegram.client import TelegramBot
 from nanobot_lambda.workspace import S3Workspace
 
 logger = Logger()
-configure_logging(logger)
 
 settings = SchedulerSettings.from_env()
+configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 scheduler = SchedulerService(
     workspace=S3Workspace(settings.workspace_bucket, s3_client()),
     queue=TurnQueue(settings.turn_queue_url, sqs_client()),

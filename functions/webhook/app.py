@@ -17,10 +17,10 @@ from nanobot_lambda.settings import WebhookSettings
 from nanobot_lambda.webhook import Webhook
 
 logger = Logger()
-configure_logging(logger)
 
 # Built once per container, in the init phase; a bad setting fails here, naming the variable.
 settings = WebhookSettings.from_env()
+configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 dynamodb = dynamodb_client()
 ledger = UpdateLedger(settings.idempotency_table, dynamodb)
 webhook = Webhook(

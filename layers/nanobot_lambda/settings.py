@@ -111,6 +111,11 @@ class _Settings(BaseModel):
         except ValidationError as error:
             raise ConfigError(_describe(error, cls.purpose)) from None
 
+    def secret_values(self) -> list[str]:
+        """The values of every secret field that is set: what the logs and tools redact."""
+        values = [getattr(self, name) for name in type(self).model_fields]
+        return [value.get_secret_value() for value in values if isinstance(value, SecretStr)]
+
 
 def _describe(error: ValidationError, purpose: str) -> str:
     problems = []

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from nanobot_lambda.model import ToolCall
-from nanobot_lambda.tools import ToolRegistry
-from nanobot_lambda.tools.files import MAX_GREP_FILES, MAX_GREP_LINE_CHARS, file_tools
+from nanobot_lambda.tools import ToolError, ToolRegistry
+from nanobot_lambda.tools.bounded_regex import MAX_PATTERN_CHARS, bound
+from nanobot_lambda.tools.files import MAX_GREP_FILES, MAX_GREP_LINE_CHARS, Grep, file_tools
 from tests.support.fakes import MemoryWorkspace
 
 
@@ -180,3 +181,83 @@ def test_a_match_deep_in_a_long_line_is_shown_in_context() -> None:
     result = grep(MemoryWorkspace({"long.md": line}), pattern="needle")
     assert result.startswith("long.md:1: …")
     assert "the needle is here" in result
+
+
+# -- bounded cost: hostile patterns (ReDoS) ------------------------------------------------------
+
+CATASTROPHIC = [
+    "(a+)+$",  # the classic: 2^n ways to split a run of a's
+    "(a*)*b",
+    "(a|a)*$",
+    "(a|ab)*c",
+    r"(\w+\s?)+$",
+    "(x+x+)+y",
+    "(.*a){20}",
+    r"^(\d+\.)+$",
+]
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_exponential_patterns_are_refused_before_searching(pattern: str) -> None:
+    # Unbounded, each of these would run for longer than the universe on this line.
+    workspace = MemoryWorkspace({"long.md": "a" * 5_000 + "!\n" + "x" * 3_000 + "\n"})
+    result = grep(workspace, pattern=pattern)
+    assert result.startswith("Error: the pattern repeats something that can match")
+    assert "literal=true" in result
+    assert workspace.reads == 0
+
+
+def test_backreferences_are_refused() -> None:
+    result = grep(MemoryWorkspace({"a.md": "aa\n"}), pattern=r"(a)\1")
+    assert result.startswith("Error: backreferences")
+
+
+def test_an_overlong_pattern_is_refused() -> None:
+    result = grep(MemoryWorkspace({"a.md": "a\n"}), pattern="a" * (MAX_PATTERN_CHARS + 1))
+    assert result.startswith("Error: invalid arguments for grep")
+    # Through the tool's own check too (the schema is the model's first line of defence).
+    with pytest.raises(ToolError, match="longer than"):
+        Grep(MemoryWorkspace()).run("b" * (MAX_PATTERN_CHARS + 1))
+
+
+def test_too_many_open_ended_repetitions_are_refused() -> None:
+    result = grep(MemoryWorkspace({"a.md": "abcd\n"}), pattern="a.*b.*c.*d")
+    assert result.startswith("Error: the pattern has too many open-ended repetitions")
+
+
+def test_a_costly_pattern_searches_a_shorter_part_of_each_line_and_says_so() -> None:
+    width = bound(".*.*x", 0, MAX_GREP_LINE_CHARS).searched_chars
+    assert 100 <= width < MAX_GREP_LINE_CHARS
+    near, far = "a" * (width - 10) + "x", "a" * (width + 10) + "x"
+    result = grep(MemoryWorkspace({"lines.md": f"{near}\n{far}\n"}), pattern=".*.*x")
+    lines = result.splitlines()
+    assert lines[0].startswith("lines.md:1: aaa")
+    assert not any(line.startswith("lines.md:2") for line in lines)
+    assert f"only the first {width} characters of each line were searched (1 lines" in result
+
+
+def test_usual_patterns_keep_the_whole_searched_line() -> None:
+    for pattern in ("dentist", "foo.*bar", r"\d{4}-\d{2}-\d{2}", "(tea|coffee)+", r"\w+@\w+"):
+        assert bound(pattern, 0, MAX_GREP_LINE_CHARS).searched_chars == MAX_GREP_LINE_CHARS
+
+
+class StepClock:
+    """A clock that advances one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_a_search_past_its_time_limit_stops_with_what_it_found() -> None:
+    files: dict[str, str | bytes] = {f"notes/{n:02d}.md": "needle\n" * 5 for n in range(20)}
+    tool = Grep(MemoryWorkspace(files), time_limit=12, clock=StepClock())
+    result = tool.run("needle")
+    lines = result.splitlines()
+    assert lines[0] == "notes/00.md:1: needle"
+    assert 0 < len(lines) - 1 < 100  # some matches, not all of them
+    assert lines[-1].startswith("Stopped after 12 s: the pattern is too slow for this much text")
+    assert "of 20 files" in lines[-1]

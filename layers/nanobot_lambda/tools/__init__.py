@@ -1,7 +1,8 @@
 """Tools the model can call, and the registry that validates and runs them.
 
 Whatever goes wrong in a tool call (bad JSON, unknown tool, invalid arguments, a failing tool)
-comes back to the model as an `Error: …` result it can act on; the loop goes on.
+comes back to the model as an `Error: …` result it can act on; the loop goes on. Every result
+passes through `redaction.redact` before the model sees it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from nanobot_lambda.model import ToolCall, function_tool
+from nanobot_lambda.redaction import redact
 from nanobot_lambda.tools.schema import ArgumentError, validate
 
 logger = logging.getLogger(__name__)
@@ -53,6 +55,11 @@ class ToolRegistry:
         return [tool.definition() for tool in self._tools.values()]
 
     def execute(self, call: ToolCall) -> str:
+        """The call's result as the model will see it: never with a secret in it (a file or
+        page that holds the bot token or an API key shows `[REDACTED]` instead)."""
+        return redact(self._run(call))
+
+    def _run(self, call: ToolCall) -> str:
         tool = self._tools.get(call.name)
         if tool is None:
             return (

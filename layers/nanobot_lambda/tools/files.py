@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import difflib
 import re
+import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from nanobot_lambda.paths import PathError, normalize_path
 from nanobot_lambda.tools import Tool, ToolError
+from nanobot_lambda.tools.bounded_regex import MAX_PATTERN_CHARS, PatternRefused, bound
 from nanobot_lambda.workspace import (
     NotText,
     Workspace,
@@ -31,6 +34,7 @@ MAX_GREP_RESULTS = 200
 MAX_GREP_FILES = 500
 MAX_GREP_FILE_BYTES = 2_000_000
 MAX_GREP_LINE_CHARS = 2_000  # longer lines are searched and shown cut, which bounds regex cost
+MAX_GREP_SECONDS = 10.0  # the whole search; checked between lines (see bounded_regex)
 
 
 def _path(value: Any, *, allow_root: bool = False) -> str:
@@ -221,7 +225,7 @@ class Grep(WorkspaceTool):
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "minLength": 1},
+            "pattern": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_CHARS},
             "path": {"type": "string"},
             "literal": {"type": "boolean"},
             "ignore_case": {"type": "boolean"},
@@ -230,6 +234,17 @@ class Grep(WorkspaceTool):
         "required": ["pattern"],
         "additionalProperties": False,
     }
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        time_limit: float = MAX_GREP_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(workspace)
+        self._time_limit = time_limit
+        self._clock = clock
 
     def run(
         self,
@@ -240,20 +255,28 @@ class Grep(WorkspaceTool):
         max_results: int = 50,
     ) -> str:
         target = _path(path, allow_root=True)
+        flags = re.IGNORECASE if ignore_case else 0
         try:
-            regex = re.compile(
-                re.escape(pattern) if literal else pattern, re.IGNORECASE if ignore_case else 0
-            )
+            # The cost of a search is bounded before it starts (see bounded_regex).
+            bounded = bound(re.escape(pattern) if literal else pattern, flags, MAX_GREP_LINE_CHARS)
         except re.error as error:
             raise ToolError(
                 f"invalid regular expression ({error}); set literal=true to search plain text."
             ) from None
+        except PatternRefused as error:
+            raise ToolError(f"{error}.") from None
+        deadline = self._clock() + self._time_limit
         single = self._workspace.read(target) if target else None
         paths, total = ([target], 1) if single is not None else self._candidates(target)
         matches: list[str] = []
-        more = 0
+        more = searched = cut = 0
+        too_slow = False
         for name in paths:
+            if self._clock() > deadline:
+                too_slow = True
+                break
             file = single if single is not None else self._workspace.read(name)
+            searched += 1
             if file is None:
                 continue
             try:
@@ -261,30 +284,45 @@ class Grep(WorkspaceTool):
             except NotText:
                 continue
             for number, line in enumerate(text.splitlines(), start=1):
-                found = regex.search(line[:MAX_GREP_LINE_CHARS])
+                if self._clock() > deadline:
+                    too_slow = True
+                    break
+                if len(line) > bounded.searched_chars:
+                    cut += 1
+                found = bounded.regex.search(line[: bounded.searched_chars])
                 if found is None:
                     continue
                 if len(matches) < max_results:
                     matches.append(f"{name}:{number}: {_excerpt(line, found.start())}")
                 else:
                     more += 1
-        partial = ""
-        if total > len(paths):
-            partial = (
+            if too_slow:
+                break
+        notes = []
+        if too_slow:
+            notes.append(
+                f"Stopped after {self._time_limit:g} s: the pattern is too slow for this much "
+                f"text (searched {searched} of {total} files). Use a simpler pattern, "
+                "literal=true, or a narrower path."
+            )
+        elif total > len(paths):
+            notes.append(
                 f"Searched only the first {len(paths)} of {total} files; "
                 "narrow the path to search the rest."
             )
-        if not matches:
-            return (
-                f"{partial} No matches for {pattern!r}."
-                if partial
-                else (f"No matches for {pattern!r} in {target or '.'}.")
+        if cut and bounded.searched_chars < MAX_GREP_LINE_CHARS:
+            notes.append(
+                f"This pattern is costly, so only the first {bounded.searched_chars} characters "
+                f"of each line were searched ({cut} lines are longer); a simpler pattern "
+                "searches more."
             )
+        if not matches:
+            if notes:
+                return " ".join(notes) + f" No matches for {pattern!r}."
+            return f"No matches for {pattern!r} in {target or '.'}."
         if more:
             matches.append(f"… {more} more matches not shown; narrow the pattern or the path.")
-        if partial:
-            matches.append(partial)
-        return "\n".join(matches)
+        return "\n".join([*matches, *notes])
 
     def _candidates(self, folder: str) -> tuple[list[str], int]:
         """The files to search (at most MAX_GREP_FILES) and how many there are in all."""
