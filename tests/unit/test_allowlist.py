@@ -59,3 +59,26 @@ def test_mixed_list() -> None:
 def test_invalid_entries_are_refused(entry: str) -> None:
     with pytest.raises(ValueError, match="neither a numeric Telegram id"):
         AllowList.parse(entry)
+
+
+def test_usernames_match_in_ascii_only() -> None:
+    """Telegram usernames are ASCII; Unicode case folding would let look-alikes in."""
+    allow = AllowList.parse("carol_k,@kss_user")
+    assert not allow.allows(5, "caro\u212a_k")  # KELVIN SIGN lower-cases to k
+    assert not allow.allows(5, "\u017fss_user")  # LATIN SMALL LETTER LONG S folds to s
+    assert allow.allows(5, "CAROL_K")
+
+
+def test_a_listed_group_admits_every_member() -> None:
+    allow = AllowList.parse("111111111,-1002000000000")
+    assert allow.allows(333333333, group_id=-1002000000000)
+    assert not allow.allows(333333333, group_id=-1001234567890)
+    assert allow.allows(111111111, group_id=-1001234567890)  # the sender is listed
+    assert not allow.allows(333333333)  # the group counts only where the message was posted
+
+
+def test_a_group_entry_is_exact_too() -> None:
+    allow = AllowList.parse("-100123")
+    assert allow.allows(1, group_id=-100123)
+    assert not allow.allows(1, group_id=-1001234)
+    assert not allow.allows(1, group_id=100123)

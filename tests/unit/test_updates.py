@@ -111,3 +111,91 @@ def test_unknown_fields_are_tolerated() -> None:
 def test_non_updates_are_invalid(body: object) -> None:
     with pytest.raises(ValueError):
         Update.model_validate(body)
+
+
+# -- the allow-list rules, applied by classify -----------------------------------------------------
+
+STRANGER = {"id": 333333333, "is_bot": False, "first_name": "Cy"}
+LISTED = AllowList.parse("111111111,-1002000000000")
+
+
+def from_stranger(name: str, kind: str = "message") -> Update:
+    raw = telegram_update(name)
+    payload = raw[kind]
+    payload["from"] = STRANGER
+    if "chat" in payload and payload["chat"]["type"] == "private":
+        payload["chat"] = {"id": STRANGER["id"], "type": "private"}
+    return Update.model_validate(raw)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("command_start", "message"),  # commands are checked like messages
+        ("text_private", "message"),
+        ("edited_message", "edited_message"),
+        ("callback_query", "callback_query"),
+        ("photo_with_caption", "message"),
+    ],
+)
+def test_strangers_are_refused_whatever_they_send(name: str, kind: str) -> None:
+    decision = classify(from_stranger(name, kind), LISTED)
+    assert isinstance(decision, Rejected) and decision.sender_id == 333333333
+
+
+def test_the_owners_edits_and_button_presses_are_ignored_not_refused() -> None:
+    for name in ("edited_message", "callback_query"):
+        decision = classify(Update.model_validate(telegram_update(name)), LISTED)
+        assert isinstance(decision, Ignored)
+
+
+def test_in_a_group_the_sender_must_be_listed_unless_the_group_is() -> None:
+    unlisted = from_stranger("group_no_mention")  # in -1001234567890
+    assert isinstance(classify(unlisted, LISTED), Rejected)
+    raw = telegram_update("group_no_mention")
+    raw["message"]["from"] = STRANGER
+    raw["message"]["chat"]["id"] = -1002000000000
+    accepted = classify(Update.model_validate(raw), LISTED)
+    assert isinstance(accepted, Accepted)
+    assert accepted.message.sender_id == 333333333
+    # The owner is allowed in any group.
+    owner = classify(Update.model_validate(telegram_update("group_mention")), LISTED)
+    assert isinstance(owner, Accepted)
+
+
+def test_bots_are_ignored_even_in_a_listed_group() -> None:
+    raw = telegram_update("group_no_mention")
+    raw["message"]["from"] = {"id": 5, "is_bot": True, "first_name": "B", "username": "b_bot"}
+    raw["message"]["chat"]["id"] = -1002000000000
+    assert classify(Update.model_validate(raw), LISTED) == Ignored("message from a bot")
+
+
+def on_behalf_of(chat: dict[str, object], group_id: int) -> Update:
+    raw = telegram_update("group_no_mention")
+    raw["message"]["from"] = {"id": 1087968824, "is_bot": True, "first_name": "Group"}
+    raw["message"]["sender_chat"] = chat
+    raw["message"]["chat"]["id"] = group_id
+    return Update.model_validate(raw)
+
+
+def test_messages_sent_on_behalf_of_a_chat_are_judged_by_that_chat() -> None:
+    listed_group = {"id": -1002000000000, "type": "supergroup", "title": "G"}
+    channel = {"id": -1005555555555, "type": "channel", "title": "News", "username": "news_ch"}
+    # An anonymous admin of a listed group: the group itself speaks.
+    admin = classify(on_behalf_of(listed_group, -1002000000000), LISTED)
+    assert isinstance(admin, Accepted) and admin.message.sender_id == -1002000000000
+    # A linked channel in an unlisted group: refused, by the channel's id...
+    assert classify(on_behalf_of(channel, -1001234567890), LISTED) == Rejected(
+        sender_id=-1005555555555, chat_id=-1001234567890
+    )
+    # ...allowed when the channel (by id or username) or the group is listed.
+    assert isinstance(
+        classify(on_behalf_of(channel, -1001234567890), AllowList.parse("@news_ch")), Accepted
+    )
+    assert isinstance(classify(on_behalf_of(channel, -1002000000000), LISTED), Accepted)
+
+
+def test_channel_posts_are_ignored_even_from_a_listed_channel() -> None:
+    update = Update.model_validate(telegram_update("channel_post"))
+    assert classify(update, AllowList.parse("-1005555555555")) == Ignored("channel post")
+    assert classify(update, AllowList()) == Ignored("channel post")

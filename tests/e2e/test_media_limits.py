@@ -1,0 +1,95 @@
+"""Files refused or re-typed, through the whole stack: over MEDIA_MAX_BYTES or Telegram's 20 MB
+getFile limit the user gets a notice at once (and the model is told); a declared type that
+the bytes contradict is not believed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from nanobot_lambda import texts
+from nanobot_lambda.local.bot_api import GET_FILE_MAX_BYTES
+from nanobot_lambda.local.stack import LocalStack
+from tests.conftest import StackFactory, telegram_update
+from tests.support.scripted_model import ScriptedModelServer
+
+OWNER = 111111111
+PDF = b"%PDF-1.7\n" + bytes(range(256)) * 20  # 5129 bytes
+
+
+def send_document(stack: LocalStack, document: dict[str, Any]) -> None:
+    update = telegram_update("document_pdf")
+    update["message"]["document"] = document
+    assert json.loads(stack.post_update(update)["body"])["status"] == "queued"
+    stack.process_queue()
+    assert stack.poller.failures == 0
+
+
+def uploads(stack: LocalStack) -> list[str]:
+    return [entry.path for entry in stack.workspace.list_files(f"uploads/{OWNER}")]
+
+
+def test_a_file_over_media_max_bytes_is_refused_with_a_notice(
+    stack_factory: StackFactory,
+    model_server: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEDIA_MAX_BYTES", "1000")
+    stack = stack_factory()
+    stack.bot_api.add_file("doc-5k", PDF, "documents/file_20.pdf", file_unique_id="AgADk5")
+    model_server.reply("Could you send a smaller file?")
+    # No size in the update: getFile tells the size, and the bot stops there.
+    send_document(stack, {"file_id": "doc-5k", "file_unique_id": "AgADk5", "file_name": "a.pdf"})
+
+    notice, answer = [message.plain_text for message in stack.bot_api.messages]
+    assert notice == texts.render("media_too_large_notice", what='document "a.pdf"', limit="1.0 KB")
+    assert answer == "Could you send a smaller file?"
+    assert stack.bot_api.downloads == []  # never downloaded
+    assert uploads(stack) == []
+    told = model_server.requests[0]["messages"][-1]["content"]
+    assert texts.render("media_too_large", what='document "a.pdf"', limit="1.0 KB") in told
+
+
+def test_a_file_over_telegrams_20_mb_limit_is_refused_with_a_notice(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    big = bytes(GET_FILE_MAX_BYTES + 1)
+    stack.bot_api.add_file("doc-big", big, "documents/file_21.zip", file_unique_id="AgADbg")
+    model_server.reply("That one is too big for me.")
+    send_document(stack, {"file_id": "doc-big", "file_unique_id": "AgADbg", "file_name": "b.zip"})
+
+    replies = [message.plain_text for message in stack.bot_api.messages]
+    assert replies == [
+        texts.render("media_too_large_notice", what='document "b.zip"', limit="20.0 MB"),
+        "That one is too big for me.",
+    ]
+    assert ("getFile", "doc-big") in [
+        (method, params.get("file_id")) for method, params in stack.bot_api.calls
+    ]
+    assert stack.bot_api.downloads == []
+    assert uploads(stack) == []
+
+
+def test_a_declared_type_the_bytes_contradict_is_not_believed(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    stack.bot_api.add_file("doc-lie", PDF, "documents/file_22.jpg", file_unique_id="AgADli")
+    model_server.reply("That is a PDF, not a photo.")
+    send_document(
+        stack,
+        {
+            "file_id": "doc-lie",
+            "file_unique_id": "AgADli",
+            "file_name": "holiday.jpg",
+            "mime_type": "image/jpeg",
+            "file_size": len(PDF),
+        },
+    )
+    content = model_server.requests[0]["messages"][-1]["content"]
+    assert isinstance(content, str)  # no image part: the model is not shown a "photo"
+    assert '"holiday.jpg" (application/pdf, 5.1 KB)' in content
+    assert uploads(stack) == [f"uploads/{OWNER}/2025-11/AgADli.pdf"]
+    stored = stack.workspace.read(f"uploads/{OWNER}/2025-11/AgADli.pdf")
+    assert stored is not None and stored.data == PDF
