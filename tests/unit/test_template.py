@@ -50,6 +50,7 @@ ATTRIBUTES = {
     ("IdempotencyTable", "Arn"): (
         f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/nanobot-IdempotencyTable-X"
     ),
+    ("JobsTable", "Arn"): f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/nanobot-JobsTable-X",
     ("SchedulerFunction", "Arn"): (
         f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-SchedulerFunction-X"
     ),
@@ -377,3 +378,99 @@ def test_webhook_may_only_put_items_in_the_sessions_table(template: dict[str, An
             "dynamodb:DeleteItem",
         ],
     }
+
+
+# -- least privilege: what each function may do, on what ----------------------------------------
+
+BUCKET_ARN = ATTRIBUTES[("WorkspaceBucket", "Arn")]
+WORKSPACE_OBJECTS = f"{BUCKET_ARN}/workspace/*"
+QUEUE_ARN = ATTRIBUTES[("TurnQueue", "Arn")]
+SESSIONS_ARN = ATTRIBUTES[("SessionsTable", "Arn")]
+JOBS_ARN = ATTRIBUTES[("JobsTable", "Arn")]
+ITEM_ACTIONS = {
+    f"dynamodb:{action}" for action in ("Query", "GetItem", "PutItem", "UpdateItem", "DeleteItem")
+}
+
+# The boto3 calls each function's code makes (grep the package for them), as IAM actions on
+# the resources they touch. SSM, Scheduler and iam:PassRole have their own tests above.
+EXPECTED_DATA_ACCESS = {
+    "WebhookFunction": {
+        (QUEUE_ARN, "sqs:SendMessage"),  # jobs.TurnQueue.enqueue
+        (SESSIONS_ARN, "dynamodb:PutItem"),  # commands.StopFlags.request
+    },
+    "AgentTurnFunction": {
+        (WORKSPACE_OBJECTS, "s3:GetObject"),  # workspace.S3Workspace.read
+        (WORKSPACE_OBJECTS, "s3:PutObject"),  # .write (conditional)
+        (BUCKET_ARN, "s3:ListBucket"),  # .refresh, .list_dir, .list_files
+        (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements
+        # sessions: query, transact_write_items (Put + Update), update_item; stop flags:
+        # get_item, delete_item. jobs: put/get/query/update/delete, never scan (the CLI's).
+        *((SESSIONS_ARN, action) for action in ITEM_ACTIONS),
+        *((JOBS_ARN, action) for action in ITEM_ACTIONS),
+    },
+    "SchedulerFunction": {
+        (WORKSPACE_OBJECTS, "s3:GetObject"),  # HEARTBEAT.md
+        (BUCKET_ARN, "s3:ListBucket"),  # so that a missing file is a 404, not a 403
+        (QUEUE_ARN, "sqs:SendMessage"),
+        (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat
+        (JOBS_ARN, "dynamodb:UpdateItem"),  # claim_firing, release_firing, record_run
+        (JOBS_ARN, "dynamodb:DeleteItem"),  # a one-time job after it fired
+    },
+}
+DATA_SERVICES = ("s3:", "sqs:", "dynamodb:")
+
+
+def allowed_pairs(template: dict[str, Any], logical_id: str) -> set[tuple[str, str]]:
+    context = make_context(template, LlmApiKeyParameter="/k", TranscriptionApiKeyParameter="/t")
+    policies = context.evaluate(properties(template, logical_id).get("Policies", []))
+    return {
+        (resource, action)
+        for statement in iam_statements(policies)
+        if statement["Effect"] == "Allow"
+        for action in as_list(statement["Action"])
+        for resource in as_list(statement["Resource"])
+    }
+
+
+@pytest.mark.parametrize("logical_id", sorted(EXPECTED_DATA_ACCESS))
+def test_each_function_may_do_exactly_what_its_code_does_on_data(
+    template: dict[str, Any], logical_id: str
+) -> None:
+    data = {
+        pair for pair in allowed_pairs(template, logical_id) if pair[1].startswith(DATA_SERVICES)
+    }
+    assert data == EXPECTED_DATA_ACCESS[logical_id]
+
+
+@pytest.mark.parametrize("logical_id", [logical_id for logical_id, _ in FUNCTION_SETTINGS])
+def test_function_policies_are_explicit_statements_without_wildcards(
+    template: dict[str, Any], logical_id: str
+) -> None:
+    policies = as_list(properties(template, logical_id).get("Policies", []))
+    for policy in policies:
+        # No SAM policy templates (DynamoDBCrudPolicy, S3ReadPolicy, …) or managed policies:
+        # they grant more than the code uses. A policy is statements, possibly behind Fn::If.
+        assert isinstance(policy, dict) and set(policy) <= {"Statement", "Fn::If"}, policy
+    pairs = allowed_pairs(template, logical_id)
+    assert pairs
+    for resource, action in pairs:
+        assert "*" not in action, (logical_id, action)  # no s3:*, dynamodb:*, …
+        assert resource not in ("*", "arn:aws:s3:::*"), (logical_id, action, resource)
+        # A wildcard only ever ends a resource scoped to this stack's own bucket or schedules.
+        if "*" in resource:
+            assert resource == WORKSPACE_OBJECTS or resource.endswith(
+                f":schedule/{REFS['ScheduleGroup']}/*"
+            ), (logical_id, resource)
+
+
+def test_tables_and_queues_are_encrypted_at_rest(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    tables = [name for name, spec in resources.items() if spec["Type"] == "AWS::DynamoDB::Table"]
+    queues = [name for name, spec in resources.items() if spec["Type"] == "AWS::SQS::Queue"]
+    assert {"SessionsTable", "JobsTable"} <= set(tables)
+    assert {"TurnQueue", "TurnDeadLetterQueue"} <= set(queues)
+    for name in tables:
+        assert properties(template, name)["SSESpecification"]["SSEEnabled"] is True, name
+    for name in queues:
+        queue = properties(template, name)
+        assert queue.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in queue, name
