@@ -14,7 +14,7 @@ from nanobot_lambda.model import ToolCall
 from nanobot_lambda.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.workspace import S3Workspace
-from tests.support.hostile_paths import NORMALISED, REFUSED
+from tests.support.hostile_paths import NORMALISED, REFUSED, tool_calls
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"
 # Keys beside the workspace that a path must never reach (sibling prefixes included).
@@ -40,15 +40,9 @@ def bucket(resources: TemplateContext) -> str:
 
 
 def run_everything(registry: ToolRegistry, path: str) -> list[str]:
-    calls = {
-        "read_file": {"path": path},
-        "write_file": {"path": path, "content": "written"},
-        "edit_file": {"path": path, "old_text": "written", "new_text": "edited"},
-        "list_dir": {"path": path},
-        "grep": {"pattern": "SECRET|written|edited", "path": path},
-    }
     return [
-        registry.execute(ToolCall("c1", name, json.dumps(args))) for name, args in calls.items()
+        registry.execute(ToolCall("c1", name, json.dumps(arguments)))
+        for name, arguments in tool_calls(path).items()
     ]
 
 

@@ -7,6 +7,20 @@ every file tool) and by the integration test against the S3 workspace on moto se
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def tool_calls(path: str) -> dict[str, dict[str, Any]]:
+    """The arguments of a call to each file tool with `path`: a write, then an edit of it."""
+    return {
+        "read_file": {"path": path},
+        "write_file": {"path": path, "content": "written"},
+        "edit_file": {"path": path, "old_text": "written", "new_text": "edited"},
+        "list_dir": {"path": path},
+        "grep": {"pattern": "SECRET|written|edited", "path": path},
+    }
+
+
 REFUSED: list[tuple[str, str]] = [
     # parent references
     ("../secrets.txt", "'..' is not allowed"),

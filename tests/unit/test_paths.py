@@ -12,7 +12,7 @@ from nanobot_lambda.paths import PathError, normalize_path
 from nanobot_lambda.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
-from tests.support.hostile_paths import NORMALISED, REFUSED
+from tests.support.hostile_paths import NORMALISED, REFUSED, tool_calls
 
 ORIGINAL = {"AGENTS.md": "# Agents\n", "memory/MEMORY.md": "# Memory\n"}
 
@@ -34,14 +34,7 @@ def test_every_file_tool_refuses_hostile_paths_and_changes_nothing(path: str, re
     workspace = MemoryWorkspace(dict(ORIGINAL))
     before = dict(workspace.files)
     registry = ToolRegistry(file_tools(workspace))
-    calls = {
-        "read_file": {"path": path},
-        "write_file": {"path": path, "content": "pwned"},
-        "edit_file": {"path": path, "old_text": "#", "new_text": "pwned"},
-        "list_dir": {"path": path},
-        "grep": {"pattern": "#", "path": path},
-    }
-    for name, arguments in calls.items():
+    for name, arguments in tool_calls(path).items():
         result = registry.execute(ToolCall("c1", name, json.dumps(arguments)))
         if name in ("list_dir", "grep") and path.strip() in ("", ".", "./"):
             continue  # the workspace root, where a folder is expected
