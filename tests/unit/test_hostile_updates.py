@@ -9,9 +9,7 @@ import logging
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
-from nanobot_lambda.allowlist import AllowList
 from nanobot_lambda.jobs import TelegramUpdateJob, parse_job
 from nanobot_lambda.media import MediaResolver
 from nanobot_lambda.settings import AgentSettings
@@ -25,13 +23,12 @@ from nanobot_lambda.telegram.inbound import (
     to_inbound,
 )
 from nanobot_lambda.telegram.models import Update, User
-from nanobot_lambda.webhook import MAX_JOB_BYTES, Webhook
+from nanobot_lambda.webhook import MAX_JOB_BYTES
 from tests.support.fakes import MemoryWorkspace
 from tests.support.hostile_updates import ALLOW_FROM, CASES, Case
 from tests.support.settings import AGENT_ENV
-from tests.unit.test_webhook import MemoryQueue, MemoryStopFlags
+from tests.unit.test_webhook import SECRET, MemoryQueue, make_webhook
 
-SECRET = "hostile-corpus-secret"
 BOT = User(id=7000000001, is_bot=True, first_name="Nano", username="nano_lambda_bot")
 SETTINGS = AgentSettings.from_env({**AGENT_ENV, "ALLOW_FROM": ALLOW_FROM})
 IDS = [case.name for case in CASES]
@@ -84,7 +81,7 @@ def private_texts(case: Case) -> list[str]:
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_webhook_answers_each_hostile_request(case: Case, caplog: pytest.LogCaptureFixture) -> None:
     queue = MemoryQueue()
-    webhook = Webhook(SecretStr(SECRET), AllowList.parse(ALLOW_FROM), queue, MemoryStopFlags())  # type: ignore[arg-type]
+    webhook = make_webhook(queue, allow=ALLOW_FROM)
     with caplog.at_level(logging.INFO):
         response = webhook.handle(case.event(SECRET, 900_000_001)).to_http()
 
@@ -103,7 +100,7 @@ def test_webhook_answers_each_hostile_request(case: Case, caplog: pytest.LogCapt
 )
 def test_agent_turn_handles_each_queued_hostile_update(case: Case) -> None:
     queue = MemoryQueue()
-    webhook = Webhook(SecretStr(SECRET), AllowList.parse(ALLOW_FROM), queue, MemoryStopFlags())  # type: ignore[arg-type]
+    webhook = make_webhook(queue, allow=ALLOW_FROM)
     webhook.handle(case.event(SECRET, 900_000_002))
     ((job, _, _),) = queue.sent
     # The message as SQS carries it, within SQS's size limit, parsed as agent_turn parses it.
@@ -134,7 +131,7 @@ def test_agent_turn_handles_each_queued_hostile_update(case: Case) -> None:
 def test_a_lone_surrogate_is_queued_as_a_replacement_character() -> None:
     (case,) = [case for case in CASES if case.name == "a lone UTF-16 surrogate"]
     queue = MemoryQueue()
-    webhook = Webhook(SecretStr(SECRET), AllowList.parse(ALLOW_FROM), queue, MemoryStopFlags())  # type: ignore[arg-type]
+    webhook = make_webhook(queue, allow=ALLOW_FROM)
     webhook.handle(case.event(SECRET, 1))
     assert queue.sent[0][0].update["message"]["text"] == "x\ufffdy\ufffd"
 

@@ -79,6 +79,7 @@ def test_settings_list_every_secret_they_hold() -> None:
             "ALLOW_FROM": "1",
             "TURN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
             "SESSIONS_TABLE": "sessions",
+            "IDEMPOTENCY_TABLE": "idempotency",
         }
     )
     assert webhook.secret_values() == [WEBHOOK_SECRET]

@@ -387,6 +387,7 @@ WORKSPACE_OBJECTS = f"{BUCKET_ARN}/workspace/*"
 QUEUE_ARN = ATTRIBUTES[("TurnQueue", "Arn")]
 SESSIONS_ARN = ATTRIBUTES[("SessionsTable", "Arn")]
 JOBS_ARN = ATTRIBUTES[("JobsTable", "Arn")]
+IDEMPOTENCY_ARN = ATTRIBUTES[("IdempotencyTable", "Arn")]
 ITEM_ACTIONS = {
     f"dynamodb:{action}" for action in ("Query", "GetItem", "PutItem", "UpdateItem", "DeleteItem")
 }
@@ -397,14 +398,21 @@ EXPECTED_DATA_ACCESS = {
     "WebhookFunction": {
         (QUEUE_ARN, "sqs:SendMessage"),  # jobs.TurnQueue.enqueue
         (SESSIONS_ARN, "dynamodb:PutItem"),  # commands.StopFlags.request
+        # idempotency.UpdateLedger (Powertools Idempotency's DynamoDB persistence)
+        *(
+            (IDEMPOTENCY_ARN, f"dynamodb:{action}")
+            for action in ("GetItem", "PutItem", "UpdateItem", "DeleteItem")
+        ),
     },
     "AgentTurnFunction": {
         (WORKSPACE_OBJECTS, "s3:GetObject"),  # workspace.S3Workspace.read
         (WORKSPACE_OBJECTS, "s3:PutObject"),  # .write (conditional)
         (BUCKET_ARN, "s3:ListBucket"),  # .refresh, .list_dir, .list_files
-        (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements
-        # sessions: query, transact_write_items (Put + Update), update_item; stop flags:
-        # get_item, delete_item. jobs: put/get/query/update/delete, never scan (the CLI's).
+        (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements, continuations
+        (QUEUE_ARN, "sqs:ChangeMessageVisibility"),  # records: a failed turn's retry delay
+        # sessions: query, transact_write_items (Put, Update, Delete), update_item; journal:
+        # get/put/update/delete_item; stop flags: get_item, delete_item. jobs:
+        # put/get/query/update/delete, never scan (the CLI's).
         *((SESSIONS_ARN, action) for action in ITEM_ACTIONS),
         *((JOBS_ARN, action) for action in ITEM_ACTIONS),
     },
