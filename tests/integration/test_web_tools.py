@@ -525,3 +525,11 @@ def test_no_results(search_server: Callable[..., SearchStandIn], tools: ToolsFac
     brave = search_server([])
     search = tools(search_provider="brave", search_api_key=SEARCH_KEY, search_api_base=brave.url)
     assert search["web_search"].run("xyzzy") == "No web results for 'xyzzy'."
+
+
+def test_a_page_without_text_says_so(
+    site: WebServer, tools: ToolsFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = site.route("/empty", Reply(b"<html><body></body></html>"))
+    assert assert_framed(fetch(tools, url), url) == "(no readable text)"
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]

@@ -34,6 +34,8 @@ from nanobot_lambda.netguard import (
 from nanobot_lambda.tools import Tool, ToolError
 
 logger = logging.getLogger(__name__)
+# readability logs a traceback at ERROR for every page it cannot parse; html_page falls back.
+logging.getLogger("readability").setLevel(logging.CRITICAL)
 
 FRAME_TAG = "untrusted_web_content"
 UNTRUSTED_NOTE = (
@@ -58,6 +60,7 @@ _FRAME_TAG_LIKE = re.compile(r"<[\s/\u200b-\u200f\u2060\ufeff]*untrusted", re.IG
 _HTML_TAG = re.compile(r"<[^>]*>")
 _BLANK_LINES = re.compile(r"\n\s*\n(\s*\n)+")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([a-zA-Z0-9_.:-]+)""", re.IGNORECASE)
 _HTML_START = re.compile(rb"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S)
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -156,7 +159,8 @@ def _plain_text(markup: str) -> str:
 
 
 def tidy(text: str) -> str:
-    lines = (_SPACES.sub(" ", line).strip() for line in text.splitlines())
+    """Without control characters, runs of spaces, or more than one blank line in a row."""
+    lines = (_SPACES.sub(" ", line).strip() for line in _CONTROLS.sub("", text).splitlines())
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
@@ -203,7 +207,7 @@ class WebFetch(Tool):
         if media_type in _HTML_TYPES:
             page = html_page(text, fetched.url, extract_mode)
         else:
-            page = Page(title="", text=text.strip())
+            page = Page(title="", text=_CONTROLS.sub("", text).strip())
         limit = min(max_chars, self._max_content_chars)
         content = f"# {page.title}\n\n{page.text}" if page.title else page.text
         notes: list[str] = []
