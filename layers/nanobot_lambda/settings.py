@@ -12,6 +12,7 @@ handlers reads `os.environ`: the settings object is passed down.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal
@@ -36,6 +37,7 @@ SECRET_VARIABLES = (
     "TELEGRAM_SECRET_TOKEN",
     "LLM_API_KEY",
     "TRANSCRIPTION_API_KEY",
+    "WEB_SEARCH_API_KEY",
 )
 
 
@@ -263,6 +265,43 @@ class RetrySettings(_Settings):
     retry_backoff_seconds: int = Field(default=10, alias="RETRY_BACKOFF_SECONDS", ge=0, le=900)
 
 
+class WebSettings(_Settings):
+    """The web tools: web_search's provider, and what web_fetch may reach and read."""
+
+    # Unset (or no key): web_search answers that it is not configured.
+    web_search_provider: Literal["brave", "tavily"] | None = Field(
+        default=None, alias="WEB_SEARCH_PROVIDER"
+    )
+    web_search_api_key: SecretStr | None = Field(default=None, alias="WEB_SEARCH_API_KEY")
+    # The provider's base URL, e.g. a stand-in server in tests (default: the provider's own).
+    web_search_api_base: str | None = Field(
+        default=None, alias="WEB_SEARCH_API_BASE", pattern=r"^https?://\S+$"
+    )
+    # Networks exempt from web_fetch's ban on private addresses (an intranet), as CIDRs.
+    web_fetch_allow_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = Field(
+        default=(), alias="WEB_FETCH_ALLOW_NETWORKS"
+    )
+    web_fetch_max_bytes: int = Field(
+        default=2_000_000, alias="WEB_FETCH_MAX_BYTES", ge=1_000, le=20_000_000
+    )
+    web_fetch_timeout_seconds: float = Field(
+        default=15, alias="WEB_FETCH_TIMEOUT_SECONDS", gt=0, le=120
+    )
+
+    @field_validator("web_fetch_allow_networks", mode="before")
+    @classmethod
+    def _parse_networks(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        networks = []
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            try:
+                networks.append(ipaddress.ip_network(item))
+            except ValueError as error:
+                raise ValueError(f"{item!r} is not a network in CIDR form ({error})") from None
+        return tuple(networks)
+
+
 class JobSettings(_Settings):
     """Where scheduled jobs live: their records, and their schedules' group and target."""
 
@@ -299,6 +338,7 @@ class AgentSettings(
     SchedulingSettings,
     QueueSettings,
     AllowListSettings,
+    WebSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
 

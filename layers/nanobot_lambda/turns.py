@@ -48,6 +48,7 @@ from nanobot_lambda.jobs import (
 from nanobot_lambda.journal import TurnJournal, TurnProgress, parse_turn_item, turn_sort_key
 from nanobot_lambda.media import MediaResolver, Transcriber
 from nanobot_lambda.model import ChatModel, ModelError
+from nanobot_lambda.netguard import FetchLimits
 from nanobot_lambda.outbox import Outbox, deliver
 from nanobot_lambda.recall import HistoryRecall
 from nanobot_lambda.scheduler import HEARTBEAT_GROUP
@@ -74,6 +75,7 @@ from nanobot_lambda.tools.chat import (
     TurnScope,
 )
 from nanobot_lambda.tools.files import file_tools
+from nanobot_lambda.tools.web import web_tools
 from nanobot_lambda.workspace import WithBuiltinFiles, Workspace
 
 logger = logging.getLogger(__name__)
@@ -107,10 +109,23 @@ def agent_tools(
     bot: TelegramBot,
     clock: Callable[[], datetime],
 ) -> tuple[list[Tool], list[Tool]]:
-    """The agent's tools: (workspace tools, chat tools). The benchmarks count these schemas."""
+    """The agent's tools: (workspace tools, chat tools). The benchmarks count these schemas.
+
+    Workspace tools (files and web) are also what background tasks get; chat tools act on chats.
+    """
     # The file tools also see the built-in skills' files, read-only, where the summary says.
     builtins = {path: text.encode() for path, text in builtin_skill_files().items()}
     workspace_tools = file_tools(WithBuiltinFiles(workspace, builtins))
+    workspace_tools += web_tools(
+        search_provider=settings.web_search_provider,
+        search_api_key=(
+            settings.web_search_api_key.get_secret_value() if settings.web_search_api_key else None
+        ),
+        search_api_base=settings.web_search_api_base,
+        allow_networks=settings.web_fetch_allow_networks,
+        limits=FetchLimits(settings.web_fetch_max_bytes, settings.web_fetch_timeout_seconds),
+        result_max_chars=settings.tool_result_max_chars,
+    )
     chat_tools: list[Tool] = [
         CronTool(current, jobs, schedules, timezone=settings.timezone, clock=clock),
         MessageTool(current, settings.allow_from),

@@ -217,7 +217,9 @@ def test_a_background_task_round_trip(stack: LocalStack, model_server: ScriptedM
     assert spawn_result.startswith("Started background task")
     subagent_request = model_server.requests[2]
     tools = {tool["function"]["name"] for tool in subagent_request["tools"]}
-    assert tools == {"read_file", "write_file", "edit_file", "list_dir", "grep"}
+    assert tools == {
+        "read_file", "write_file", "edit_file", "list_dir", "grep", "web_search", "web_fetch"
+    }  # fmt: skip
     announcement = model_server.requests[4]["messages"][-1]["content"]
     assert 'background task "packing list" finished' in announcement
     assert "Packing list written to notes/packing.md (2 items)." in announcement
