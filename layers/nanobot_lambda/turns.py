@@ -274,6 +274,15 @@ class TurnService:
         outbox = Outbox(self._bot, self._journal, journal_key, progress)
         return TurnRun(job, group, journal_key, progress, outbox)
 
+    def _begin_in_session(
+        self, job: StartJob, turn_id: str, key: str
+    ) -> tuple[SessionHistory, TurnRun | None]:
+        """A turn saved into session `key`, which is also its FIFO group: the history and the
+        turn's journal come from one Query."""
+        history = self._sessions.load(key, self._settings.history_window)
+        run = self._begin(job, turn_id=turn_id, group=key, journal_key=key, history=history)
+        return history, run
+
     @contextmanager
     def _scope(
         self, chat_id: int, thread_id: int | None, origin: TurnOrigin, outbox: Outbox
@@ -317,14 +326,7 @@ class TurnService:
         if self._command(inbound):
             return
         key = inbound.session_key
-        history = self._sessions.load(key, self._settings.history_window)
-        run = self._begin(
-            job,
-            turn_id=f"update-{inbound.update_id}",
-            group=key,
-            journal_key=key,
-            history=history,
-        )
+        history, run = self._begin_in_session(job, f"update-{inbound.update_id}", key)
         if run is None:
             return
         logger.info("turn started", extra=log)
@@ -432,12 +434,9 @@ class TurnService:
     def _cron_task_turn(self, job: CronTaskJob) -> None:
         """A scheduled task, in its own session `cron:<job id>`; its report goes to the chat."""
         key = f"cron:{job.job_id}"
-        history = self._sessions.load(key, self._settings.history_window)
         # One firing, one turn (older queued jobs carry no firing time: a fresh id each run).
         firing = job.fired_at or secrets.token_hex(6)
-        run = self._begin(
-            job, turn_id=f"cron-{job.job_id}-{firing}", group=key, journal_key=key, history=history
-        )
+        history, run = self._begin_in_session(job, f"cron-{job.job_id}-{firing}", key)
         if run is None:
             return
         prompt = texts.render("cron_task", name=job.name, message=job.message)
@@ -494,14 +493,7 @@ class TurnService:
     def _announcement_turn(self, job: AnnouncementJob) -> None:
         """The chat's agent hears what a background task did and tells the user itself."""
         key = session_key_for(job.chat_id, job.thread_id)
-        history = self._sessions.load(key, self._settings.history_window)
-        run = self._begin(
-            job,
-            turn_id=f"announce-{job.subagent_id}",
-            group=key,
-            journal_key=key,
-            history=history,
-        )
+        history, run = self._begin_in_session(job, f"announce-{job.subagent_id}", key)
         if run is None:
             return
         note = texts.render(
