@@ -9,30 +9,36 @@ the failing chat wait, preserving order.
 import os
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import (
     SqsFifoPartialProcessor,
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nanobot_lambda import tracing
 from nanobot_lambda.aws import dynamodb_client, s3_client, scheduler_client, sqs_client
 from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.cronjobs import JobStore, ScheduleClient
 from nanobot_lambda.jobs import TurnQueue
 from nanobot_lambda.journal import TurnJournal
 from nanobot_lambda.litellm_model import LitellmChatModel
-from nanobot_lambda.logs import configure_logging
+from nanobot_lambda.logs import configure_logging, correlated
 from nanobot_lambda.media import transcriber_for
+from nanobot_lambda.metrics import dlq_sent, metrics
 from nanobot_lambda.records import RecordRunner
 from nanobot_lambda.sessions import DynamoSessionStore
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.telegram.client import TelegramBot
 from nanobot_lambda.turns import TurnService
+from nanobot_lambda.usage import UsageMeter, UsageStore
 from nanobot_lambda.workspace import S3Workspace
 
 logger = Logger()
+tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
+tracing.use(tracer)
 
 settings = AgentSettings.from_env()
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
@@ -56,6 +62,7 @@ turns = TurnService(
     bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
     environ=os.environ,  # skills check their `requires.env` against it
     transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
+    usage=UsageMeter(UsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone)),
 )
 records = RecordRunner(
     turns,
@@ -63,12 +70,21 @@ records = RecordRunner(
     settings.turn_queue_url,
     max_receive_count=settings.turn_max_receive_count,
     backoff_seconds=settings.retry_backoff_seconds,
+    on_last_failure=dlq_sent,
 )
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
+def process_record(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
+    """`records.run`, with the job's ids on every log record written meanwhile."""
+    with correlated(logger, record):
+        records.run(record, lambda_context)
+
+
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
-        event=event, record_handler=records.run, processor=processor, context=context
+        event=event, record_handler=process_record, processor=processor, context=context
     )

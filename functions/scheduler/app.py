@@ -9,6 +9,7 @@ from nanobot_lambda.aws import dynamodb_client, s3_client, sqs_client
 from nanobot_lambda.cronjobs import JobStore
 from nanobot_lambda.jobs import TurnQueue
 from nanobot_lambda.logs import configure_logging
+from nanobot_lambda.metrics import count_errors, metrics
 from nanobot_lambda.scheduler import SchedulerService
 from nanobot_lambda.settings import SchedulerSettings
 from nanobot_lambda.telegram.client import TelegramBot
@@ -28,5 +29,7 @@ scheduler = SchedulerService(
 
 
 @logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+@count_errors("scheduler_failed")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, str]:
     return scheduler.handle(event)

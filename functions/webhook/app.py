@@ -13,6 +13,7 @@ from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.idempotency import UpdateLedger
 from nanobot_lambda.jobs import TurnQueue
 from nanobot_lambda.logs import configure_logging
+from nanobot_lambda.metrics import metrics
 from nanobot_lambda.settings import WebhookSettings
 from nanobot_lambda.webhook import Webhook
 
@@ -33,6 +34,7 @@ webhook = Webhook(
 
 
 @logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     ledger.register(context)
     return webhook.handle(event).to_http()

@@ -76,11 +76,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     cron_remove.add_argument("--chat", type=int, required=True, help="the chat that owns it")
     for sub in (cron_list, cron_remove):
         sub.add_argument("--stack", help="CloudFormation stack name (reads its outputs)")
+    usage = commands.add_parser(
+        "usage",
+        help="tokens, turns and cost per chat of a deployed stack",
+        description="What each chat used today, this month and in total: turns, model and "
+        "tool calls, tokens in (cached) and out, cost when the model's price is known. The "
+        "sessions table comes from --stack's outputs, or from SESSIONS_TABLE; days follow "
+        "TIMEZONE (default UTC).",
+        epilog="examples:\n  nanobot-lambda usage --stack nanobot-lambda\n"
+        "  nanobot-lambda usage --chat 111111111 --stack nanobot-lambda",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    usage.add_argument("--chat", type=int, help="only this chat")
+    usage.add_argument("--stack", help="CloudFormation stack name (reads its outputs)")
     arguments = parser.parse_args(argv)
     if arguments.command == "chat":
         return chat_command(arguments)
     if arguments.command == "cron":
         return cron_command(arguments)
+    if arguments.command == "usage":
+        return usage_command(arguments)
     return 2  # pragma: no cover - argparse enforces a command
 
 
@@ -135,6 +150,28 @@ def cron_command(arguments: argparse.Namespace) -> int:
     ScheduleClient(boto3.client("scheduler"), group=group, target_arn="-", role_arn="-").delete(job)
     store.delete(job.chat_id, job.job_id)
     print(f"Removed {job.kind} '{job.name}' ({job.job_id}).")
+    return 0
+
+
+def usage_command(arguments: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    import boto3
+
+    from nanobot_lambda.usage import UsageStore, usage_report
+
+    try:
+        outputs = _stack_outputs(arguments.stack) if arguments.stack else {}
+        table = outputs.get("SessionsTableName") or os.environ.get("SESSIONS_TABLE")
+        if not table:
+            print("error: give --stack NAME, or set SESSIONS_TABLE", file=sys.stderr)
+            return 2
+        timezone = os.environ.get("TIMEZONE") or "UTC"
+        store = UsageStore(table, boto3.client("dynamodb"), timezone=timezone)
+        print(usage_report(store, arguments.chat, datetime.now(UTC)))
+    except Exception as error:
+        print(f"error: cannot read usage: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -104,3 +104,14 @@ class TurnQueue:
             MessageDeduplicationId=dedup_id,
         )
         return response["MessageId"]
+
+
+def chat_of(job: AnyJob) -> int | None:
+    """The chat a job is for; None for a queued update that holds no message."""
+    if isinstance(job, ContinuationJob):
+        job = job.job
+    if isinstance(job, TelegramUpdateJob):
+        chat = (job.update.get("message") or {}).get("chat") or {}
+        chat_id = chat.get("id")
+        return chat_id if isinstance(chat_id, int) else None
+    return job.chat_id

@@ -16,13 +16,22 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
+from nanobot_lambda.jobs import AnyJob, ContinuationJob, TelegramUpdateJob, chat_of, parse_job
 from nanobot_lambda.redaction import REDACTOR
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+# Keys agent_turn adds to every record logged while it processes a queued job.
+CORRELATION_KEYS = ("turn_id", "job_kind", "chat_id", "update_id", "job_id", "subagent_id")
+
 
 # The attributes every LogRecord has; anything else on a record came from `extra`.
 _STANDARD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
@@ -107,3 +116,37 @@ def _install_record_factory() -> None:
 
     logging.setLogRecordFactory(redacting_factory)
     _factory_installed = True
+
+
+def correlation_ids(job: AnyJob, turn_id: str) -> dict[str, object]:
+    """The ids that tie together the log records of one job (ids only, never text).
+
+    `turn_id` is the SQS message id: the same for every retry of the job. A continuation
+    (`job_kind` continuation) carries the ids of the job it continues.
+    """
+    started = job.job if isinstance(job, ContinuationJob) else job
+    keys: dict[str, object] = {
+        "turn_id": turn_id,
+        "job_kind": job.kind,
+        "chat_id": chat_of(job),
+        "update_id": (
+            started.update.get("update_id") if isinstance(started, TelegramUpdateJob) else None
+        ),
+        "job_id": getattr(started, "job_id", None),
+        "subagent_id": getattr(started, "subagent_id", None),
+    }
+    return {key: value for key, value in keys.items() if value is not None}
+
+
+@contextmanager
+def correlated(logger: Logger, record: SQSRecord) -> Iterator[None]:
+    """While a queued job is processed, its ids are on every record the logger writes."""
+    try:
+        keys = correlation_ids(parse_job(record.body), turn_id=record.message_id)
+    except ValueError:
+        keys = {"turn_id": record.message_id}  # not a job: records.py reports it
+    logger.append_keys(**keys)
+    try:
+        yield
+    finally:
+        logger.remove_keys(list(keys))

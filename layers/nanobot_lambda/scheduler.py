@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from nanobot_lambda import texts
+from nanobot_lambda import metrics, texts
 from nanobot_lambda.cronjobs import JobStore
 from nanobot_lambda.jobs import CronTaskJob, HeartbeatJob, TurnQueue
 from nanobot_lambda.telegram.client import TelegramBot
@@ -83,6 +83,7 @@ class SchedulerService:
             return {"status": "removed"}
         if not self._jobs.claim_firing(chat_id, job_id, scheduled):
             logger.info("duplicate delivery of a job firing ignored", extra=log)
+            metrics.duplicate_suppressed()
             return {"status": "duplicate"}
         try:
             if job.kind == "reminder":

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nanobot_lambda import heartbeat, texts
+from nanobot_lambda import heartbeat, metrics, texts
 from nanobot_lambda.agent import AgentLoop, Resume, TurnOutcome, for_saving
 from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.consolidation import ConsolidationError, Consolidator
@@ -76,6 +76,7 @@ from nanobot_lambda.tools.chat import (
 )
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.web import web_tools
+from nanobot_lambda.usage import UsageMeter
 from nanobot_lambda.workspace import WithBuiltinFiles, Workspace
 
 logger = logging.getLogger(__name__)
@@ -157,9 +158,12 @@ class TurnService:
         queue: TurnQueue,
         journal: TurnJournal,
         environ: Mapping[str, str],
+        usage: UsageMeter,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         transcriber: Transcriber | None = None,
     ) -> None:
+        model = usage.metered(model)  # every model call is counted for the job's chat
+        self._usage = usage
         self._settings = settings
         self._workspace = workspace
         self._sessions = sessions
@@ -201,7 +205,12 @@ class TurnService:
         )
 
     def process(self, job: AnyJob, remaining_ms: RemainingMillis | None = None) -> None:
-        """Run the job's turn; `remaining_ms` is the invocation's time left (Lambda context)."""
+        """Run the job's turn; `remaining_ms` is the invocation's time left (Lambda context).
+        What its model calls use is counted for the job's chat."""
+        with self._usage.job(job):
+            self._process(job, remaining_ms)
+
+    def _process(self, job: AnyJob, remaining_ms: RemainingMillis | None) -> None:
         self._remaining_ms = remaining_ms
         self._workspace.refresh()
         if isinstance(job, ContinuationJob):
@@ -253,6 +262,7 @@ class TurnService:
         if history is not None:
             if turn_id in history.recent_turns:
                 logger.info("turn already done: repeated delivery skipped", extra={"turn": turn_id})
+                metrics.duplicate_suppressed()
                 return None
             key = turn_sort_key(turn_id)
             found = [item for item in history.open_turns if item["sk"]["S"] == key]
@@ -261,6 +271,7 @@ class TurnService:
             progress = self._journal.get(journal_key, turn_id)
             if progress.done:
                 logger.info("turn already done: repeated delivery skipped", extra={"turn": turn_id})
+                metrics.duplicate_suppressed()
                 return None
         if progress.resumed:
             logger.info(
@@ -365,7 +376,7 @@ class TurnService:
             self._consolidate_quietly(key)
 
     def _command(self, inbound: InboundMessage) -> bool:
-        """Handle /start, /help, /new, /stop; True when the message was one of them."""
+        """Handle /start, /help, /new, /stop, /usage; True when the message was one of them."""
         command = inbound.command
         if command in ("start", "help"):
             self._deliver(inbound.chat_id, texts.load(command), inbound.thread_id)
@@ -376,6 +387,8 @@ class TurnService:
             # means nothing was running.
             if self._stop_flags.clear(inbound.session_key):
                 self._deliver(inbound.chat_id, texts.load("nothing_to_stop"), inbound.thread_id)
+        elif command == "usage":
+            self._deliver(inbound.chat_id, self._usage.report(inbound.chat_id), inbound.thread_id)
         else:
             return False
         return True
@@ -613,23 +626,26 @@ class TurnService:
         outcome: TurnOutcome,
         run: TurnRun,
     ) -> None:
-        """Save the turn and close its journal in one transaction."""
+        """Save the turn, close its journal and record its usage in one transaction."""
         limit = self._settings.saved_tool_result_max_chars
         first = {**first, "ts": self._clock().isoformat(timespec="seconds")}
         saved = [first, *(for_saving(message, limit) for message in outcome.new_messages)]
         closing = self._journal.finish(run.journal_key, run.progress)
         # The answer is out: a failed save must not fail the job (its retry would answer
         # again), so a conflict is retried here on a fresh header.
-        for attempt in range(1, SAVE_ATTEMPTS + 1):
-            try:
-                self._sessions.append(history, saved, turn_id=run.progress.turn_id, also=closing)
-                return
-            except SessionConflict:
-                if attempt == SAVE_ATTEMPTS:
-                    raise
-                logger.warning("session changed while the turn ran; saving on the new header")
-                fresh = self._sessions.load(history.key, 1)
-                history.next_seq, history.recent_turns = fresh.next_seq, fresh.recent_turns
+        with self._usage.folded() as usage:
+            for attempt in range(1, SAVE_ATTEMPTS + 1):
+                try:
+                    self._sessions.append(
+                        history, saved, turn_id=run.progress.turn_id, also=[*closing, *usage]
+                    )
+                    return
+                except SessionConflict:
+                    if attempt == SAVE_ATTEMPTS:
+                        raise
+                    logger.warning("session changed while the turn ran; saving on the new header")
+                    fresh = self._sessions.load(history.key, 1)
+                    history.next_seq, history.recent_turns = fresh.next_seq, fresh.recent_turns
 
     def _consolidate_quietly(self, key: str) -> None:
         """Consolidate after the turn is answered and saved: a failure must not fail the job,

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from pydantic import SecretStr, ValidationError
 
+from nanobot_lambda import metrics
 from nanobot_lambda.allowlist import AllowList
 from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.idempotency import UpdateInProgress
@@ -154,6 +155,7 @@ class Webhook:
         if not queued:
             # Telegram re-sent an update we queued before (beyond SQS's 5-minute dedup window).
             logger.info("repeated update: already queued", extra=log)
+            metrics.duplicate_suppressed()
             return _reply(200, status="duplicate")
         logger.info("update queued", extra={**log, "chat_id": message.chat_id})
         return _reply(200, status="queued")

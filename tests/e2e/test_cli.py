@@ -35,6 +35,7 @@ def test_one_message_prints_the_answer(model_server: ScriptedModelServer) -> Non
     completed = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env=model_server.env())
     assert completed.returncode == 0, completed.stderr
     assert "nanobot> Hello from the scripted model!" in completed.stdout
+    assert '"_aws"' not in completed.stdout  # no metric records among the replies
     (request,) = model_server.requests
     assert request["messages"][-1]["content"].endswith("\n\nhi")
     assert model_server.unexpected == []

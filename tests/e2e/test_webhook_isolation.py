@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
     module = load_handler_module(Path("functions/webhook"), "webhook_app")
     event = http_event(sys.argv[1], secret="isolation-secret")
     response = module.handler(event, LocalLambdaContext("webhook", 10, 256))
-    heavy_roots = ("litellm", "openai", "tiktoken")
+    heavy_roots = ("litellm", "openai", "tiktoken", "aws_xray_sdk")
     heavy = sorted(name for name in sys.modules if name.split(".")[0] in heavy_roots)
     print(json.dumps({"status": response["statusCode"], "heavy": heavy}))
     """

@@ -33,6 +33,7 @@ class Step:
     prompt_tokens: int = 100
     completion_tokens: int = 20
     delay: float = 0.0  # seconds before answering (a slow provider)
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
 
 
 @dataclass
@@ -61,6 +62,8 @@ class ScriptedModelServer(JsonHttpServer):
         self.unexpected: list[dict[str, Any]] = []
         self.transcription_steps: deque[TranscriptionStep] = deque()
         self.transcriptions: list[TranscriptionRequest] = []
+        # The model the responses name (litellm prices a reply by it); default: the requested one.
+        self.response_model: str | None = None
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -73,12 +76,18 @@ class ScriptedModelServer(JsonHttpServer):
 
     # -- scripting -------------------------------------------------------------------------
 
-    def reply(self, text: str) -> ScriptedModelServer:
-        self.steps.append(Step(content=text))
+    def reply(self, text: str, **usage: int) -> ScriptedModelServer:
+        """Answer `text`; `usage`: prompt_tokens, completion_tokens, cached_tokens to report."""
+        self.steps.append(Step(content=text, **usage))
         return self
 
     def call_tool(
-        self, name: str, arguments: dict[str, Any] | str, *, content: str | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | str,
+        *,
+        content: str | None = None,
+        **usage: int,
     ) -> ScriptedModelServer:
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
         call = {
@@ -86,7 +95,7 @@ class ScriptedModelServer(JsonHttpServer):
             "type": "function",
             "function": {"name": name, "arguments": raw},
         }
-        self.steps.append(Step(content=content, tool_calls=[call]))
+        self.steps.append(Step(content=content, tool_calls=[call], **usage))
         return self
 
     def fail(self, status: int = 500, times: int = 1) -> ScriptedModelServer:
@@ -130,7 +139,7 @@ class ScriptedModelServer(JsonHttpServer):
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",
             "created": 1763800000,
-            "model": request.get("model", "scripted"),
+            "model": self.response_model or request.get("model", "scripted"),
             "choices": [
                 {
                     "index": 0,
@@ -142,6 +151,7 @@ class ScriptedModelServer(JsonHttpServer):
                 "prompt_tokens": step.prompt_tokens,
                 "completion_tokens": step.completion_tokens,
                 "total_tokens": step.prompt_tokens + step.completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": step.cached_tokens},
             },
         }
 

@@ -38,6 +38,9 @@ REFS = {
     "IdempotencyTable": "nanobot-IdempotencyTable-X",
     "ScheduleGroup": "ScheduleGroup-X",
     "SchedulerFunction": "nanobot-SchedulerFunction-X",
+    "WebhookFunction": "nanobot-WebhookFunction-X",
+    "AgentTurnFunction": "nanobot-AgentTurnFunction-X",
+    "AlarmTopic": f"arn:aws:sns:{REGION}:{ACCOUNT}:nanobot-AlarmTopic-X",
     "CoreLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-core:1",
     "LlmLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-llm:1",
 }
@@ -45,6 +48,7 @@ ATTRIBUTES = {
     ("TurnQueue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:nanobot-TurnQueue-X.fifo",
     ("TurnQueue", "QueueName"): "nanobot-TurnQueue-X.fifo",
     ("TurnDeadLetterQueue", "Arn"): f"arn:aws:sqs:{REGION}:{ACCOUNT}:nanobot-Dlq-X.fifo",
+    ("TurnDeadLetterQueue", "QueueName"): "nanobot-Dlq-X.fifo",
     ("WorkspaceBucket", "Arn"): "arn:aws:s3:::nanobot-workspacebucket-x",
     ("SessionsTable", "Arn"): f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/nanobot-SessionsTable-X",
     ("IdempotencyTable", "Arn"): (
@@ -67,6 +71,7 @@ FUNCTION_SETTINGS = [
 THIRD_PARTY_VARIABLES = (
     "POWERTOOLS_SERVICE_NAME",
     "POWERTOOLS_LOG_LEVEL",
+    "POWERTOOLS_METRICS_NAMESPACE",
     "LITELLM_LOCAL_MODEL_COST_MAP",
     "TIKTOKEN_CACHE_DIR",
 )
@@ -378,6 +383,94 @@ def test_webhook_may_only_put_items_in_the_sessions_table(template: dict[str, An
             "dynamodb:DeleteItem",
         ],
     }
+
+
+FUNCTIONS = [logical_id for logical_id, _ in FUNCTION_SETTINGS]
+ALARM_TOPIC = REFS["AlarmTopic"]
+
+
+def alarms(template: dict[str, Any], **parameters: str) -> dict[str, dict[str, Any]]:
+    context = make_context(template, **parameters)
+    return {
+        logical_id: context.evaluate(spec["Properties"])
+        for logical_id, spec in template["Resources"].items()
+        if spec["Type"] == "AWS::CloudWatch::Alarm"
+    }
+
+
+def alarm_on(found: dict[str, dict[str, Any]], namespace: str, metric: str, **dims: str) -> Any:
+    (alarm,) = [
+        alarm
+        for alarm in found.values()
+        if (alarm["Namespace"], alarm["MetricName"]) == (namespace, metric)
+        and {d["Name"]: d["Value"] for d in alarm["Dimensions"]} == dims
+    ]
+    return alarm
+
+
+def test_alarms_watch_the_dead_letter_queue_errors_and_turn_duration(
+    template: dict[str, Any],
+) -> None:
+    found = alarms(template)
+    dlq = alarm_on(
+        found, "AWS/SQS", "ApproximateNumberOfMessagesVisible", QueueName="nanobot-Dlq-X.fifo"
+    )
+    assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
+    for logical_id in FUNCTIONS:
+        errors = alarm_on(found, "AWS/Lambda", "Errors", FunctionName=REFS[logical_id])
+        assert (errors["Statistic"], errors["Threshold"]) == ("Sum", 0)
+    timeout = int(
+        function_setting(template, "AgentTurnFunction", "Timeout", LAMBDA_DEFAULT_TIMEOUT)
+    )
+    duration = alarm_on(found, "AWS/Lambda", "Duration", FunctionName=REFS["AgentTurnFunction"])
+    assert duration["Statistic"] == "Maximum"
+    assert duration["Threshold"] == 0.8 * timeout * 1000  # near the timeout, in milliseconds
+    # Quiet periods have no data points: that is not an alarm.
+    assert {alarm["TreatMissingData"] for alarm in found.values()} == {"notBreaching"}
+
+
+def test_alarm_email_is_optional(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    sns = [name for name, spec in resources.items() if spec["Type"].startswith("AWS::SNS::")]
+    assert sorted(sns) == ["AlarmEmailSubscription", "AlarmTopic"]
+    assert {resources[name].get("Condition") for name in sns} == {"HasAlarmEmail"}
+    assert not make_context(template).condition("HasAlarmEmail")
+    assert make_context(template, AlarmEmail="ops@example.com").condition("HasAlarmEmail")
+
+    subscription = make_context(template, AlarmEmail="ops@example.com").evaluate(
+        properties(template, "AlarmEmailSubscription")
+    )
+    assert subscription == {
+        "TopicArn": ALARM_TOPIC,
+        "Protocol": "email",
+        "Endpoint": "ops@example.com",
+    }
+    for alarm in alarms(template, AlarmEmail="ops@example.com").values():
+        assert alarm["AlarmActions"] == [ALARM_TOPIC]
+    for alarm in alarms(template).values():
+        assert not alarm.get("AlarmActions")  # AWS::NoValue: no topic to notify
+
+
+def test_dashboard_shows_the_functions_metrics(template: dict[str, Any]) -> None:
+    context = make_context(template, MetricsNamespace="my-bot")
+    context.pseudo["AWS::StackName"] = "nanobot"
+    body = json.loads(context.evaluate(properties(template, "Dashboard"))["DashboardBody"])
+    lines = [line for widget in body["widgets"] for line in widget["properties"]["metrics"]]
+    ours = [line[1] for line in lines if line[0] == "my-bot"]  # the first line of each widget
+    assert ours == ["Turns", "PromptTokens", "CostUSD", "TurnDuration"]
+    named = {entry for line in lines for entry in line if isinstance(entry, str)}
+    assert {"ModelCalls", "CompletionTokens", "CachedTokens", "nanobot-Dlq-X.fifo"} <= named
+    options = [entry for line in lines for entry in line if isinstance(entry, dict)]
+    expressions = [entry["expression"] for entry in options if "expression" in entry]
+    assert expressions == ["SEARCH('{my-bot,kind,service} MetricName=\"Errors\"', 'Sum', 3600)"]
+    environment = context.function_environment("AgentTurnFunction")
+    assert environment["POWERTOOLS_METRICS_NAMESPACE"] == "my-bot"
+    assert environment["POWERTOOLS_SERVICE_NAME"] == "nanobot"  # the dashboard's dimension
+
+
+def test_agent_turn_and_scheduler_are_traced(template: dict[str, Any]) -> None:
+    assert function_setting(template, "AgentTurnFunction", "Tracing", None) == "Active"
+    assert function_setting(template, "SchedulerFunction", "Tracing", None) == "Active"
 
 
 # -- least privilege: what each function may do, on what ----------------------------------------

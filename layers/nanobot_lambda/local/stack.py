@@ -138,7 +138,12 @@ class LocalStack:
             AWS_SESSION_TOKEN="local",  # noqa: S106
             AWS_DEFAULT_REGION=REGION,
             AWS_REGION=REGION,
+            # No X-Ray daemon here: the Tracer stays inert (it also is outside Lambda).
+            POWERTOOLS_TRACE_DISABLED="true",
         )
+        if self._replace_log_output:
+            # The CLI's quiet mode: no EMF metric records among the replies on the terminal.
+            self._set_environ(POWERTOOLS_METRICS_DISABLED="true")
         # Powertools Parameters keeps providers (and their boto3 clients) per process.
         from aws_lambda_powertools.utilities.parameters import clear_caches
 

@@ -12,6 +12,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from nanobot_lambda import tracing
 from nanobot_lambda.model import ToolCall, function_tool
 from nanobot_lambda.redaction import redact
 from nanobot_lambda.tools.schema import ArgumentError, validate
@@ -57,7 +58,8 @@ class ToolRegistry:
     def execute(self, call: ToolCall) -> str:
         """The call's result as the model will see it: never with a secret in it (a file or
         page that holds the bot token or an API key shows `[REDACTED]` instead)."""
-        return redact(self._run(call))
+        with tracing.span("tool", tool=call.name if call.name in self._tools else "unknown"):
+            return redact(self._run(call))
 
     def _run(self, call: ToolCall) -> str:
         tool = self._tools.get(call.name)

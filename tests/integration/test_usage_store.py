@@ -1,0 +1,286 @@
+"""Usage per chat in DynamoDB (moto server): atomic ADDs by day, month and in total, folded into
+the turn's own transaction, and the meter that counts each job's model calls."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import boto3
+import pytest
+
+from nanobot_lambda.aws import dynamodb_client
+from nanobot_lambda.jobs import ContinuationJob, HeartbeatJob, SubagentJob, TelegramUpdateJob
+from nanobot_lambda.local.cfn import TemplateContext
+from nanobot_lambda.model import ModelReply, ToolCall, Usage, force_tool, function_tool
+from nanobot_lambda.sessions import DynamoSessionStore, SessionConflict
+from nanobot_lambda.telegram.client import TelegramError
+from nanobot_lambda.usage import DAY_ITEM_DAYS, Tally, UsageMeter, UsageStore, usage_report
+from tests.support.aws_requests import RequestCounter
+from tests.support.fakes import ScriptedModel, outage
+
+CHAT = 111111111
+NOON = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+CALL = Tally(
+    model_calls=1,
+    prompt_tokens=1000,
+    completion_tokens=50,
+    cached_tokens=400,
+    cost_usd=Decimal("0.0015"),
+)
+TOOLS = [function_tool("list_dir", "List a folder.", {"type": "object", "properties": {}})]
+
+
+class RecordedMetrics:
+    """A MetricsPort that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.added: list[tuple[str, float]] = []
+        self.by: list[tuple[str, str, str, float]] = []
+
+    def add(self, name: str, value: float, unit: Any = None) -> None:
+        self.added.append((name, value))
+
+    def add_by(self, name: str, dimension: str, key: str, value: float) -> None:
+        self.by.append((name, dimension, key, value))
+
+    def named(self, name: str) -> list[float]:
+        return [value for added, value in self.added if added == name]
+
+
+@pytest.fixture
+def table(resources: TemplateContext) -> str:
+    return resources.refs["SessionsTable"]
+
+
+@pytest.fixture
+def store(table: str) -> UsageStore:
+    return UsageStore(table, dynamodb_client(), timezone="Europe/Paris")
+
+
+def item(table: str, sort_key: str, chat: int = CHAT) -> dict[str, Any] | None:
+    found = boto3.client("dynamodb").get_item(
+        TableName=table, Key={"pk": {"S": f"usage#{chat}"}, "sk": {"S": sort_key}}
+    )
+    return found.get("Item")
+
+
+def test_adds_accumulate_by_day_month_and_total(store: UsageStore, table: str) -> None:
+    store.add(CHAT, CALL, NOON)
+    store.add(CHAT, replace(CALL, turns=1, tool_calls=2), NOON)
+    store.add(CHAT, CALL, datetime(2026, 11, 23, 9, 0, tzinfo=UTC))  # the next day
+
+    twice = CALL + replace(CALL, turns=1, tool_calls=2)
+    assert Tally.from_item(item(table, "day#2026-11-22")) == twice
+    assert Tally.from_item(item(table, "day#2026-11-23")) == CALL
+    assert Tally.from_item(item(table, "month#2026-11")) == twice + CALL
+    summary = store.summary(CHAT, NOON)
+    assert (summary.day, summary.month) == ("2026-11-22", "2026-11")
+    assert summary.today == twice and summary.total == twice + CALL
+    assert summary.total.cost_usd == Decimal("0.0045")  # exact: Decimal, not float
+
+
+def test_days_follow_the_users_time_zone_and_expire(store: UsageStore, table: str) -> None:
+    late = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)  # already December 1st in Paris
+    store.add(CHAT, CALL, late)
+    day = item(table, "day#2026-12-01")
+    assert day is not None and item(table, "month#2026-12") is not None
+    expected = late.timestamp() + DAY_ITEM_DAYS * 86400
+    assert int(day["expires_at"]["N"]) == int(expected)
+    assert "expires_at" not in (item(table, "total") or {})  # months and totals are kept
+
+
+def test_concurrent_adds_lose_nothing(store: UsageStore) -> None:
+    # Each add is one transaction of ADDs: concurrent ones serialise or are tried again.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda _: store.add(CHAT, CALL, NOON), range(16)))
+    assert store.summary(CHAT, NOON).total.model_calls == 16
+
+
+def test_usage_is_saved_with_the_turn_or_not_at_all(table: str) -> None:
+    counter = RequestCounter()  # before the clients: they copy the session's handlers
+    store = UsageStore(table, dynamodb_client(), timezone="UTC")
+    sessions = DynamoSessionStore(table, dynamodb_client())
+    history = sessions.load("telegram:1", 50)
+    stale = sessions.load("telegram:1", 50)
+    turn = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    counter.reset()
+    try:
+        sessions.append(history, turn, also=store.updates(CHAT, CALL, NOON))
+        assert counter.operations("dynamodb") == {"TransactWriteItems": 1}
+    finally:
+        counter.close()
+    assert store.summary(CHAT, NOON).total == CALL
+
+    with pytest.raises(SessionConflict):  # another writer saved first: nothing of this is kept
+        sessions.append(stale, turn, also=store.updates(CHAT, CALL, NOON))
+    assert store.summary(CHAT, NOON).total == CALL
+
+
+def test_chats_and_the_operators_report(store: UsageStore, table: str) -> None:
+    assert usage_report(store, None, NOON) == "No usage recorded yet."
+    DynamoSessionStore(table, dynamodb_client()).append(
+        DynamoSessionStore(table, dynamodb_client()).load("telegram:5", 5),
+        [{"role": "user", "content": "a session is not usage"}],
+    )
+    store.add(CHAT, replace(CALL, turns=1), NOON)
+    store.add(222, replace(CALL, turns=1, cost_usd=Decimal(0), unpriced_calls=1), NOON)
+    assert store.chats() == [222, CHAT]
+    report = usage_report(store, None, NOON).split("\n\n")
+    assert report[0].startswith("chat 222\nToday (2026-11-22): 1 turns, 1 model calls")
+    assert report[0].endswith("cost unknown (no price for this model)")
+    assert report[1].endswith("400 cached), 50 out · $0.0015")
+    assert usage_report(store, CHAT, NOON) == report[1]
+
+
+# -- the meter -------------------------------------------------------------------------------
+
+
+def usage(prompt: int, completion: int, cached: int = 0, cost: float | None = 0.001) -> Usage:
+    return Usage(prompt, completion, cached, cost)
+
+
+def update_job(chat: int = CHAT) -> TelegramUpdateJob:
+    return TelegramUpdateJob(
+        update={"update_id": 1, "message": {"message_id": 1, "chat": {"id": chat}}}
+    )
+
+
+def meter_with(store: UsageStore) -> tuple[UsageMeter, RecordedMetrics]:
+    recorded = RecordedMetrics()
+    return UsageMeter(store, clock=lambda: NOON, port=recorded), recorded
+
+
+def test_a_saved_turn_writes_its_usage_once(table: str) -> None:
+    counter = RequestCounter()
+    store = UsageStore(table, dynamodb_client(), timezone="Europe/Paris")
+    meter, recorded = meter_with(store)
+    model = meter.metered(
+        ScriptedModel(
+            ModelReply(None, (ToolCall("c1", "list_dir", "{}"),), usage=usage(900, 40, 300)),
+            ModelReply("Done.", usage=usage(1000, 20, 800)),
+        )
+    )
+    sessions = DynamoSessionStore(table, dynamodb_client())
+    try:
+        with meter.job(update_job()):
+            model.complete([], TOOLS)
+            model.complete([], TOOLS)
+            with meter.folded() as items:
+                sessions.append(sessions.load("telegram:1", 5), [{"role": "user"}], also=items)
+    finally:
+        counter.close()
+    assert counter.operations("dynamodb") == {"Query": 1, "TransactWriteItems": 1}
+    total = store.summary(CHAT, NOON).total
+    assert (total.turns, total.model_calls, total.tool_calls) == (1, 2, 1)
+    assert (total.prompt_tokens, total.completion_tokens, total.cached_tokens) == (1900, 60, 1100)
+    assert recorded.named("Turns") == [1] and recorded.named("ModelCalls") == [2]
+    assert recorded.named("PromptTokens") == [1900] and recorded.named("CachedTokens") == [1100]
+    assert recorded.named("CostUSD") == [pytest.approx(0.002)]
+    assert ("ToolCalls", "tool", "list_dir", 1) in recorded.by
+
+
+def test_a_continued_turn_is_one_turn(store: UsageStore) -> None:
+    meter, _ = meter_with(store)
+    model = meter.metered(
+        ScriptedModel(ModelReply("part 1", usage=usage(10, 1)), ModelReply("2", usage=usage(10, 1)))
+    )
+    for job in (update_job(), ContinuationJob(job=update_job(), part=2)):
+        with meter.job(job):
+            model.complete([], TOOLS)
+    total = store.summary(CHAT, NOON).total
+    assert (total.turns, total.model_calls) == (1, 2)
+
+
+def test_jobs_without_a_save_write_at_their_end(store: UsageStore) -> None:
+    meter, recorded = meter_with(store)
+    decision = ModelReply(None, (ToolCall("d", "heartbeat_decision", "{}"),), usage=usage(50, 5))
+    model = meter.metered(ScriptedModel(decision))
+    job = HeartbeatJob(chat_id=CHAT, tasks="- check", fired_at="2026-11-22T12:00")
+    with meter.job(job):
+        model.complete([], [], tool_choice=force_tool("heartbeat_decision"))
+    total = store.summary(CHAT, NOON).total
+    # A forced decision is a model call, not a turn, and its "tool call" is an answer.
+    assert (total.turns, total.model_calls, total.tool_calls) == (0, 1, 0)
+    assert recorded.named("Turns") == [] and recorded.named("ModelCalls") == [1]
+
+
+def test_unknown_tools_and_unpriced_calls(store: UsageStore) -> None:
+    meter, recorded = meter_with(store)
+    invented = ToolCall("c1", "rm_rf_" + "x" * 40, "{}")  # not offered: one bounded name
+    model = meter.metered(
+        ScriptedModel(
+            ModelReply(None, (invented,), usage=usage(10, 1, cost=None)),
+            ModelReply("ok", usage=usage(10, 1)),
+        )
+    )
+    job = SubagentJob(subagent_id="s1", chat_id=CHAT, label="x", task="y")
+    with meter.job(job):
+        model.complete([], TOOLS)
+        model.complete([], TOOLS)
+    total = store.summary(CHAT, NOON).total
+    assert total.unpriced_calls == 1 and total.cost_known
+    assert ("ToolCalls", "tool", "unknown", 1) in recorded.by
+
+
+def test_failures_are_counted_by_kind(store: UsageStore) -> None:
+    meter, recorded = meter_with(store)
+    model = meter.metered(ScriptedModel(outage(), ModelReply("ok", usage=usage(10, 1))))
+    with pytest.raises(TelegramError), meter.job(update_job()):
+        with pytest.raises(Exception, match="APIConnectionError"):
+            model.complete([], [])
+        model.complete([], [])
+        raise TelegramError("sendMessage", 500, "Internal Server Error")
+    with pytest.raises(RuntimeError), meter.job(update_job()):
+        raise RuntimeError("boom")
+    assert [(kind, value) for _, _, kind, value in recorded.by] == [
+        ("model_error", 1),
+        ("telegram_error", 1),
+        ("turn_failed", 1),
+    ]
+    # The failed turn's model call was paid for: it is recorded all the same.
+    assert store.summary(CHAT, NOON).total.model_calls == 1
+
+
+def test_a_job_for_no_chat_writes_nothing(table: str) -> None:
+    counter = RequestCounter()
+    meter, _ = meter_with(UsageStore(table, dynamodb_client(), timezone="UTC"))
+    try:
+        with meter.job(TelegramUpdateJob(update={"update_id": 2, "edited_message": {}})):
+            pass
+    finally:
+        counter.close()
+    assert counter.total("dynamodb") == 0
+
+
+def test_the_usage_command(
+    store: UsageStore,
+    table: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from nanobot_lambda.cli import main
+
+    monkeypatch.delenv("SESSIONS_TABLE", raising=False)
+    assert main(["usage"]) == 2
+    assert "give --stack NAME, or set SESSIONS_TABLE" in capsys.readouterr().err
+
+    monkeypatch.setenv("SESSIONS_TABLE", table)
+    monkeypatch.setenv("TIMEZONE", "Europe/Paris")
+    store.add(CHAT, replace(CALL, turns=1), datetime.now(UTC))
+    assert main(["usage", "--chat", str(CHAT)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"chat {CHAT}"
+    assert [line.split(":")[0].split(" (")[0] for line in printed[1:]] == [
+        "Today",
+        "This month",
+        "All time",
+    ]
+    assert all(line.endswith("1,000 in (400 cached), 50 out · $0.0015") for line in printed[1:])
+
+    monkeypatch.setenv("SESSIONS_TABLE", "no-such-table")
+    assert main(["usage"]) == 1
+    assert capsys.readouterr().err.startswith("error: cannot read usage:")

@@ -1,0 +1,84 @@
+"""Trace subsegments around model and tool calls, when a tracer is in use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+import pytest
+
+from nanobot_lambda import tracing
+from nanobot_lambda.model import ModelError, ModelReply, ToolCall
+from nanobot_lambda.tools import Tool, ToolRegistry
+from nanobot_lambda.usage import MeteredModel, UsageMeter
+from tests.support.fakes import ScriptedModel, outage
+
+
+class Subsegment:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.annotations: dict[str, str] = {}
+        self.failed = False
+
+    def put_annotation(self, key: str, value: str) -> None:
+        self.annotations[key] = value
+
+
+class RecordingProvider:
+    """What Powertools' Tracer.provider offers `span`: in_subsegment, as a context manager."""
+
+    def __init__(self) -> None:
+        self.subsegments: list[Subsegment] = []
+
+    @contextmanager
+    def in_subsegment(self, name: str) -> Iterator[Subsegment]:
+        subsegment = Subsegment(name)
+        self.subsegments.append(subsegment)
+        try:
+            yield subsegment
+        except Exception:
+            subsegment.failed = True
+            raise
+
+
+@pytest.fixture
+def provider() -> Iterator[RecordingProvider]:
+    recording = RecordingProvider()
+    tracing.use(SimpleNamespace(disabled=False, provider=recording))  # type: ignore[arg-type]
+    yield recording
+    tracing.use(SimpleNamespace(disabled=True, provider=None))  # type: ignore[arg-type]
+
+
+class Echo(Tool):
+    name = "echo"
+    description = "Echo."
+    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    def run(self, **arguments: Any) -> str:
+        return "echoed"
+
+
+def test_model_and_tool_calls_get_subsegments(provider: RecordingProvider) -> None:
+    meter = UsageMeter(store=None)  # type: ignore[arg-type]  # no job: nothing is written
+    model = MeteredModel(ScriptedModel(ModelReply("hi"), outage()), meter)
+    model.complete([], [])
+    with pytest.raises(ModelError):
+        model.complete([], [])
+    registry = ToolRegistry([Echo()])
+    assert registry.execute(ToolCall("c1", "echo", "{}")) == "echoed"
+    registry.execute(ToolCall("c2", "made_up", "{}"))
+    assert [(s.name, s.annotations, s.failed) for s in provider.subsegments] == [
+        ("## model", {}, False),
+        ("## model", {}, True),
+        ("## tool", {"tool": "echo"}, False),
+        ("## tool", {"tool": "unknown"}, False),
+    ]
+
+
+def test_a_disabled_tracer_traces_nothing() -> None:
+    unused = RecordingProvider()
+    tracing.use(SimpleNamespace(disabled=True, provider=unused))  # type: ignore[arg-type]
+    assert ToolRegistry([Echo()]).execute(ToolCall("c1", "echo", "{}")) == "echoed"
+    assert unused.subsegments == []

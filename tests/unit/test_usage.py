@@ -1,0 +1,159 @@
+"""Usage figures and texts, the correlation ids of a job, and retried transaction conflicts."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from nanobot_lambda import texts
+from nanobot_lambda.jobs import (
+    AnnouncementJob,
+    ContinuationJob,
+    CronTaskJob,
+    HeartbeatJob,
+    SubagentJob,
+    TelegramUpdateJob,
+    chat_of,
+)
+from nanobot_lambda.logs import CORRELATION_KEYS, correlation_ids
+from nanobot_lambda.model import Usage
+from nanobot_lambda.usage import Tally, UsageStore, describe, transaction_conflict
+
+
+def test_a_calls_usage_becomes_a_tally() -> None:
+    priced = Tally.of_call(Usage(1000, 50, 400, 0.00123))
+    unpriced = Tally.of_call(Usage(10, 5))
+    assert priced == Tally(
+        model_calls=1,
+        prompt_tokens=1000,
+        completion_tokens=50,
+        cached_tokens=400,
+        cost_usd=Decimal("0.00123"),
+    )
+    assert unpriced.unpriced_calls == 1 and not unpriced.cost_known
+    both = priced + unpriced
+    assert both.model_calls == 2 and both.cost_known and both.cost_usd == Decimal("0.00123")
+
+
+def test_period_texts() -> None:
+    tally = Tally(
+        turns=12,
+        model_calls=30,
+        tool_calls=7,
+        prompt_tokens=123456,
+        completion_tokens=7890,
+        cached_tokens=100000,
+        cost_usd=Decimal("0.123456"),
+        unpriced_calls=2,
+    )
+    assert describe(tally) == (
+        "12 turns, 30 model calls, 7 tool calls · tokens: 123,456 in (100,000 cached), "
+        "7,890 out · $0.1235 (+ 2 calls without a price)"
+    )
+    assert describe(Tally()) == texts.load("usage_none")
+    unpriced = Tally(model_calls=1, unpriced_calls=1)
+    assert describe(unpriced).endswith(texts.load("usage_cost_unknown"))
+
+
+UPDATE = TelegramUpdateJob(
+    update={"update_id": 42, "message": {"message_id": 7, "chat": {"id": -100}, "text": "secret"}}
+)
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        (UPDATE, {"job_kind": "telegram_update", "chat_id": -100, "update_id": 42}),
+        (
+            CronTaskJob(job_id="j1", chat_id=5, name="n", message="private words"),
+            {"job_kind": "cron_task", "chat_id": 5, "job_id": "j1"},
+        ),
+        (
+            SubagentJob(subagent_id="s1", chat_id=5, label="l", task="t"),
+            {"job_kind": "subagent", "chat_id": 5, "subagent_id": "s1"},
+        ),
+        (
+            AnnouncementJob(subagent_id="s1", chat_id=5, label="l", succeeded=True, result="r"),
+            {"job_kind": "announcement", "chat_id": 5, "subagent_id": "s1"},
+        ),
+        (
+            HeartbeatJob(chat_id=5, tasks="t", fired_at="f"),
+            {"job_kind": "heartbeat", "chat_id": 5},
+        ),
+        (
+            ContinuationJob(job=UPDATE, part=2),
+            {"job_kind": "continuation", "chat_id": -100, "update_id": 42},
+        ),
+    ],
+)
+def test_correlation_ids_are_ids_only(job: Any, expected: dict[str, object]) -> None:
+    keys = correlation_ids(job, turn_id="m-1")
+    assert keys == {"turn_id": "m-1", **expected}
+    assert set(keys) <= set(CORRELATION_KEYS)
+
+
+def test_an_update_without_a_message_has_no_chat() -> None:
+    assert chat_of(TelegramUpdateJob(update={"update_id": 1, "my_chat_member": {}})) is None
+
+
+def cancelled(*codes: str) -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+            "CancellationReasons": [{"Code": code} for code in codes],
+        },  # type: ignore[typeddict-unknown-key]
+        "TransactWriteItems",
+    )
+
+
+class FlakyDynamo:
+    def __init__(self, *errors: ClientError) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def transact_write_items(self, **_: Any) -> None:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+
+
+def test_only_pure_conflicts_are_tried_again() -> None:
+    assert transaction_conflict(cancelled("None", "TransactionConflict"))
+    assert not transaction_conflict(cancelled("ConditionalCheckFailed", "TransactionConflict"))
+    assert not transaction_conflict(cancelled("None", "None"))
+
+    dynamo = FlakyDynamo(cancelled("TransactionConflict"), cancelled("None", "TransactionConflict"))
+    UsageStore("t", dynamo, timezone="UTC").add(1, Tally(turns=1), datetime.now(UTC))  # type: ignore[arg-type]
+    assert dynamo.calls == 3
+
+    failing = FlakyDynamo(*[cancelled("TransactionConflict")] * 3)
+    with pytest.raises(ClientError):
+        UsageStore("t", failing, timezone="UTC").add(1, Tally(turns=1), datetime.now(UTC))  # type: ignore[arg-type]
+    assert failing.calls == 3
+
+
+def test_correlated_keys_last_as_long_as_the_job(capsys: pytest.CaptureFixture[str]) -> None:
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+    from nanobot_lambda.logs import correlated
+
+    logger = Logger(service="correlation-test")
+
+    def record(body: str) -> SQSRecord:
+        return SQSRecord({"messageId": "m-7", "body": body, "attributes": {}})
+
+    with correlated(logger, record(UPDATE.model_dump_json())):
+        logger.info("inside")
+    with correlated(logger, record("not a job")):
+        logger.info("unparsable")
+    logger.info("after")
+    inside, unparsable, after = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert (inside["turn_id"], inside["update_id"], inside["chat_id"]) == ("m-7", 42, -100)
+    assert unparsable["turn_id"] == "m-7" and "chat_id" not in unparsable
+    assert not set(CORRELATION_KEYS) & set(after)
