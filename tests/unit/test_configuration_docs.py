@@ -1,0 +1,64 @@
+"""Every variable the settings models read is documented in the README's configuration table
+and declared on the function in infra/template.yaml (Lambda and `sam local invoke --env-vars`
+can only set declared variables)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from nanobot_lambda.local.cfn import load_template
+from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings, _Settings
+from tests.conftest import ROOT, TEMPLATE
+
+# Variables read by the libraries (Powertools, litellm, tiktoken), documented in the same table.
+LIBRARY_PREFIXES = ("POWERTOOLS_", "LITELLM_", "TIKTOKEN_")
+
+FUNCTIONS = [
+    ("WebhookFunction", WebhookSettings),
+    ("AgentTurnFunction", AgentSettings),
+    ("SchedulerFunction", SchedulerSettings),
+]
+
+
+def variables(settings: type[_Settings]) -> set[str]:
+    return {field.alias or name for name, field in settings.model_fields.items()}
+
+
+def readme_table_variables() -> set[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    names: set[str] = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            first_cell = line.split("|")[1]
+            names.update(re.findall(r"`([A-Z][A-Z0-9_]+)`", first_cell))
+    return names
+
+
+def declared(template: dict[str, Any], logical_id: str) -> set[str]:
+    glob = template["Globals"]["Function"]["Environment"]["Variables"]
+    own = template["Resources"][logical_id]["Properties"]["Environment"]["Variables"]
+    return set(glob) | set(own)
+
+
+@pytest.mark.parametrize(("logical_id", "settings"), FUNCTIONS)
+def test_every_setting_is_in_the_readme_table(logical_id: str, settings: type[_Settings]) -> None:
+    assert variables(settings) - readme_table_variables() == set()
+
+
+@pytest.mark.parametrize(("logical_id", "settings"), FUNCTIONS)
+def test_every_setting_is_declared_on_its_function(
+    logical_id: str, settings: type[_Settings]
+) -> None:
+    template = load_template(TEMPLATE)
+    assert variables(settings) - declared(template, logical_id) == set()
+
+
+def test_the_readme_table_documents_nothing_that_does_not_exist() -> None:
+    known = set().union(*(variables(settings) for _, settings in FUNCTIONS))
+    known |= {f"{name}_PARAM" for name in known} | {f"{name}_SECRET_ARN" for name in known}
+    libraries = {name for name in readme_table_variables() if name.startswith(LIBRARY_PREFIXES)}
+    assert readme_table_variables() - known - libraries == set()
