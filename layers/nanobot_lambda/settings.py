@@ -347,3 +347,27 @@ class SchedulerSettings(TelegramBotSettings, QueueSettings, JobSettings):
     purpose: ClassVar[str] = "the scheduler function"
     workspace_bucket: str = Field(alias="WORKSPACE_BUCKET", min_length=3)
     heartbeat_chat_id: int | None = Field(default=None, alias="HEARTBEAT_CHAT_ID")
+
+
+class OperatorSettings(_Settings):
+    """The `nanobot-lambda` command line without `--stack` (a stack's outputs win over these).
+
+    The same variables the functions read, plus `TURN_DLQ_URL`; all optional: each command
+    says which one it is missing.
+    """
+
+    purpose: ClassVar[str] = "the nanobot-lambda command line"
+    workspace_bucket: str | None = Field(default=None, alias="WORKSPACE_BUCKET", min_length=3)
+    sessions_table: str | None = Field(default=None, alias="SESSIONS_TABLE", min_length=3)
+    turn_queue_url: str | None = Field(
+        default=None, alias="TURN_QUEUE_URL", pattern=r"^https?://\S+\.fifo$"
+    )
+    turn_dlq_url: str | None = Field(
+        default=None, alias="TURN_DLQ_URL", pattern=r"^https?://\S+\.fifo$"
+    )
+    jobs_table: str | None = Field(default=None, alias="JOBS_TABLE", min_length=3)
+    schedule_group: str | None = Field(default=None, alias="SCHEDULE_GROUP", min_length=1)
+    telegram_bot_token: SecretStr | None = Field(default=None, alias="TELEGRAM_BOT_TOKEN")
+    telegram_api_base: str = Field(
+        default="https://api.telegram.org", alias="TELEGRAM_API_BASE", pattern=r"^https?://\S+$"
+    )

@@ -7,6 +7,12 @@ Accepted messages are recorded and handed to `on_message` (the chat prints them)
 Files the bot "received" are registered with `add_file`; `getFile` and the download route
 `/file/bot<token>/<file_path>` serve them as Telegram does (400 for an unknown file_id or a file
 over the 20 MB bots may download).
+
+Incoming updates are queued with `push_update` and delivered the two ways Telegram offers:
+`getUpdates` (long polling; an update is confirmed, and dropped, once a call's offset passes
+it) while no webhook is set, 409 Conflict while one is. `setWebhook`, `getWebhookInfo` and
+`deleteWebhook` keep the webhook's settings as Telegram does (HTTPS URL only, secret token of
+A-Z a-z 0-9 _ -); nothing is POSTed to the webhook URL.
 """
 
 from __future__ import annotations
@@ -14,10 +20,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, cast
 from urllib.parse import parse_qsl, unquote
@@ -32,6 +39,12 @@ from nanobot_lambda.telegram.html_check import (
 
 BOT_USER = {"id": 7000000001, "is_bot": True, "first_name": "Nano", "username": "nano_lambda_bot"}
 GET_FILE_MAX_BYTES = 20 * 1024 * 1024  # bots cannot download larger files
+GET_UPDATES_MAX_TIMEOUT = 50  # seconds a long poll may wait
+WEBHOOK_CONFLICT = (
+    "Conflict: can't use getUpdates method while webhook is active; "
+    "use deleteWebhook to delete the webhook first"
+)
+_SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,16 @@ class SentMessage:
     plain_text: str  # as the user would read it
     parse_mode: str | None
     thread_id: int | None
+
+
+@dataclass
+class WebhookState:
+    url: str = ""
+    secret_token: str | None = None
+    allowed_updates: list[str] | None = None
+    last_error_date: int | None = None
+    last_error_message: str | None = None
+    set_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ApiError(Exception):
@@ -71,6 +94,10 @@ class LocalBotApi(JsonHttpServer):
         self._lock = threading.Lock()
         self.files: dict[str, StoredFile] = {}  # by file_id
         self.downloads: list[str] = []  # file paths served, in order
+        self.webhook = WebhookState()
+        self.pending: list[dict[str, Any]] = []  # updates not yet confirmed, oldest first
+        self._update_arrived = threading.Condition(self._lock)
+        self._closed = False
 
     @property
     def base_url(self) -> str:
@@ -95,6 +122,26 @@ class LocalBotApi(JsonHttpServer):
             self.files[file_id] = stored
         return stored
 
+    def stop(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._update_arrived.notify_all()  # end pending long polls
+        super().stop()
+
+    # -- incoming updates ------------------------------------------------------------------
+
+    def push_update(self, update: dict[str, Any]) -> None:
+        """An update from a user: kept until confirmed through getUpdates."""
+        with self._lock:
+            self.pending.append(update)
+            self._update_arrived.notify_all()
+
+    def record_webhook_error(self, message: str, at: int | None = None) -> None:
+        """What Telegram reports after a failed delivery to the webhook."""
+        with self._lock:
+            self.webhook.last_error_date = int(time.time()) if at is None else at
+            self.webhook.last_error_message = message
+
     def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Answer one Bot API call; raise ApiError for the errors Telegram would return."""
         if method == "getMe":
@@ -106,9 +153,74 @@ class LocalBotApi(JsonHttpServer):
             return True
         if method == "sendMessage":
             return self._send_message(params)
-        if method in ("setWebhook", "deleteWebhook"):
+        if method == "getUpdates":
+            return self._get_updates(params)
+        if method == "setWebhook":
+            return self._set_webhook(params)
+        if method == "getWebhookInfo":
+            return self._webhook_info()
+        if method == "deleteWebhook":
+            with self._lock:
+                self.webhook = WebhookState(set_calls=self.webhook.set_calls)
+                if _flag(params.get("drop_pending_updates")):
+                    self.pending.clear()
+                self._update_arrived.notify_all()
             return True
         raise ApiError(404, "Not Found: method not found")
+
+    def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset = int(params.get("offset") or 0)
+        limit = min(max(int(params.get("limit") or 100), 1), 100)
+        timeout = min(max(float(params.get("timeout") or 0), 0), GET_UPDATES_MAX_TIMEOUT)
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                if self.webhook.url:
+                    raise ApiError(409, WEBHOOK_CONFLICT)
+                # Calling with an offset confirms every update before it: they are gone.
+                self.pending = [u for u in self.pending if int(u["update_id"]) >= offset]
+                remaining = deadline - time.monotonic()
+                if self.pending or remaining <= 0 or self._closed:
+                    return list(self.pending[:limit])
+                self._update_arrived.wait(remaining)
+
+    def _set_webhook(self, params: dict[str, Any]) -> bool:
+        url = str(params.get("url") or "")
+        if url and not url.startswith("https://"):
+            raise ApiError(
+                400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook"
+            )
+        secret = params.get("secret_token")
+        if secret is not None and not _SECRET_TOKEN.fullmatch(str(secret)):
+            raise ApiError(400, "Bad Request: secret token contains unallowed characters")
+        allowed = params.get("allowed_updates")
+        if isinstance(allowed, str):  # form-encoded: a JSON-serialized array
+            allowed = json.loads(allowed)
+        with self._lock:
+            self.webhook.set_calls.append(dict(params))
+            self.webhook.url = url
+            self.webhook.secret_token = None if secret is None else str(secret)
+            if allowed is not None:
+                self.webhook.allowed_updates = [str(kind) for kind in allowed]
+            if _flag(params.get("drop_pending_updates")):
+                self.pending.clear()
+            self._update_arrived.notify_all()  # a waiting getUpdates now gets 409
+        return True
+
+    def _webhook_info(self) -> dict[str, Any]:
+        with self._lock:
+            info: dict[str, Any] = {
+                "url": self.webhook.url,
+                "has_custom_certificate": False,
+                "pending_update_count": len(self.pending),
+                "max_connections": 40,
+            }
+            if self.webhook.last_error_date is not None:
+                info["last_error_date"] = self.webhook.last_error_date
+                info["last_error_message"] = self.webhook.last_error_message
+            if self.webhook.allowed_updates is not None:
+                info["allowed_updates"] = list(self.webhook.allowed_updates)
+            return info
 
     def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "chat_id", "text")
@@ -229,6 +341,10 @@ class LocalBotApi(JsonHttpServer):
             if error.retry_after is not None:
                 body["parameters"] = {"retry_after": error.retry_after}
             return error.code, body
+
+
+def _flag(value: object) -> bool:
+    return value is True or str(value).lower() == "true"
 
 
 def _require(params: dict[str, Any], *names: str) -> None:

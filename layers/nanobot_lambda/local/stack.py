@@ -89,10 +89,15 @@ class LocalStack:
         on_message: Callable[[SentMessage], None] | None = None,
         replace_log_output: bool = False,
         on_log: Callable[[logging.LogRecord], None] | None = None,
+        bot_token: str | None = None,
+        telegram_api_base: str | None = None,
     ) -> None:
+        """`telegram_api_base` given (with the bot's real `bot_token`): the functions talk to
+        that Bot API (real Telegram for `poll`) and no local Bot API is started."""
         self.template_path = template_path
         self.user = user or LocalUser()
-        self.bot_token = f"100200300:local-{secrets.token_urlsafe(12)}"
+        self.bot_token = bot_token or f"100200300:local-{secrets.token_urlsafe(12)}"
+        self._telegram_api_base = telegram_api_base
         self.secret_token = secrets.token_urlsafe(24)
         self.prefix = f"nanobot-{uuid.uuid4().hex[:8]}"
         self.log_sink = LogSink(on_log)
@@ -149,7 +154,9 @@ class LocalStack:
 
         clear_caches()  # type: ignore[no-untyped-call]
 
-        self.bot_api = LocalBotApi(self.bot_token, self._on_message).start()
+        if self._telegram_api_base is None:
+            self.bot_api = LocalBotApi(self.bot_token, self._on_message).start()
+        api_base = self._telegram_api_base or self.bot_api.base_url
         self.template = TemplateContext(
             load_template(self.template_path), parameters=self._template_parameters()
         )
@@ -157,7 +164,7 @@ class LocalStack:
         self._store_secrets()
         for name, logical_id in FUNCTIONS.items():
             environment = self.template.function_environment(logical_id)
-            environment["TELEGRAM_API_BASE"] = self.bot_api.base_url
+            environment["TELEGRAM_API_BASE"] = api_base
             self.environment[name] = environment
             # The functions read os.environ when imported; their variables never disagree.
             self._set_environ(**environment)

@@ -1,0 +1,184 @@
+"""`doctor` against a stack on moto server, the Bot API stand-in and the scripted model: a
+healthy deployment passes every check; each broken part is reported alone, with its fix."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from nanobot_lambda.cli import main
+from nanobot_lambda.local.bot_api import LocalBotApi
+from nanobot_lambda.local.cfn import TemplateContext
+from nanobot_lambda.workspace import S3Workspace, seed_workspace
+from tests.support.deployed import (
+    BOT_TOKEN_PARAMETER,
+    LLM_KEY_PARAMETER,
+    deploy_stack,
+    put_secret,
+    stack_output,
+)
+from tests.support.scripted_model import ScriptedModelServer
+
+BOT_TOKEN = "6161:doctor-token"
+
+
+@pytest.fixture
+def bot_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalBotApi]:
+    api = LocalBotApi(BOT_TOKEN).start()
+    monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
+    yield api
+    api.stop()
+
+
+Deploy = Callable[..., str]
+
+
+@pytest.fixture
+def deploy(
+    resources: TemplateContext, bot_api: LocalBotApi, model_server: ScriptedModelServer
+) -> Deploy:
+    """A healthy deployment, with `parameters` overriding the stack's; returns the stack."""
+    put_secret(BOT_TOKEN_PARAMETER, BOT_TOKEN)
+    put_secret(LLM_KEY_PARAMETER, "sk-test-scripted")
+    seed_workspace(S3Workspace(resources.refs["WorkspaceBucket"], boto3.client("s3")))
+    for _ in range(3):
+        model_server.reply("OK")
+
+    def make(**parameters: str) -> str:
+        stack = deploy_stack(
+            resources,
+            {
+                "LlmModel": ScriptedModelServer.MODEL,
+                "LlmApiBase": model_server.base_url,
+                "LlmApiKeyParameter": LLM_KEY_PARAMETER,
+                "AllowFrom": "111111111",
+                "Timezone": "Europe/Lisbon",
+                **parameters,
+            },
+        )
+        bot_api.webhook.url = stack_output(stack, "WebhookUrl")
+        return stack
+
+    return make
+
+
+def doctor(stack: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, str]]:
+    """Exit code and each check's line (with its fix line, if any)."""
+    code = main(["doctor", "--stack", stack, "--env-file", "/nonexistent"])
+    lines = capsys.readouterr().out.splitlines()
+    checks: dict[str, str] = {}
+    for line in lines[:-1]:
+        if line.startswith(("ok", "FAIL", "skip")):
+            name = line[6:23].strip()
+            checks[name] = line
+        else:
+            checks[name] += "\n" + line
+    return code, checks
+
+
+def failed(checks: dict[str, str]) -> list[str]:
+    return [name for name, line in checks.items() if line.startswith("FAIL")]
+
+
+def test_a_healthy_deployment_passes_every_check(
+    deploy: Deploy, model_server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, checks = doctor(deploy(), capsys)
+    assert code == 0, checks
+    assert list(checks) == [
+        "configuration",
+        "AWS credentials",
+        "stack",
+        "model",
+        "bot token",
+        "webhook",
+        "workspace",
+    ]
+    assert all(line.startswith("ok") for line in checks.values()), checks
+    assert "@nano_lambda_bot" in checks["bot token"]
+    (request,) = model_server.requests  # the one-token completion, with the stack's key
+    assert request["max_tokens"] == 1
+    assert model_server.headers[0]["Authorization"] == "Bearer sk-test-scripted"
+
+
+def test_a_broken_setting_is_the_only_failure_and_comes_with_its_fix(
+    deploy: Deploy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, checks = doctor(deploy(Timezone="Mars/Olympus_Mons"), capsys)
+    assert code == 1
+    assert failed(checks) == ["configuration"]
+    assert "unknown timezone 'Mars/Olympus_Mons'" in checks["configuration"]
+    assert "fix: redeploy with corrected Timezone: sam deploy --guided" in checks["configuration"]
+    assert checks["model"].startswith("ok")
+
+
+def breaks_bot_token(api: LocalBotApi, resources: TemplateContext) -> None:
+    put_secret(BOT_TOKEN_PARAMETER, "6161:revoked")
+
+
+def breaks_webhook_url(api: LocalBotApi, resources: TemplateContext) -> None:
+    api.webhook.url = "https://old-stack.example/webhook"
+
+
+def breaks_webhook_delivery(api: LocalBotApi, resources: TemplateContext) -> None:
+    api.record_webhook_error("Wrong response from the webhook: 401 Unauthorized", int(time.time()))
+
+
+def breaks_workspace_files(api: LocalBotApi, resources: TemplateContext) -> None:
+    boto3.client("s3").delete_object(
+        Bucket=resources.refs["WorkspaceBucket"], Key="workspace/AGENTS.md"
+    )
+
+
+def breaks_a_skill(api: LocalBotApi, resources: TemplateContext) -> None:
+    S3Workspace(resources.refs["WorkspaceBucket"], boto3.client("s3")).write(
+        "skills/tea/SKILL.md", b"---\nalways: maybe\n---\nBrew."
+    )
+
+
+@pytest.mark.parametrize(
+    ("breakage", "check", "detail", "fix"),
+    [
+        (breaks_bot_token, "bot token", "refused the token (401", BOT_TOKEN_PARAMETER),
+        (breaks_webhook_url, "webhook", "old-stack.example", "nanobot-lambda webhook set --stack"),
+        (breaks_webhook_delivery, "webhook", "401 Unauthorized", "sam logs -n WebhookFunction"),
+        (breaks_workspace_files, "workspace", "missing AGENTS.md", "nanobot-lambda onboard"),
+        (breaks_a_skill, "workspace", "skills/tea/SKILL.md: always must be true", "pull DIR"),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_each_broken_part_is_reported_with_its_fix(
+    deploy: Deploy,
+    bot_api: LocalBotApi,
+    resources: TemplateContext,
+    capsys: pytest.CaptureFixture[str],
+    breakage: Callable[[LocalBotApi, TemplateContext], Any],
+    check: str,
+    detail: str,
+    fix: str,
+) -> None:
+    stack = deploy()
+    breakage(bot_api, resources)
+    code, checks = doctor(stack, capsys)
+    assert code == 1
+    assert failed(checks) == [check]
+    report = checks[check]
+    assert detail in report.splitlines()[0]
+    assert "fix:" in report and fix in report.split("fix:", 1)[1]
+    if check == "bot token":
+        assert checks["webhook"].startswith("skip")
+        assert "6161:revoked" not in report
+
+
+def test_a_missing_stack_fails_the_stack_check_and_skips_what_needs_it(
+    bot_api: LocalBotApi, aws: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, checks = doctor("no-such-stack", capsys)
+    assert code == 1
+    assert "stack 'no-such-stack' does not exist" in checks["stack"]
+    assert checks["bot token"].startswith("skip") and checks["workspace"].startswith("skip")

@@ -1,0 +1,130 @@
+"""The getUpdates loop behind `poll`, against the Bot API stand-in over HTTP: what is
+acknowledged when, a webhook's 409, and stopping."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from nanobot_lambda.local.bot_api import LocalBotApi
+from nanobot_lambda.local.poll import Delivery, TelegramPoller, WebhookIsSet
+from nanobot_lambda.ops.deployment import OperatorError
+from nanobot_lambda.telegram.client import TelegramBot
+from tests.conftest import telegram_update
+
+TOKEN = "5151:poll-token"
+
+
+@pytest.fixture
+def bot_api() -> Iterator[LocalBotApi]:
+    api = LocalBotApi(TOKEN).start()
+    yield api
+    api.stop()
+
+
+class Webhook:
+    """Answers as the webhook function would, from a script of statuses (then 200)."""
+
+    def __init__(self, *statuses: int) -> None:
+        self.statuses = list(statuses)
+        self.received: list[int] = []
+
+    def __call__(self, update: Mapping[str, Any]) -> dict[str, Any]:
+        self.received.append(int(update["update_id"]))
+        status = self.statuses.pop(0) if self.statuses else 200
+        body = {"ok": True, "status": "queued"} if status < 400 else {"error": "try again later"}
+        return {"statusCode": status, "body": json.dumps(body)}
+
+
+def poller(api: LocalBotApi, webhook: Webhook, deliveries: list[Delivery]) -> TelegramPoller:
+    bot = TelegramBot(SecretStr(TOKEN), api.base_url, sleep=lambda _: None)
+    return TelegramPoller(
+        bot, webhook, long_poll_seconds=0, retry_seconds=0.01, on_delivery=deliveries.append
+    )
+
+
+def update(update_id: int) -> dict[str, Any]:
+    return {**telegram_update("text_private"), "update_id": update_id}
+
+
+def offsets(api: LocalBotApi) -> list[int | None]:
+    return [params.get("offset") for method, params in api.calls if method == "getUpdates"]
+
+
+def test_updates_are_acknowledged_only_after_the_webhook_accepted_them(
+    bot_api: LocalBotApi,
+) -> None:
+    for update_id in (10, 11, 12):
+        bot_api.push_update(update(update_id))
+    webhook = Webhook(200, 503)  # 11 fails once: the queue was unavailable
+    deliveries: list[Delivery] = []
+    loop = poller(bot_api, webhook, deliveries)
+
+    assert loop.poll_once() is False
+    assert webhook.received == [10, 11]  # 12 waits behind 11
+    assert loop.offset == 11
+    assert [u["update_id"] for u in bot_api.pending] == [10, 11, 12]  # none confirmed yet
+
+    assert loop.poll_once() is True
+    assert webhook.received == [10, 11, 11, 12]
+    assert [u["update_id"] for u in bot_api.pending] == [11, 12]  # 10 confirmed by offset 11
+    loop.confirm()
+    assert bot_api.pending == []
+    assert offsets(bot_api) == [None, 11, 13]
+    assert "update 11 (message, chat 111111111): try again later; kept with Telegram, retrying" in [
+        d.describe() for d in deliveries
+    ]
+    assert all("text" not in d.describe() for d in deliveries)
+
+
+def test_a_refused_update_is_reported_and_skipped(bot_api: LocalBotApi) -> None:
+    bot_api.push_update({"update_id": 20, "nonsense": True})
+    bot_api.push_update(update(21))
+    deliveries: list[Delivery] = []
+    loop = poller(bot_api, Webhook(400), deliveries)
+    assert loop.poll_once() is True
+    assert loop.offset == 22
+    assert deliveries[0].describe().startswith("update 20 (unknown): refused by the webhook (400")
+
+
+def test_a_set_webhook_stops_polling_with_the_fix_and_is_left_alone(
+    bot_api: LocalBotApi,
+) -> None:
+    bot_api.webhook.url = "https://example.execute-api.us-east-1.amazonaws.com/webhook"
+    loop = poller(bot_api, Webhook(), [])
+    with pytest.raises(WebhookIsSet) as raised:
+        loop.run(threading.Event())
+    assert "nanobot-lambda webhook delete" in str(raised.value)
+    assert bot_api.webhook.url  # not deleted behind the operator's back
+    assert [method for method, _ in bot_api.calls] == ["getUpdates"]
+
+
+def test_a_wrong_token_stops_polling(bot_api: LocalBotApi) -> None:
+    bot = TelegramBot(SecretStr("5151:wrong"), bot_api.base_url)
+    loop = TelegramPoller(bot, Webhook(), long_poll_seconds=0)
+    with pytest.raises(OperatorError, match="Telegram refused the bot token"):
+        loop.poll_once()
+
+
+def test_the_stop_event_ends_a_long_poll_loop(bot_api: LocalBotApi) -> None:
+    bot = TelegramBot(SecretStr(TOKEN), bot_api.base_url, timeout=(3, 10))
+    webhook = Webhook()
+    loop = TelegramPoller(bot, webhook, long_poll_seconds=1)
+    stop = threading.Event()
+    runner = threading.Thread(target=loop.run, args=(stop,))
+    runner.start()
+    bot_api.push_update(update(30))  # arrives during a long poll
+    for _ in range(100):
+        if webhook.received:
+            break
+        stop.wait(0.05)
+    stop.set()
+    runner.join(timeout=5)
+    assert not runner.is_alive()
+    assert webhook.received == [30]
+    assert bot_api.pending == []  # confirmed on the way out

@@ -1,0 +1,170 @@
+"""The command line's contracts: every command's help has examples, and what the commands
+assume of the template and of the bot (outputs, parameters, update kinds) is what they are."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError, NoCredentialsError
+
+from nanobot_lambda.allowlist import AllowList
+from nanobot_lambda.cli import build_parser, main
+from nanobot_lambda.cli.common import describe_failure
+from nanobot_lambda.local.cfn import load_template
+from nanobot_lambda.ops.deployment import (
+    BOT_TOKEN_PARAMETER,
+    SECRET_TOKEN_PARAMETER,
+    STACK_OUTPUTS,
+    OperatorError,
+    valid_secret_token,
+)
+from nanobot_lambda.ops.doctor import STACK_SETTINGS
+from nanobot_lambda.ops.webhook_admin import ALLOWED_UPDATES
+from nanobot_lambda.ops.workspace_sync import MANIFEST, syncable
+from nanobot_lambda.settings import ConfigError
+from nanobot_lambda.telegram.client import TelegramError
+from nanobot_lambda.telegram.inbound import Ignored, classify
+from nanobot_lambda.telegram.models import Update
+from tests.conftest import TEMPLATE, all_telegram_fixture_names, telegram_update
+
+
+def command_paths(
+    parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    """Every command and subcommand, e.g. ("webhook", "set")."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.append((*prefix, name))
+                found.extend(command_paths(sub, (*prefix, name)))
+    return found
+
+
+ALL_COMMANDS = command_paths(build_parser())
+
+
+def test_every_command_of_the_issue_exists() -> None:
+    expected = {
+        ("chat",), ("poll",), ("onboard",), ("workspace", "pull"), ("workspace", "push"),
+        ("webhook", "set"), ("webhook", "info"), ("webhook", "delete"), ("cron", "list"),
+        ("cron", "remove"), ("dlq", "list"), ("dlq", "replay"), ("sessions", "list"),
+        ("sessions", "show"), ("sessions", "reset"), ("doctor",),
+    }  # fmt: skip
+    assert expected <= set(ALL_COMMANDS)
+
+
+@pytest.mark.parametrize("path", ALL_COMMANDS, ids=" ".join)
+def test_help_renders_with_examples(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*path, "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    examples = out.split("examples:\n", 1)[1]
+    assert f"nanobot-lambda {path[0]}" in examples
+    if len(path) == 1 and path[0] not in ("workspace", "webhook", "cron", "dlq", "sessions"):
+        assert f"usage: nanobot-lambda {path[0]}" in out
+
+
+def test_stack_outputs_are_the_templates() -> None:
+    assert set(STACK_OUTPUTS) == set(load_template(TEMPLATE)["Outputs"])
+
+
+def test_secret_parameter_defaults_are_the_templates() -> None:
+    parameters = load_template(TEMPLATE)["Parameters"]
+    for key, default in (BOT_TOKEN_PARAMETER, SECRET_TOKEN_PARAMETER):
+        assert parameters[key]["Default"] == default
+
+
+def test_doctor_reads_the_parameters_the_template_wires_into_agent_turn() -> None:
+    template = load_template(TEMPLATE)
+    variables = template["Resources"]["AgentTurnFunction"]["Properties"]["Environment"]
+    wiring = {
+        **template["Globals"]["Function"]["Environment"]["Variables"],
+        **variables["Variables"],
+    }
+    for parameter, variable in STACK_SETTINGS.items():
+        assert wiring[variable] == {"Ref": parameter}, variable
+
+
+def test_allowed_updates_are_the_kinds_the_bot_acts_on() -> None:
+    # Every fixture of another kind is ignored for its kind; the bot acts on some of each allowed.
+    everyone = AllowList.parse("*")
+    acted_on: set[str] = set()
+    for name in all_telegram_fixture_names():
+        update = Update.model_validate(telegram_update(name))
+        decision = classify(update, everyone)
+        if update.kind not in ALLOWED_UPDATES:
+            assert isinstance(decision, Ignored) and update.kind in decision.reason, name
+        elif not isinstance(decision, Ignored):
+            acted_on.add(update.kind)
+    assert acted_on == set(ALLOWED_UPDATES)
+
+
+@pytest.mark.parametrize(
+    ("path", "synced"),
+    [
+        ("SOUL.md", True),
+        ("skills/weather/SKILL.md", True),
+        (MANIFEST, False),
+        (".git/config", False),
+        ("skills/.draft/SKILL.md", False),
+        ("../outside.md", False),
+        ("a//b.md", False),
+        ("/etc/passwd", False),
+    ],
+)
+def test_which_paths_are_synced(path: str, synced: bool) -> None:
+    assert syncable(path) is synced
+
+
+def test_secret_tokens_telegram_accepts() -> None:
+    assert valid_secret_token("abc_DEF-123")
+    assert not valid_secret_token("")
+    assert not valid_secret_token("has space")
+    assert not valid_secret_token("x" * 257)
+
+
+def _client_error(code: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": "nope"}}, "GetItem")
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (OperatorError("give --stack NAME"), "give --stack NAME"),
+        (ConfigError("Invalid configuration: LLM_MODEL is not set"), "LLM_MODEL is not set"),
+        (NoCredentialsError(), "aws configure"),
+        (_client_error("ExpiredTokenException"), "refresh your AWS credentials"),
+        (_client_error("AccessDeniedException"), "account that deployed the stack"),
+        (_client_error("ResourceNotFoundException"), "check --stack NAME"),
+        (TelegramError("getMe", 401, "Unauthorized"), "refused the bot token"),
+        (TelegramError("getMe", None, "ConnectionError"), "cannot reach Telegram"),
+    ],
+)
+def test_known_failures_are_one_line_with_a_fix(error: Exception, expected: str) -> None:
+    message = describe_failure(error)
+    assert message is not None and expected in message and "\n" not in message
+
+
+def test_a_bug_is_not_disguised() -> None:
+    assert describe_failure(ZeroDivisionError()) is None
+
+
+def test_the_module_runs_as_the_script(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "nanobot_lambda.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0
+    assert "nanobot-lambda" in completed.stdout and "doctor" in completed.stdout
