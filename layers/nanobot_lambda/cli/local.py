@@ -234,7 +234,8 @@ def poll_command(arguments: argparse.Namespace) -> int:
         )
     allow_from = _allow_from()
 
-    from nanobot_lambda.local.poll import Delivery, TelegramPoller
+    from nanobot_lambda.local.poll import Delivery, TelegramPoller, WebhookIsSet
+    from nanobot_lambda.ops.webhook_admin import webhook_info
     from nanobot_lambda.local.stack import LocalStack, LocalUser
     from nanobot_lambda.telegram.client import TelegramBot
 
@@ -243,6 +244,8 @@ def poll_command(arguments: argparse.Namespace) -> int:
         settings.telegram_bot_token, api_base, timeout=(3.05, arguments.long_poll + 15.0)
     )
     me = bot.get_me()  # a wrong token stops here, before the stack starts
+    if webhook_info(bot).url:  # getUpdates would answer 409: say so before starting anything
+        raise WebhookIsSet()
     owner = next((int(item) for item in allow_from.split(",") if item.strip().isdigit()), None)
     print(f"Starting the local stack for @{me.username} (moto, functions)…", file=sys.stderr)
     stack = LocalStack(

@@ -1,0 +1,75 @@
+"""Failures an operator can fix end as one line with the fix and exit code 2, never a
+traceback: the console script run as a user would, against moto server."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.test_cli import run_cli
+
+MOTO_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sessions", "list"],
+        ["dlq", "list"],
+        ["onboard"],
+        ["workspace", "pull", "somewhere"],
+        ["webhook", "info"],
+        ["cron", "list"],
+        ["doctor"],
+    ],
+    ids=" ".join,
+)
+def test_a_missing_stack(command: list[str], moto_endpoint: str) -> None:
+    completed = run_cli(
+        *command,
+        "--stack",
+        "no-such-stack",
+        env={"AWS_ENDPOINT_URL": moto_endpoint, **MOTO_CREDENTIALS},
+    )
+    if command == ["doctor"]:  # the doctor reports it among its checks
+        assert completed.returncode == 1
+        assert "FAIL  stack            stack 'no-such-stack' does not exist" in completed.stdout
+        return
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "error: stack 'no-such-stack' does not exist in us-east-1: check the name "
+        "(aws cloudformation list-stacks) or set AWS_REGION\n"
+    )
+
+
+def test_no_aws_credentials() -> None:
+    completed = run_cli(
+        "sessions",
+        "list",
+        "--stack",
+        "nanobot-lambda",
+        env={
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+            "AWS_CONFIG_FILE": "/nonexistent",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        },
+    )
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("error: no AWS credentials found: run `aws configure`")
+    assert "Traceback" not in completed.stderr
+
+
+def test_an_invalid_setting(moto_endpoint: str) -> None:
+    completed = run_cli(
+        "dlq",
+        "list",
+        env={"AWS_ENDPOINT_URL": moto_endpoint, **MOTO_CREDENTIALS, "TURN_DLQ_URL": "not-a-url"},
+    )
+    assert completed.returncode == 2
+    (line,) = completed.stderr.splitlines()
+    assert line.startswith("error: Invalid configuration for the nanobot-lambda command line")
+    assert "TURN_DLQ_URL" in line and "README" in line
