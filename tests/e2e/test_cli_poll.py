@@ -18,7 +18,7 @@ from nanobot_lambda.local.poll import Delivery, TelegramPoller
 from nanobot_lambda.local.stack import LocalStack
 from nanobot_lambda.telegram.client import TelegramBot
 from tests.conftest import TEMPLATE, telegram_update
-from tests.e2e.test_cli import CLI, ROOT
+from tests.e2e.test_cli import CLI, ROOT, run_cli
 from tests.support.scripted_model import ScriptedModelServer
 
 TOKEN = "7171:real-bot-token"
@@ -82,10 +82,8 @@ def test_updates_from_telegram_take_the_deployed_path_and_replies_go_back(
     assert model_server.unexpected == []
 
 
-def cli_env(telegram: LocalBotApi, model_server: ScriptedModelServer) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
+def poll_env(telegram: LocalBotApi, model_server: ScriptedModelServer) -> dict[str, str]:
     return {
-        **clean,
         **model_server.env(),
         "TELEGRAM_BOT_TOKEN": TOKEN,
         "TELEGRAM_API_BASE": telegram.base_url,
@@ -100,7 +98,10 @@ def test_the_console_script_answers_and_stops_cleanly_on_ctrl_c(
     process = subprocess.Popen(  # noqa: S603
         [CLI, "poll", "--env-file", "/nonexistent", "--long-poll", "1"],
         cwd=ROOT,
-        env=cli_env(telegram, model_server),
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))},
+            **poll_env(telegram, model_server),
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -127,15 +128,7 @@ def test_a_set_webhook_is_explained_not_deleted(
     telegram: LocalBotApi, model_server: ScriptedModelServer
 ) -> None:
     telegram.webhook.url = "https://abc.execute-api.us-east-1.amazonaws.com/webhook"
-    completed = subprocess.run(  # noqa: S603
-        [CLI, "poll", "--env-file", "/nonexistent"],
-        cwd=ROOT,
-        env=cli_env(telegram, model_server),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_cli("poll", "--env-file", "/nonexistent", env=poll_env(telegram, model_server))
     assert completed.returncode == 2
     (line,) = completed.stderr.splitlines()
     assert line.startswith("error: a webhook is set for this bot")
@@ -147,17 +140,9 @@ def test_a_set_webhook_is_explained_not_deleted(
 def test_without_allow_from_it_refuses_to_open_the_bot(
     telegram: LocalBotApi, model_server: ScriptedModelServer
 ) -> None:
-    env = cli_env(telegram, model_server)
+    env = poll_env(telegram, model_server)
     del env["ALLOW_FROM"]
-    completed = subprocess.run(  # noqa: S603
-        [CLI, "poll", "--env-file", "/nonexistent"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_cli("poll", "--env-file", "/nonexistent", env=env)
     assert completed.returncode == 2
     assert completed.stderr.startswith("error: set ALLOW_FROM to your Telegram user id")
     assert telegram.calls == []

@@ -20,6 +20,7 @@ from tests.support.deployed import (
     deploy_stack,
     put_secret,
     stack_output,
+    telegram_stand_in,
 )
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -28,11 +29,8 @@ BOT_TOKEN = "6161:doctor-token"
 
 @pytest.fixture
 def bot_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalBotApi]:
-    api = LocalBotApi(BOT_TOKEN).start()
-    monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
-    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
-    yield api
-    api.stop()
+    with telegram_stand_in(monkeypatch, BOT_TOKEN) as api:
+        yield api
 
 
 Deploy = Callable[..., str]
@@ -182,3 +180,28 @@ def test_a_missing_stack_fails_the_stack_check_and_skips_what_needs_it(
     assert code == 1
     assert "stack 'no-such-stack' does not exist" in checks["stack"]
     assert checks["bot token"].startswith("skip") and checks["workspace"].startswith("skip")
+
+
+def test_without_a_stack_it_checks_what_the_local_commands_use(
+    bot_api: LocalBotApi,
+    model_server: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    model_server.reply("OK")
+    for name, value in model_server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.delenv("WORKSPACE_BUCKET", raising=False)
+    code = main(["doctor", "--env-file", "/nonexistent"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    statuses = [line.split()[0] for line in out.splitlines()[:-1]]
+    assert statuses == ["ok", "skip", "skip", "ok", "ok", "ok", "skip"]
+    assert "none set: updates wait for getUpdates (nanobot-lambda poll)" in out
+
+    monkeypatch.delenv("LLM_MODEL")
+    assert main(["doctor", "--env-file", "/nonexistent"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  configuration    LLM_MODEL is not set\n" in out
+    assert "skip  model" in out

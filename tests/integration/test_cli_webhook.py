@@ -17,6 +17,7 @@ from tests.support.deployed import (
     deploy_stack,
     put_secret,
     stack_output,
+    telegram_stand_in,
 )
 
 BOT_TOKEN = "4242:stack-bot-token"
@@ -24,11 +25,8 @@ BOT_TOKEN = "4242:stack-bot-token"
 
 @pytest.fixture
 def bot_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalBotApi]:
-    api = LocalBotApi(BOT_TOKEN).start()
-    monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
-    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
-    yield api
-    api.stop()
+    with telegram_stand_in(monkeypatch, BOT_TOKEN) as api:
+        yield api
 
 
 @pytest.fixture

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import boto3
+import pytest
 
+from nanobot_lambda.local.bot_api import LocalBotApi
 from nanobot_lambda.local.cfn import TemplateContext
 
 BOT_TOKEN_PARAMETER = "/it/telegram-bot-token"
@@ -64,3 +67,16 @@ def put_secret(name: str, value: str) -> None:
 def stack_output(stack: str, key: str) -> str:
     (described,) = boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"]
     return next(o["OutputValue"] for o in described["Outputs"] if o["OutputKey"] == key)
+
+
+@contextmanager
+def telegram_stand_in(monkeypatch: pytest.MonkeyPatch, token: str) -> Iterator[LocalBotApi]:
+    """The Bot API stand-in, reached through TELEGRAM_API_BASE as the CLI reaches Telegram;
+    the bot token is the stack's (TELEGRAM_BOT_TOKEN unset)."""
+    api = LocalBotApi(token).start()
+    monkeypatch.setenv("TELEGRAM_API_BASE", api.base_url)
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
+    try:
+        yield api
+    finally:
+        api.stop()

@@ -74,11 +74,18 @@ def register(commands: Any) -> None:
     poll.add_argument("-v", "--verbose", action="store_true", help="show the functions' logs")
     poll.add_argument(
         "--long-poll",
-        type=int,
+        type=_long_poll_seconds,
         default=25,
         metavar="SECONDS",
         help="how long each getUpdates call waits for an update (default 25)",
     )
+
+
+def _long_poll_seconds(value: str) -> int:
+    seconds = int(value)
+    if not 0 <= seconds <= 50:
+        raise argparse.ArgumentTypeError("between 0 and 50 seconds (Telegram's limit)")
+    return seconds
 
 
 # Settings the template exposes as parameters: a value in the environment (or .env) becomes the
@@ -235,8 +242,8 @@ def poll_command(arguments: argparse.Namespace) -> int:
     allow_from = _allow_from()
 
     from nanobot_lambda.local.poll import Delivery, TelegramPoller, WebhookIsSet
-    from nanobot_lambda.ops.webhook_admin import webhook_info
     from nanobot_lambda.local.stack import LocalStack, LocalUser
+    from nanobot_lambda.ops.webhook_admin import webhook_info
     from nanobot_lambda.telegram.client import TelegramBot
 
     api_base = settings.telegram_api_base.rstrip("/")

@@ -16,7 +16,8 @@ def register(commands: Any) -> None:
         help="list conversations, show one, or reset one",
         description="Conversations in the sessions table (--stack's SessionsTableName output, "
         "or SESSIONS_TABLE). CHAT is a chat id (111111111) or a session key "
-        "(telegram:-1001234:7 for a forum topic, cron:1a2b3c4d for a scheduled task).",
+        "(telegram:-1001234:7 for a forum topic, cron:1a2b3c4d for a scheduled task); put -- "
+        "before a key that starts with a minus sign.",
         examples=[
             "nanobot-lambda sessions list --stack nanobot-lambda",
             "nanobot-lambda sessions show 111111111 --stack nanobot-lambda",

@@ -98,6 +98,9 @@ class Doctor:
         yield self.webhook()
         yield self.workspace()
 
+    def _stack_unreadable(self) -> bool:
+        return bool(self._stack_name) and (self._deployment is None or not self._deployment.stack)
+
     # -- configuration --------------------------------------------------------------------
 
     def _function_environment(self) -> dict[str, str]:
@@ -214,9 +217,11 @@ class Doctor:
 
     def bot_token(self) -> Check:
         name = "bot token"
-        assert self._deployment is not None
-        if self._stack_name and self._deployment.stack is None:
+        if self._stack_unreadable():
             return _skip(name, "the stack could not be read")
+        assert self._deployment is not None
+        if self._stack_name is None and self._deployment.settings.telegram_bot_token is None:
+            return _skip(name, "no --stack and no TELEGRAM_BOT_TOKEN (only poll needs one)")
         where = (
             f"the SSM parameter {self._deployment.parameter_name(BOT_TOKEN_PARAMETER)}"
             if self._stack_name
@@ -279,9 +284,9 @@ class Doctor:
 
     def workspace(self) -> Check:
         name = "workspace"
-        assert self._deployment is not None
-        if self._stack_name and self._deployment.stack is None:
+        if self._stack_unreadable():
             return _skip(name, "the stack could not be read")
+        assert self._deployment is not None
         bucket = self._deployment.resource("workspace_bucket")
         if not bucket:
             return _skip(name, "no --stack given and WORKSPACE_BUCKET is not set")
