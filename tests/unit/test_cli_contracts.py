@@ -12,6 +12,15 @@ from botocore.exceptions import ClientError, NoCredentialsError
 from nanobot_lambda.allowlist import AllowList
 from nanobot_lambda.cli import build_parser, main
 from nanobot_lambda.cli.common import describe_failure
+from nanobot_lambda.jobs import (
+    AnnouncementJob,
+    AnyJob,
+    ContinuationJob,
+    CronTaskJob,
+    HeartbeatJob,
+    SubagentJob,
+    TelegramUpdateJob,
+)
 from nanobot_lambda.local.cfn import load_template
 from nanobot_lambda.ops.deployment import (
     BOT_TOKEN_PARAMETER,
@@ -20,6 +29,7 @@ from nanobot_lambda.ops.deployment import (
     OperatorError,
     valid_secret_token,
 )
+from nanobot_lambda.ops.dlq import describe
 from nanobot_lambda.ops.doctor import STACK_SETTINGS
 from nanobot_lambda.ops.webhook_admin import ALLOWED_UPDATES
 from nanobot_lambda.ops.workspace_sync import MANIFEST, syncable
@@ -168,3 +178,36 @@ def test_the_module_runs_as_the_script(tmp_path: Path) -> None:
     )
     assert completed.returncode == 0
     assert "nanobot-lambda" in completed.stdout and "doctor" in completed.stdout
+
+
+SECRET = "the user's private words"
+JOBS = [
+    (
+        TelegramUpdateJob(update={**telegram_update("text_private"), "update_id": 7}),
+        "telegram_update message update_id 7 chat 111111111",
+    ),
+    (HeartbeatJob(chat_id=1, tasks=SECRET, fired_at="2026-01-01T00:00:00Z"), "heartbeat chat 1"),
+    (
+        CronTaskJob(job_id="j1", chat_id=2, name=SECRET, message=SECRET),
+        "cron_task chat 2 job_id j1",
+    ),
+    (
+        SubagentJob(subagent_id="s1", chat_id=3, label=SECRET, task=SECRET),
+        "subagent chat 3 subagent_id s1",
+    ),
+    (
+        AnnouncementJob(subagent_id="s1", chat_id=3, label=SECRET, succeeded=True, result=SECRET),
+        "announcement chat 3 subagent_id s1",
+    ),
+    (
+        ContinuationJob(job=CronTaskJob(job_id="j1", chat_id=2, name="x", message=SECRET), part=2),
+        "cron_task chat 2 job_id j1 (continuation, part 2)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("job", "expected"), JOBS, ids=lambda value: getattr(value, "kind", ""))
+def test_dead_letters_are_described_by_ids_never_text(job: AnyJob, expected: str) -> None:
+    description = describe(job)
+    assert description == expected
+    assert SECRET not in description

@@ -1,4 +1,4 @@
-"""`dlq list|replay`: turns that failed three times, kept in the dead-letter queue."""
+"""`dlq list|replay`: turns that failed every attempt, kept in the dead-letter queue."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def register(commands: Any) -> None:
     group = add_command(
         commands,
         "dlq",
-        help="list the turns that failed three times, or send them back to the turn queue",
+        help="list the turns that failed every attempt, or send them back to the turn queue",
         description="The turn queue's dead-letter queue (--stack's TurnDeadLetterQueueUrl "
         "output, or TURN_DLQ_URL). Messages are described by kind, chat and ids, never by "
         "their text. Replay after fixing the cause (see the agent_turn logs).",

@@ -1,4 +1,4 @@
-"""The turn queue's dead-letter queue: what failed three times, looked at and sent back.
+"""The turn queue's dead-letter queue: turns that failed every attempt, looked at and sent back.
 
 Listing does not consume: messages are received with a short visibility timeout and released
 (made visible again) right after. On a FIFO queue a message group stays locked while any of
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from nanobot_lambda.jobs import TelegramUpdateJob, parse_job
+from nanobot_lambda.jobs import AnyJob, ContinuationJob, TelegramUpdateJob, parse_job
 from nanobot_lambda.telegram.models import Update
 
 if TYPE_CHECKING:
@@ -48,22 +48,27 @@ class DeadLetter:
     def describe_job(self) -> str:
         """The job's kind and ids, never its text (a user's message, a task's prompt)."""
         try:
-            job = parse_job(self.body)
+            return describe(parse_job(self.body))
         except ValidationError:
             return "unreadable job"
-        if isinstance(job, TelegramUpdateJob):
-            try:
-                update = Update.model_validate(job.update)
-            except ValidationError:
-                return "telegram_update (unreadable)"
-            message = update.message
-            chat = f" chat {message.chat.id}" if message else ""
-            return f"telegram_update {update.kind} update_id {update.update_id}{chat}"
-        ids = [f"chat {job.chat_id}"]
-        for name in ("job_id", "subagent_id"):
-            if hasattr(job, name):
-                ids.append(f"{name} {getattr(job, name)}")
-        return f"{job.kind} {' '.join(ids)}"
+
+
+def describe(job: AnyJob) -> str:
+    if isinstance(job, ContinuationJob):
+        return f"{describe(job.job)} (continuation, part {job.part})"
+    if isinstance(job, TelegramUpdateJob):
+        try:
+            update = Update.model_validate(job.update)
+        except ValidationError:
+            return "telegram_update (unreadable)"
+        message = update.message
+        chat = f" chat {message.chat.id}" if message else ""
+        return f"telegram_update {update.kind} update_id {update.update_id}{chat}"
+    ids = [f"chat {job.chat_id}"]
+    for name in ("job_id", "subagent_id"):
+        if hasattr(job, name):
+            ids.append(f"{name} {getattr(job, name)}")
+    return f"{job.kind} {' '.join(ids)}"
 
 
 def _dead_letter(message: MessageTypeDef) -> DeadLetter:

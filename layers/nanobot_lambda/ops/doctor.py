@@ -45,6 +45,7 @@ STACK_SETTINGS = {
     "LlmModel": "LLM_MODEL",
     "LlmApiBase": "LLM_API_BASE",
     "LlmApiKeyParameter": "LLM_API_KEY_PARAM",
+    "LlmFallbackModels": "LLM_FALLBACK_MODELS",
     "Timezone": "TIMEZONE",
     "MaxToolIterations": "MAX_TOOL_ITERATIONS",
     "HistoryWindow": "HISTORY_WINDOW",
@@ -327,8 +328,13 @@ def one_token_completion(settings: LlmSettings) -> None:
     """A real call to the model, one token long. litellm is imported here, only here."""
     from nanobot_lambda.litellm_model import LitellmChatModel
 
-    quick = settings.model_copy(
-        update={"llm_max_tokens": 1, "llm_num_retries": 0, "llm_timeout_seconds": 60}
+    quick = settings.model_copy(  # the model itself: a fallback answering would hide it
+        update={
+            "llm_max_tokens": 1,
+            "llm_num_retries": 0,
+            "llm_timeout_seconds": 60,
+            "llm_fallback_models": (),
+        }
     )
     LitellmChatModel(quick).complete([{"role": "user", "content": "Say OK."}], [])
 
