@@ -280,7 +280,10 @@ def poll_command(arguments: argparse.Namespace) -> int:
         on_delivery=show_delivery,
         on_problem=show_problem,
     )
-    stack.start()
+    try:
+        stack.start()
+    except Exception as error:
+        raise OperatorError(f"the local stack did not start: {error}") from None
     try:
         stack.start_background()  # runs the queued turns and the due schedules
         print(
