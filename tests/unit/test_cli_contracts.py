@@ -35,7 +35,7 @@ from nanobot_lambda.ops.webhook_admin import ALLOWED_UPDATES
 from nanobot_lambda.ops.workspace_sync import MANIFEST, syncable
 from nanobot_lambda.settings import ConfigError
 from nanobot_lambda.telegram.client import TelegramError
-from nanobot_lambda.telegram.inbound import Ignored, classify
+from nanobot_lambda.telegram.inbound import Accepted, Ignored, classify, to_inbound
 from nanobot_lambda.telegram.models import Update
 from tests.conftest import TEMPLATE, all_telegram_fixture_names, telegram_update
 
@@ -102,15 +102,15 @@ def test_doctor_reads_the_parameters_the_template_wires_into_agent_turn() -> Non
 
 
 def test_allowed_updates_are_the_kinds_the_bot_acts_on() -> None:
-    # Every fixture of another kind is ignored for its kind; the bot acts on some of each allowed.
+    # No fixture of another kind is ever answered; the bot answers some of each allowed kind.
     everyone = AllowList.parse("*")
     acted_on: set[str] = set()
     for name in all_telegram_fixture_names():
         update = Update.model_validate(telegram_update(name))
-        decision = classify(update, everyone)
         if update.kind not in ALLOWED_UPDATES:
-            assert isinstance(decision, Ignored) and update.kind in decision.reason, name
-        elif not isinstance(decision, Ignored):
+            assert isinstance(to_inbound(update), Ignored), name
+            assert not isinstance(classify(update, everyone), Accepted), name
+        elif isinstance(classify(update, everyone), Accepted):
             acted_on.add(update.kind)
     assert acted_on == set(ALLOWED_UPDATES)
 
