@@ -61,7 +61,7 @@ def test_every_command_of_the_issue_exists() -> None:
         ("chat",), ("poll",), ("onboard",), ("workspace", "pull"), ("workspace", "push"),
         ("webhook", "set"), ("webhook", "info"), ("webhook", "delete"), ("cron", "list"),
         ("cron", "remove"), ("dlq", "list"), ("dlq", "replay"), ("sessions", "list"),
-        ("sessions", "show"), ("sessions", "reset"), ("doctor",),
+        ("sessions", "show"), ("sessions", "reset"), ("usage",), ("doctor",),
     }  # fmt: skip
     assert expected <= set(ALL_COMMANDS)
 

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.local.cfn import load_template
-from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings, _Settings
+from nanobot_lambda.settings import (
+    AgentSettings,
+    OperatorSettings,
+    SchedulerSettings,
+    WebhookSettings,
+    _Settings,
+)
 from tests.conftest import ROOT, TEMPLATE
 
 # Variables read by the libraries (Powertools, litellm, tiktoken), documented in the same table.
@@ -59,6 +65,11 @@ def test_every_setting_is_declared_on_its_function(
 
 def test_the_readme_table_documents_nothing_that_does_not_exist() -> None:
     known = set().union(*(variables(settings) for _, settings in FUNCTIONS))
+    known |= variables(OperatorSettings)  # the CLI's (TURN_DLQ_URL), in the same table
     known |= {f"{name}_PARAM" for name in known} | {f"{name}_SECRET_ARN" for name in known}
     libraries = {name for name in readme_table_variables() if name.startswith(LIBRARY_PREFIXES)}
     assert readme_table_variables() - known - libraries == set()
+
+
+def test_every_cli_setting_is_in_the_readme_table() -> None:
+    assert variables(OperatorSettings) - readme_table_variables() == set()

@@ -12,11 +12,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from nanobot_lambda.cli import cron, dlq, doctor, local, sessions, webhook, workspace
+from nanobot_lambda.cli import cron, dlq, doctor, local, sessions, usage, webhook, workspace
 from nanobot_lambda.cli.common import HelpFormatter, describe_failure, load_env_file
 
 # The order of `nanobot-lambda --help`. A new command group is one module and one entry here.
-COMMAND_GROUPS = (local, workspace, webhook, cron, dlq, sessions, doctor)
+COMMAND_GROUPS = (local, workspace, webhook, cron, dlq, sessions, usage, doctor)
 
 EPILOG = """\
 examples:

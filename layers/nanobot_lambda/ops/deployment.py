@@ -41,7 +41,11 @@ RESOURCES: dict[str, tuple[str, str]] = {
 }
 WEBHOOK_URL_OUTPUT = "WebhookUrl"
 # Every output of infra/template.yaml (a unit test keeps the two equal): `doctor` checks them.
-STACK_OUTPUTS = (WEBHOOK_URL_OUTPUT, *(output for output, _ in RESOURCES.values()))
+STACK_OUTPUTS = (
+    WEBHOOK_URL_OUTPUT,
+    *(output for output, _ in RESOURCES.values()),
+    "DashboardUrl",
+)
 # The template parameters naming the secrets' SSM parameters, with the template's defaults.
 BOT_TOKEN_PARAMETER = ("TelegramBotTokenParameter", "/nanobot-lambda/telegram-bot-token")
 SECRET_TOKEN_PARAMETER = ("TelegramSecretTokenParameter", "/nanobot-lambda/telegram-secret-token")
