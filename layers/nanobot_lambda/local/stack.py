@@ -164,10 +164,15 @@ class LocalStack:
         self._store_secrets()
         for name, logical_id in FUNCTIONS.items():
             environment = self.template.function_environment(logical_id)
+            # An empty template value means "unset, use the default": a value this process
+            # already has (from .env, or a test) stands, as `sam local invoke --env-vars` would.
+            for variable, value in environment.items():
+                if value == "" and os.environ.get(variable):
+                    environment[variable] = os.environ[variable]
             environment["TELEGRAM_API_BASE"] = api_base
             self.environment[name] = environment
             # The functions read os.environ when imported; their variables never disagree.
-            self._set_environ(**environment)
+            self._set_environ(**{k: v for k, v in environment.items() if os.environ.get(k) != v})
         seed_workspace(self.workspace)
         for name, logical_id in FUNCTIONS.items():
             # SAM resolves CodeUri relative to the template's folder.
