@@ -1,8 +1,19 @@
-"""Cold-start import cost of each handler: median over fresh interpreters, plus heavy modules.
+"""Cold start of each handler: its module import in fresh interpreters, then its first request.
 
 Each run is a new Python process that imports `functions/<name>/app.py` the way Lambda's init
-phase does (settings built, clients created; no network is touched). Prints a table; also the
-webhook's top import-time offenders from `python -X importtime`.
+phase does (settings built, clients created), timed from the first line of the import to its
+end (interpreter start-up excluded). For the webhook the same process then handles one Telegram
+update (a text message: one SQS SendMessage on moto server), timed separately, so a cost moved
+from the import into the first request shows up. Two webhook configurations are measured: the
+secret token given directly, and read from SSM at start-up as the deployed template does
+(`TELEGRAM_SECRET_TOKEN_PARAM`, one GetParameter on moto). Figures are wall-clock milliseconds,
+median and p95, with the median CPU time of the process beside them (less sensitive to other
+load on a shared machine). Then the webhook's top import-time offenders (`python -X importtime`,
+median of 5 runs).
+
+With the Lambda runtime's Python (python3.12) and `make build` output present, the webhook is also
+imported the way Lambda runs it: python3.12 with only `build/layers/CoreLayer` and the boto3 of
+`build/runtime` on its path, nothing written beside the modules (/opt is read-only).
 
     make bench            or            .venv/bin/python bench/cold_import.py [runs]
 """
@@ -10,21 +21,33 @@ webhook's top import-time offenders from `python -X importtime`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
+
+import boto3
+from moto.server import ThreadedMotoServer
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {
+sys.path.insert(0, str(ROOT / "layers"))
+from runtime_python import find_runtime_python  # noqa: E402
+
+RUNS = 15
+AGENT_RUNS = 5  # agent_turn imports litellm: seconds per run
+IMPORTTIME_RUNS = 5
+BASE_ENV = {
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_ACCESS_KEY_ID": "bench",
     "AWS_SECRET_ACCESS_KEY": "bench",
     "TELEGRAM_BOT_TOKEN": "1:bench",
-    "TELEGRAM_SECRET_TOKEN": "bench",
-    "ALLOW_FROM": "1",
-    "TURN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/bench.fifo",
+    "ALLOW_FROM": "111111111",
     "WORKSPACE_BUCKET": "bench-bucket",
     "SESSIONS_TABLE": "bench-sessions",
     "LLM_MODEL": "openai/bench",
@@ -33,65 +56,206 @@ ENV = {
     "SCHEDULER_TARGET_ARN": "arn:aws:lambda:us-east-1:1:function:bench",
     "SCHEDULER_ROLE_ARN": "arn:aws:iam::1:role/bench",
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "POWERTOOLS_SERVICE_NAME": "nanobot",
 }
+SECRET = "bench-secret"  # noqa: S105 - a local test value
+SECRET_PARAMETER = "/nanobot-lambda/bench-secret-token"  # noqa: S105 - a name
 PROBE = """
 import json, sys, time
-from pathlib import Path
-start = time.perf_counter()
+start, start_cpu = time.perf_counter(), time.process_time()
 import importlib.util
-spec = importlib.util.spec_from_file_location("app", Path("functions") / sys.argv[1] / "app.py")
+spec = importlib.util.spec_from_file_location("app", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-elapsed = time.perf_counter() - start
-heavy = sorted({n.split(".")[0] for n in sys.modules} & {"litellm", "openai", "tiktoken", "moto"})
-print(json.dumps({"ms": elapsed * 1000, "heavy": heavy}))
+result = {
+    "ms": (time.perf_counter() - start) * 1000,
+    "cpu_ms": (time.process_time() - start_cpu) * 1000,
+    "heavy": sorted({n.split(".")[0] for n in sys.modules} & {"litellm", "openai", "tiktoken"}),
+}
+if len(sys.argv) > 2:  # handle one request (helpers imported outside the timings)
+    from types import SimpleNamespace
+    event = json.loads(open(sys.argv[2]).read())
+    context = SimpleNamespace(
+        function_name="webhook", memory_limit_in_mb=256, aws_request_id="bench",
+        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:webhook",
+    )
+    start = time.perf_counter()
+    response = module.handler(event, context)
+    result["first_ms"] = (time.perf_counter() - start) * 1000
+    assert response["statusCode"] == 200, response
+print(json.dumps(result))
 """
 
 
-def run(name: str) -> dict[str, object]:
+def run_probe(
+    python: str,
+    app: Path,
+    env: dict[str, str],
+    event: Path | None = None,
+    flags: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    arguments = [python, *flags, "-c", PROBE, str(app)]
+    if event is not None:
+        arguments.append(str(event))
     completed = subprocess.run(  # noqa: S603
-        [sys.executable, "-c", PROBE, name],
-        cwd=ROOT,
-        env={**os.environ, **ENV},
-        capture_output=True,
-        text=True,
-        check=True,
+        arguments, cwd=app.parent, env=env, capture_output=True, text=True, check=False
     )
-    result: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
+    if completed.returncode != 0:
+        raise RuntimeError(f"{app} failed to start:\n{completed.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return result
 
 
-def top_imports(name: str, count: int = 8) -> list[tuple[int, str]]:
-    completed = subprocess.run(  # noqa: S603
-        [sys.executable, "-X", "importtime", "-c", PROBE, name],
-        cwd=ROOT,
-        env={**os.environ, **ENV},
-        capture_output=True,
-        text=True,
-        check=True,
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def row(label: str, results: list[dict[str, Any]]) -> None:
+    imports = [r["ms"] for r in results]
+    cpu = statistics.median(r["cpu_ms"] for r in results)
+    line = f"  {label:<36} {statistics.median(imports):7.0f} {p95(imports):6.0f} {cpu:6.0f}"
+    if "first_ms" in results[0]:
+        firsts = [r["ms"] + r["first_ms"] for r in results]
+        line += f"   {statistics.median(firsts):7.0f} {p95(firsts):6.0f}"
+    heavy = ", ".join(results[0]["heavy"])
+    print(line + (f"   loads {heavy}" if heavy else ""))
+
+
+def importtime(app: Path, env: dict[str, str], runs: int) -> list[dict[str, tuple[int, int]]]:
+    """Per run: module -> (self µs, cumulative µs) for modules the handler import pulled in."""
+    measured = []
+    for _ in range(runs):
+        completed = subprocess.run(  # noqa: S603
+            [sys.executable, "-X", "importtime", "-c", PROBE, str(app)],
+            cwd=app.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        modules: dict[str, tuple[int, int]] = {}
+        for line in completed.stderr.splitlines():
+            if not line.startswith("import time:") or "cumulative" in line:
+                continue
+            own, cumulative, name = line[len("import time:") :].split("|")
+            modules[name.rstrip()] = (int(own), int(cumulative))
+        measured.append(modules)
+    return measured
+
+
+def print_offenders(runs: list[dict[str, tuple[int, int]]], count: int = 10) -> None:
+    by_name: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for modules in runs:
+        for name, times in modules.items():
+            by_name[name].append(times)
+    cumulative = {n: statistics.median(t[1] for t in v) for n, v in by_name.items()}
+    own = {n.strip(): statistics.median(t[0] for t in v) for n, v in by_name.items()}
+    top_level = {n.strip(): c for n, c in cumulative.items() if not n.startswith(" ")}
+    print(f"  imports made by the handler module, cumulative ms (median of {len(runs)}):")
+    for name, micros in sorted(top_level.items(), key=lambda kv: -kv[1])[:count]:
+        print(f"    {micros / 1000:7.1f}  {name}")
+    print("  modules by their own (self) time, ms:")
+    for name, micros in sorted(own.items(), key=lambda kv: -kv[1])[:count]:
+        print(f"    {micros / 1000:7.1f}  {name}")
+
+
+def start_aws() -> tuple[ThreadedMotoServer, dict[str, str]]:
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    os.environ.update(BASE_ENV, AWS_ENDPOINT_URL=f"http://{host}:{port}")
+    queue_url = boto3.client("sqs").create_queue(
+        QueueName="bench-turns.fifo", Attributes={"FifoQueue": "true"}
+    )["QueueUrl"]
+    boto3.client("ssm").put_parameter(
+        Name=SECRET_PARAMETER, Value=SECRET, Type="SecureString", Overwrite=True
     )
-    rows = []
-    for line in completed.stderr.splitlines():
-        if not line.startswith("import time:") or "cumulative" in line:
-            continue
-        _, cumulative, module = (part.strip() for part in line[len("import time:") :].split("|"))
-        if not module.startswith(" "):  # top-level imports only
-            rows.append((int(cumulative), module.strip()))
-    return sorted(rows, reverse=True)[:count]
+    return server, {
+        **BASE_ENV,
+        "AWS_ENDPOINT_URL": os.environ["AWS_ENDPOINT_URL"],
+        "TURN_QUEUE_URL": queue_url,
+    }
+
+
+def moto_send_message_ms(queue_url: str) -> float:
+    sqs = boto3.client("sqs")
+    times = []
+    for n in range(30):
+        start = time.perf_counter()
+        sqs.send_message(
+            QueueUrl=queue_url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId=f"m{n}"
+        )
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def webhook_event(directory: Path) -> Path:
+    from nanobot_lambda.local.stack import http_event
+
+    fixture = ROOT / "tests" / "fixtures" / "telegram" / "text_private.json"
+    update = json.loads(fixture.read_text())
+    path = directory / "event.json"
+    path.write_text(json.dumps(http_event(json.dumps(update), secret=SECRET)))
+    return path
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    print(f"Handler cold import ({runs} fresh interpreters each, Python {sys.version.split()[0]})")
-    print(f"{'handler':<12} {'median ms':>10} {'max ms':>8}  heavy modules loaded")
-    for name in ("webhook", "scheduler", "agent_turn"):
-        results = [run(name) for _ in range(runs)]
-        times = [float(str(r["ms"])) for r in results]
-        heavy = ", ".join(str(m) for m in results[0]["heavy"]) or "none"  # type: ignore[attr-defined]
-        print(f"{name:<12} {statistics.median(times):>10.0f} {max(times):>8.0f}  {heavy}")
-    print("\nwebhook: top-level imports by cumulative time (python -X importtime)")
-    for microseconds, module in top_imports("webhook"):
-        print(f"  {microseconds / 1000:>7.1f} ms  {module}")
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    server, aws_env = start_aws()
+    env = {**os.environ, **aws_env}
+    webhook = ROOT / "functions" / "webhook" / "app.py"
+    direct = {**env, "TELEGRAM_SECRET_TOKEN": SECRET}
+    deployed = {**env, "TELEGRAM_SECRET_TOKEN_PARAM": SECRET_PARAMETER}
+    deployed.pop("TELEGRAM_SECRET_TOKEN", None)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            event = webhook_event(Path(scratch))
+            print(
+                f"Handler cold start, ms ({runs} fresh interpreters; agent_turn {AGENT_RUNS}), "
+                f"Python {sys.version.split()[0]}, moto server as AWS"
+            )
+            print(
+                f"  {'':<36} {'import':>7} {'p95':>6} {'cpu':>6}   {'+first request':>14}\n"
+                f"  {'':<36} {'median':>7} {'':>6} {'median':>6}   {'median':>7} {'p95':>6}"
+            )
+            python = sys.executable
+            row(
+                "webhook (secret in env)",
+                [run_probe(python, webhook, direct, event) for _ in range(runs)],
+            )
+            row(
+                "webhook (secret from SSM, deployed)",
+                [run_probe(python, webhook, deployed, event) for _ in range(runs)],
+            )
+            scheduler = ROOT / "functions" / "scheduler" / "app.py"
+            row("scheduler", [run_probe(python, scheduler, env) for _ in range(runs)])
+            agent = ROOT / "functions" / "agent_turn" / "app.py"
+            row("agent_turn", [run_probe(python, agent, env) for _ in range(AGENT_RUNS)])
+            runtime_row(webhook, direct, event, runs)
+            moto_ms = moto_send_message_ms(aws_env["TURN_QUEUE_URL"])
+            print(f"  moto's own SendMessage latency (in '+first request'): {moto_ms:.1f}")
+        print("\nwebhook (secret in env): top import-time offenders (python -X importtime)")
+        print_offenders(importtime(webhook, direct, IMPORTTIME_RUNS))
+    finally:
+        server.stop()
+
+
+def runtime_row(webhook: Path, env: dict[str, str], event: Path, runs: int) -> None:
+    """The webhook as Lambda loads it: python3.12, the built CoreLayer and the runtime's boto3."""
+    python = find_runtime_python()
+    core = ROOT / "build" / "layers" / "CoreLayer" / "python"
+    runtime = ROOT / "build" / "runtime" / "python"
+    if python is None or not core.is_dir() or not runtime.is_dir():
+        print("  (python3.12 or `make build-check` output missing: no run on the built layers)")
+        return
+    isolated = {
+        key: value for key, value in env.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))
+    }
+    isolated.update(PYTHONPATH=f"{webhook.parent}:{core}:{runtime}", PYTHONDONTWRITEBYTECODE="1")
+    results = [run_probe(python, webhook, isolated, event, flags=("-S", "-s")) for _ in range(runs)]
+    row("webhook on build/ layers, python3.12", results)
 
 
 if __name__ == "__main__":

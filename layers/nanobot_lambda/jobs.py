@@ -6,6 +6,7 @@ drops a re-sent job with the same `MessageDeduplicationId` within five minutes.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -15,7 +16,9 @@ if TYPE_CHECKING:
 
 
 class _Job(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: the webhook only ever builds TelegramUpdateJob's serializer, and only
+    # agent_turn builds the parser of every kind (cold-start cost, see bench/cold_import.py).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     version: Literal[1] = 1
 
 
@@ -83,12 +86,16 @@ class ContinuationJob(_Job):
 
 AnyJob = StartJob | ContinuationJob
 TurnJob = Annotated[AnyJob, Field(discriminator="kind")]
-_job_adapter: TypeAdapter[AnyJob] = TypeAdapter(TurnJob)
+
+
+@cache
+def _job_adapter() -> TypeAdapter[AnyJob]:
+    return TypeAdapter(TurnJob)
 
 
 def parse_job(body: str) -> AnyJob:
     """Parse a queue message body; raises pydantic.ValidationError for anything else."""
-    return _job_adapter.validate_json(body)
+    return _job_adapter().validate_json(body)
 
 
 class TurnQueue:

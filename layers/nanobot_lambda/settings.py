@@ -1,8 +1,8 @@
 """Configuration: one pydantic model family, built once per container from the environment.
 
 Every function reads the same variable names (a public contract, see README). Secret values may
-be given directly (`TELEGRAM_BOT_TOKEN`) or as a reference the function resolves at start-up
-through Powertools Parameters: `TELEGRAM_BOT_TOKEN_PARAM` (an SSM parameter name, decrypted) or
+be given directly (`TELEGRAM_BOT_TOKEN`) or as a reference the function reads once at start-up:
+`TELEGRAM_BOT_TOKEN_PARAM` (an SSM parameter name, decrypted) or
 `TELEGRAM_BOT_TOKEN_SECRET_ARN` (a Secrets Manager secret). A direct value wins over a reference.
 
 Each function validates only what it needs (`WebhookSettings`, `AgentSettings`,
@@ -29,8 +29,6 @@ from pydantic import (
 
 from nanobot_lambda.allowlist import AllowList
 
-SECRET_CACHE_SECONDS = 300
-
 # Secret fields that may come from SSM Parameter Store or Secrets Manager instead of a value.
 SECRET_VARIABLES = (
     "TELEGRAM_BOT_TOKEN",
@@ -49,23 +47,26 @@ SecretFetcher = Callable[[str, str], str]
 """(kind, reference) -> value, where kind is "param" or "secret"."""
 
 
-def fetch_with_powertools(kind: str, reference: str) -> str:
-    # Imported here: only functions configured with references pay for the Parameters import.
-    from aws_lambda_powertools.utilities import parameters
+def fetch_from_aws(kind: str, reference: str) -> str:
+    """One read per reference and container, with boto3's default session (the one the
+    function's own clients share): no second session, endpoint table or credentials lookup at
+    start-up, as Powertools Parameters would open, and no cache that a value read once at
+    start-up would never use (see bench/cold_import.py)."""
+    import boto3  # here: a function given its secrets directly never needs SSM
 
     if kind == "param":
-        value = parameters.get_parameter(reference, decrypt=True, max_age=SECRET_CACHE_SECONDS)
-    else:
-        value = parameters.get_secret(reference, max_age=SECRET_CACHE_SECONDS)
-    if not isinstance(value, str):  # get_secret returns bytes for binary secrets
-        value = bytes(value).decode("utf-8")
-    return value
+        found = boto3.client("ssm").get_parameter(Name=reference, WithDecryption=True)
+        return str(found["Parameter"]["Value"])
+    secret = boto3.client("secretsmanager").get_secret_value(SecretId=reference)
+    if "SecretString" in secret:
+        return str(secret["SecretString"])
+    return bytes(secret["SecretBinary"]).decode("utf-8")  # a binary secret
 
 
 def resolve_secret_references(
     environ: Mapping[str, str],
     names: Iterable[str] = SECRET_VARIABLES,
-    fetch: SecretFetcher = fetch_with_powertools,
+    fetch: SecretFetcher = fetch_from_aws,
 ) -> dict[str, str]:
     """Return the environment with the `X_PARAM` / `X_SECRET_ARN` references of `names` resolved.
 
@@ -94,7 +95,9 @@ def resolve_secret_references(
 class _Settings(BaseModel):
     """Base for the per-function settings: fields are addressed by their environment names."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=False)
+    # defer_build: a function builds the validator of its own settings class only, when
+    # from_env first validates, not those of the other functions' classes at import.
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=False, defer_build=True)
 
     purpose: ClassVar[str] = "this function"
 
@@ -102,7 +105,7 @@ class _Settings(BaseModel):
     def from_env(
         cls,
         environ: Mapping[str, str] | None = None,
-        fetch: SecretFetcher = fetch_with_powertools,
+        fetch: SecretFetcher = fetch_from_aws,
     ) -> Any:
         environ = os.environ if environ is None else environ
         # Only the secrets this function declares are fetched: no needless SSM calls at start-up.

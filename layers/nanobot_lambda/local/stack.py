@@ -149,11 +149,6 @@ class LocalStack:
         if self._replace_log_output:
             # The CLI's quiet mode: no EMF metric records among the replies on the terminal.
             self._set_environ(POWERTOOLS_METRICS_DISABLED="true")
-        # Powertools Parameters keeps providers (and their boto3 clients) per process.
-        from aws_lambda_powertools.utilities.parameters import clear_caches
-
-        clear_caches()  # type: ignore[no-untyped-call]
-
         if self._telegram_api_base is None:
             self.bot_api = LocalBotApi(self.bot_token, self._on_message).start()
         api_base = self._telegram_api_base or self.bot_api.base_url
