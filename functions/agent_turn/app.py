@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from nanobot_lambda import tracing
+from nanobot_lambda import snapstart, tracing
 from nanobot_lambda.aws import dynamodb_client, s3_client, scheduler_client, sqs_client
 from nanobot_lambda.commands import StopFlags
 from nanobot_lambda.cronjobs import JobStore, ScheduleClient
@@ -42,37 +42,52 @@ tracing.use(tracer)
 
 settings = AgentSettings.from_env()
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
-dynamodb = dynamodb_client()
-sqs = sqs_client()
-turns = TurnService(
-    settings,
-    workspace=S3Workspace(settings.workspace_bucket, s3_client()),
-    sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
-    stop_flags=StopFlags(settings.sessions_table, lambda: dynamodb),
-    jobs=JobStore(settings.jobs_table, dynamodb),
-    schedules=ScheduleClient(
-        scheduler_client(),
-        group=settings.schedule_group,
-        target_arn=settings.scheduler_target_arn,
-        role_arn=settings.scheduler_role_arn,
-    ),
-    queue=TurnQueue(settings.turn_queue_url, sqs),
-    journal=TurnJournal(settings.sessions_table, dynamodb),
-    model=LitellmChatModel(settings),
-    bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
-    environ=os.environ,  # skills check their `requires.env` against it
-    transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
-    usage=UsageMeter(UsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone)),
-)
-records = RecordRunner(
-    turns,
-    sqs,
-    settings.turn_queue_url,
-    max_receive_count=settings.turn_max_receive_count,
-    backoff_seconds=settings.retry_backoff_seconds,
-    on_last_failure=dlq_sent,
-)
+
+
+def build_records() -> RecordRunner:
+    """The turn machinery and its clients: made at init, and anew after a SnapStart restore."""
+    dynamodb = dynamodb_client()
+    sqs = sqs_client()
+    turns = TurnService(
+        settings,
+        workspace=S3Workspace(settings.workspace_bucket, s3_client()),
+        sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
+        stop_flags=StopFlags(settings.sessions_table, lambda: dynamodb),
+        jobs=JobStore(settings.jobs_table, dynamodb),
+        schedules=ScheduleClient(
+            scheduler_client(),
+            group=settings.schedule_group,
+            target_arn=settings.scheduler_target_arn,
+            role_arn=settings.scheduler_role_arn,
+        ),
+        queue=TurnQueue(settings.turn_queue_url, sqs),
+        journal=TurnJournal(settings.sessions_table, dynamodb),
+        model=LitellmChatModel(settings),
+        bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
+        environ=os.environ,  # skills check their `requires.env` against it
+        transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
+        usage=UsageMeter(UsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone)),
+    )
+    return RecordRunner(
+        turns,
+        sqs,
+        settings.turn_queue_url,
+        max_receive_count=settings.turn_max_receive_count,
+        backoff_seconds=settings.retry_backoff_seconds,
+        on_last_failure=dlq_sent,
+    )
+
+
+records = build_records()
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+
+
+def _rebuild_records() -> None:
+    global records
+    records = build_records()
+
+
+snapstart.register(_rebuild_records)  # restored copies get their own clients and random seed
 
 
 def process_record(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.local.cfn import TemplateContext, load_template
+from nanobot_lambda.local.cfn import QueueMapping, TemplateContext, load_template
 from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +74,14 @@ THIRD_PARTY_VARIABLES = (
     "POWERTOOLS_METRICS_NAMESPACE",
     "LITELLM_LOCAL_MODEL_COST_MAP",
     "TIKTOKEN_CACHE_DIR",
+)
+
+# What an SQS event source mapping needs from its function's role.
+CONSUME_ACTIONS = (
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+    "sqs:ChangeMessageVisibility",
 )
 
 # Lambda's default when neither the function nor Globals set a Timeout.
@@ -176,14 +184,61 @@ def test_turn_queue_redrives_to_dead_letter_queue(template: dict[str, Any]) -> N
     assert dead > source
 
 
+def event_source_mappings(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: properties(template, logical_id)
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping"
+    }
+
+
 def test_agent_consumes_turn_queue_with_partial_batch_failures(template: dict[str, Any]) -> None:
-    events = properties(template, "AgentTurnFunction")["Events"]
-    sqs_events = [event["Properties"] for event in events.values() if event["Type"] == "SQS"]
-    assert len(sqs_events) == 1
-    (event,) = sqs_events
-    assert event["Queue"] == {"Fn::GetAtt": ["TurnQueue", "Arn"]}
-    assert "ReportBatchItemFailures" in event.get("FunctionResponseTypes", [])
-    assert event.get("BatchSize") == 1
+    # An explicit mapping: SAM's SQS event would attach a managed policy that can receive from
+    # and delete in every queue of the account.
+    events = properties(template, "AgentTurnFunction").get("Events", {})
+    assert [event for event in events.values() if event["Type"] == "SQS"] == []
+    (mapping,) = event_source_mappings(template).values()
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["TurnQueue", "Arn"]}
+    assert "ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", [])
+    assert mapping.get("BatchSize") == 1
+    assert make_context(template).queue_mapping("AgentTurnFunction") == QueueMapping("TurnQueue", 1)
+
+
+def test_snapstart_is_off_by_default_and_then_the_queue_invokes_the_alias(
+    template: dict[str, Any],
+) -> None:
+    assert template["Parameters"]["EnableSnapStart"]["Default"] == "false"
+    agent = properties(template, "AgentTurnFunction")
+    # A version per deployment, even when only a layer (the package's code) changed.
+    assert agent["AutoPublishAlias"] == "live"
+    assert agent["AutoPublishAliasAllProperties"] is True
+    (mapping,) = event_source_mappings(template).values()
+    for enabled, apply_on, invoked in (
+        ("false", "None", "nanobot-AgentTurnFunction-X"),
+        ("true", "PublishedVersions", "nanobot-AgentTurnFunction-X:live"),
+    ):
+        context = make_context(template, EnableSnapStart=enabled)
+        assert context.evaluate(agent["SnapStart"]) == {"ApplyOn": apply_on}
+        # Snapshots exist for published versions only: with SnapStart, the alias is invoked.
+        assert context.evaluate(mapping["FunctionName"]) == invoked
+        assert context.queue_mapping("AgentTurnFunction") == QueueMapping("TurnQueue", 1)
+
+
+def test_only_the_turn_queue_may_be_consumed(template: dict[str, Any]) -> None:
+    consuming = [
+        statement
+        for statement in iam_statements(template["Resources"])
+        if any(action in as_list(statement["Action"]) for action in CONSUME_ACTIONS)
+    ]
+    assert consuming == [
+        {
+            "Sid": "ConsumeTurnQueue",
+            "Effect": "Allow",
+            "Action": list(CONSUME_ACTIONS),
+            "Resource": {"Fn::GetAtt": ["TurnQueue", "Arn"]},
+        }
+    ]
+    assert consuming[0] in list(iam_statements(properties(template, "AgentTurnFunction")))
 
 
 def test_only_the_agent_gets_the_llm_layer(template: dict[str, Any]) -> None:

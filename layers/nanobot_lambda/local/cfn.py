@@ -87,6 +87,17 @@ class UnresolvedValue(Exception):
     pass
 
 
+SQS_DEFAULT_BATCH_SIZE = 10
+
+
+@dataclass(frozen=True)
+class QueueMapping:
+    """An SQS event source mapping: which queue (logical id) feeds a function, how many at once."""
+
+    queue: str
+    batch_size: int
+
+
 @dataclass
 class TemplateContext:
     """What the evaluator knows: parameter values and what each resource's Ref/GetAtt yields."""
@@ -166,7 +177,29 @@ class TemplateContext:
             raise UnresolvedValue(name)
         return {key: self.evaluate(item) for key, item in value.items()}
 
+    def queue_mapping(self, function: str) -> QueueMapping:
+        """The event source mapping that invokes `function`, directly or through its alias."""
+        invoked = self._ref(function)
+        for spec in self.resources("AWS::Lambda::EventSourceMapping").values():
+            properties = self.evaluate(spec["Properties"])
+            if str(properties["FunctionName"]).split(":")[0] != invoked:
+                continue
+            queues = [
+                logical_id
+                for (logical_id, attribute), value in self.attributes.items()
+                if attribute == "Arn" and value == properties["EventSourceArn"]
+            ]
+            if not queues:
+                raise UnresolvedValue(f"event source {properties['EventSourceArn']}")
+            batch_size = int(properties.get("BatchSize", SQS_DEFAULT_BATCH_SIZE))
+            return QueueMapping(queues[0], batch_size)
+        raise UnresolvedValue(f"no event source mapping invokes {function}")
+
     def _ref(self, name: str) -> str:
+        if name.endswith(".Alias"):  # SAM: the alias AutoPublishAlias creates (a qualified name)
+            function = name.removesuffix(".Alias")
+            alias = self.template["Resources"][function]["Properties"]["AutoPublishAlias"]
+            return f"{self._ref(function)}:{alias}"
         for table in (self.parameters, self.refs, self.pseudo):
             if name in table:
                 return table[name]

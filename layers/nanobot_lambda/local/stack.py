@@ -175,12 +175,14 @@ class LocalStack:
             code_dir = (self.template_path.parent / code_uri).resolve()
             self.handlers[name] = load_handler_module(code_dir, f"nanobot_local_{name}")
         self._attach_log_sink()
+        # The template's event source mapping: which queue feeds agent_turn, how many at once.
+        mapping = self.template.queue_mapping(FUNCTIONS["agent_turn"])
         self.poller = QueuePoller(
             boto3.client("sqs"),
-            self.template.refs["TurnQueue"],
+            self.template.refs[mapping.queue],
             self.handlers["agent_turn"].handler,
             context=lambda: self._context("agent_turn"),
-            batch_size=int(self._event_property("AgentTurnFunction", "BatchSize", 1)),
+            batch_size=mapping.batch_size,
         )
         # EventBridge Scheduler, played locally: moto stores schedules but never fires them.
         self.schedules = ScheduleRunner(
@@ -250,13 +252,6 @@ class LocalStack:
         if name in properties:
             return properties[name]
         return self.template.template.get("Globals", {}).get("Function", {})[name]
-
-    def _event_property(self, logical_id: str, name: str, default: Any) -> Any:
-        events = self._function_property(logical_id, "Events")
-        for event in events.values():
-            if event.get("Type") == "SQS":
-                return event["Properties"].get(name, default)
-        return default
 
     def _function_loggers(self) -> list[logging.Logger]:
         """The handlers' Powertools logger and the package's top logger (children propagate)."""

@@ -1,0 +1,56 @@
+"""SnapStart hooks: a restored copy reseeds `random`, drops cached credentials, new clients."""
+
+from __future__ import annotations
+
+import random
+import sys
+
+import boto3
+import pytest
+from pydantic import SecretStr
+
+from nanobot_lambda import snapstart
+from nanobot_lambda.telegram.client import TelegramBot
+from tests.support.runtime_hooks import RuntimeHooks
+
+
+class Clients:
+    """The handler's side: clients made at init, and made again by `rebuild`."""
+
+    def __init__(self) -> None:
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        self.sqs = boto3.client("sqs", region_name="us-east-1")
+        self.bot = TelegramBot(SecretStr("1:token"), "http://127.0.0.1:9")
+
+
+def test_nothing_is_registered_outside_lambda(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "snapshot_restore_py", raising=False)
+    assert snapstart.register(lambda: None) is False
+
+
+def test_restore_reseeds_random_drops_credentials_and_rebuilds_clients(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hooks = RuntimeHooks()
+    monkeypatch.setitem(sys.modules, "snapshot_restore_py", hooks)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "init-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "init-secret")
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # the init's own session
+    clients = Clients()
+    assert snapstart.register(clients.rebuild) is True
+    at_init = (clients.sqs, clients.bot, boto3.DEFAULT_SESSION)
+    assert clients.sqs._request_signer._credentials.access_key == "init-key"
+
+    # Every copy restored from one snapshot starts from the same generator state.
+    random.seed(1234)
+    snapshot_draw = random.Random(1234).random()
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "restored-key")
+    hooks.restore()
+
+    assert random.random() != snapshot_draw
+    assert clients.sqs is not at_init[0]
+    assert clients.bot is not at_init[1]
+    assert boto3.DEFAULT_SESSION is not at_init[2]
+    assert clients.sqs._request_signer._credentials.access_key == "restored-key"
