@@ -8,7 +8,7 @@ RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --no-header
 
-.PHONY: chat test lint typecheck template unit integration e2e bench lock build clean
+.PHONY: chat test lint typecheck template unit integration e2e bench lock build build-check clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ lock: $(DEV_STAMP)
 # Lambda artifacts (python3.12, manylinux wheels): the same targets `sam build` runs.
 build: $(DEV_STAMP)
 	$(MAKE) -C layers build
+
+# The built layers as Lambda loads them (python3.12, nothing else on the path): the handlers
+# import, a completion with tools parses, tokens are counted offline (layers/smoke_test.py).
+build-check: build
+	$(MAKE) -C layers check
 
 clean:
 	rm -rf $(VENV) .aws-sam build .mypy_cache .pytest_cache .ruff_cache

@@ -13,8 +13,9 @@ import os
 import time
 from typing import Any
 
-# Before litellm is imported: use the bundled cost map instead of fetching it over the network,
-# and keep tiktoken's cache in Lambda's only writable directory.
+# Before litellm is imported: use the bundled cost map instead of fetching it over the network.
+# litellm then points TIKTOKEN_CACHE_DIR at the tiktoken encodings it bundles (o200k_base,
+# cl100k_base); the /tmp default only serves tiktoken users imported before it.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
 
@@ -25,6 +26,9 @@ from nanobot_lambda.settings import LlmSettings
 
 litellm.suppress_debug_info = True
 litellm.drop_params = True  # a setting a provider does not support is dropped, not an error
+# Counting tokens for a llama or cohere model would download its tokenizer from Hugging Face at
+# run time; the bundled tiktoken encodings count it offline (layers/smoke_test.py checks).
+litellm.disable_hf_tokenizer_download = True
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "openai"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 

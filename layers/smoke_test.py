@@ -1,0 +1,210 @@
+"""Smoke test of the built layers, loaded as Lambda loads them: `python layers/smoke_test.py`.
+
+`make build-check` runs it after `make build`. The runtime's Python (python3.12) is started with
+no site-packages (`-S -s`) and only `build/layers/CoreLayer/python`, `build/layers/LlmLayer/python`
+and `build/runtime/python` (boto3, which the runtime provides) on its path, and every connection
+beyond 127.0.0.1 refused. In it:
+
+- the three handlers (`functions/*/app.py`, as SAM deploys them) are imported: everything they
+  import at start-up is in the layers;
+- a completion WITH tools goes through `LitellmChatModel` to the scripted OpenAI-compatible
+  stand-in (tests/support/scripted_model.py, served on 127.0.0.1 by this interpreter): the tool
+  call and then the reply must parse;
+- tokens are counted for the tokenizers litellm picks (o200k_base, cl100k_base, Claude's,
+  a llama-3 model) with no download: the encodings ship in the layer.
+
+Exits 1 with the reason on any failure, including any attempt to reach the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests.support: the stand-in server and a sample environment
+from runtime_python import RUNTIME_NAME, find_runtime_python  # noqa: E402
+
+from tests.support.scripted_model import ScriptedModelServer  # noqa: E402
+from tests.support.settings import AGENT_ENV  # noqa: E402
+
+BUILD = ROOT / "build"
+FUNCTIONS = ("webhook", "scheduler", "agent_turn")
+# o200k_base, cl100k_base, cl100k_base (unknown model), Claude's bundled JSON, llama-3 (which
+# would download a tokenizer from Hugging Face unless litellm_model.py turns that off).
+TOKENIZER_MODELS = ("gpt-4o", "gpt-4", "openai/scripted", "claude-sonnet-4-5", "groq/llama-3-70b")
+
+CHILD = r"""
+import json, os, sys, time
+
+# Lambda has the internet, but nothing here may need it: record and refuse any other host.
+blocked = []
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+def refuse_network(event, args):
+    if event == "socket.connect" and isinstance(args[1], tuple) and args[1][0] not in LOOPBACK:
+        blocked.append(f"connect {args[1][0]}")
+        raise OSError("network refused by the smoke test")
+    if event == "socket.getaddrinfo" and args[0] not in LOOPBACK:
+        blocked.append(f"resolve {args[0]}")
+        raise OSError("network refused by the smoke test")
+
+sys.addaudithook(refuse_network)
+import importlib.util
+from pathlib import Path
+
+result = {"handlers": {}}
+for name in json.loads(sys.argv[2]):
+    start = time.perf_counter()
+    app = Path(sys.argv[1]) / name / "app.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_app", app)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result["handlers"][name] = round((time.perf_counter() - start) * 1000)
+
+import litellm
+from nanobot_lambda.litellm_model import LitellmChatModel
+from nanobot_lambda.model import function_tool
+from nanobot_lambda.settings import AgentSettings
+
+model = LitellmChatModel(AgentSettings.from_env())
+tools = [function_tool("read_file", "Read a workspace file.", {
+    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"],
+})]
+messages = [{"role": "user", "content": "What do my notes say?"}]
+first = model.complete(messages, tools)
+call = first.tool_calls[0]
+result["tool_call"] = {"name": call.name, "arguments": json.loads(call.arguments)}
+messages += [
+    {"role": "assistant", "content": first.content, "tool_calls": [
+        {"id": call.id, "type": "function",
+         "function": {"name": call.name, "arguments": call.arguments}}]},
+    {"role": "tool", "tool_call_id": call.id, "content": "Buy milk."},
+]
+result["reply"] = model.complete(messages, tools).content
+
+text = [{"role": "user", "content": "Grüße aus Köln, 東京 🚀 tokenization_test(42)"}]
+models = json.loads(sys.argv[3])
+result["tokens"] = {m: litellm.token_counter(model=m, messages=text) for m in models}
+result["tiktoken_cache_dir"] = os.environ.get("TIKTOKEN_CACHE_DIR")
+result["litellm_file"] = litellm.__file__
+result["blocked"] = blocked
+print(json.dumps(result))
+"""
+
+
+def fail(reason: str) -> int:
+    print(f"smoke_test.py: FAILED: {reason}", file=sys.stderr)
+    return 1
+
+
+def layer_path(build: Path, runtime: Path) -> list[Path]:
+    return [
+        build / "layers" / "CoreLayer" / "python",
+        build / "layers" / "LlmLayer" / "python",
+        runtime,
+    ]
+
+
+def run_child(python: str, path: list[Path], server: ScriptedModelServer) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as home:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": home,  # nothing may be cached outside the layers between runs
+            "PYTHONPATH": os.pathsep.join(str(p) for p in path),
+            "PYTHONDONTWRITEBYTECODE": "1",  # /opt is read-only on Lambda
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "smoke",
+            "AWS_SECRET_ACCESS_KEY": "smoke",
+            # As the template sets them for AgentTurnFunction.
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "TIKTOKEN_CACHE_DIR": str(Path(home) / "tiktoken"),
+            **AGENT_ENV,
+            "TELEGRAM_SECRET_TOKEN": "smoke-secret",
+            "IDEMPOTENCY_TABLE": "idempotency",
+            **server.env(),
+            "LLM_NUM_RETRIES": "0",
+        }
+        completed = subprocess.run(  # noqa: S603
+            [
+                python,
+                "-S",
+                "-s",
+                "-c",
+                CHILD,
+                str(ROOT / "functions"),
+                json.dumps(FUNCTIONS),
+                json.dumps(TOKENIZER_MODELS),
+            ],
+            env=env,
+            cwd=home,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    if completed.returncode != 0:
+        raise RuntimeError(completed.stderr[-4000:])
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
+
+def check(result: dict[str, Any], path: list[Path], server: ScriptedModelServer) -> str | None:
+    """The reason the built layers fail, or None."""
+    if result["blocked"]:
+        return f"tried to reach the network: {result['blocked']}"
+    if not result["litellm_file"].startswith(str(path[1])):
+        return f"litellm came from {result['litellm_file']}, not the LlmLayer"
+    if result["tool_call"] != {"name": "read_file", "arguments": {"path": "notes.md"}}:
+        return f"tool call did not parse: {result['tool_call']}"
+    if result["reply"] != "Your notes say: buy milk.":
+        return f"unexpected reply: {result['reply']!r}"
+    sent_tools = [tool["function"]["name"] for tool in server.requests[0].get("tools", [])]
+    if sent_tools != ["read_file"]:
+        return f"the tools were not sent: {sent_tools}"
+    if server.unexpected or server.remaining:
+        return "the model was not called exactly twice"
+    if not all(count > 0 for count in result["tokens"].values()):
+        return f"token counting failed: {result['tokens']}"
+    return None
+
+
+def main(argv: list[str]) -> int:
+    build = Path(argv[1]) if len(argv) > 1 else BUILD
+    runtime = Path(argv[2]) if len(argv) > 2 else build / "runtime" / "python"
+    path = layer_path(build, runtime)
+    missing = [str(p) for p in path if not p.is_dir()]
+    if missing:
+        return fail(f"missing {missing}: run `make build-check`")
+    python = find_runtime_python()
+    if python is None:
+        return fail(f"no {RUNTIME_NAME} found (set RUNTIME_PYTHON)")
+    server = ScriptedModelServer().start()
+    try:
+        server.call_tool("read_file", {"path": "notes.md"}, content="Let me look.")
+        server.reply("Your notes say: buy milk.")
+        try:
+            result = run_child(python, path, server)
+        except RuntimeError as error:
+            return fail(f"the layers did not load or call the model:\n{error}")
+        reason = check(result, path, server)
+    finally:
+        server.stop()
+    if reason:
+        return fail(reason)
+    imports = ", ".join(f"{name} {ms} ms" for name, ms in result["handlers"].items())
+    print(f"smoke_test.py: OK with {python} and only {build}/ on the path")
+    print(f"  handler imports: {imports}")
+    print(f"  completion with tools: {result['tool_call']} then {result['reply']!r}")
+    print(f"  tokens counted offline: {result['tokens']}")
+    print(f"  tiktoken encodings read from {result['tiktoken_cache_dir']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
