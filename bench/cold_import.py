@@ -1,19 +1,19 @@
 """Cold start of each handler: its module import in fresh interpreters, then its first request.
 
 Each run is a new Python process that imports `functions/<name>/app.py` the way Lambda's init
-phase does (settings built, clients created), timed from the first line of the import to its
-end (interpreter start-up excluded). For the webhook the same process then handles one Telegram
-update (a text message: one SQS SendMessage on moto server), timed separately, so a cost moved
-from the import into the first request shows up. Two webhook configurations are measured: the
-secret token given directly, and read from SSM at start-up as the deployed template does
-(`TELEGRAM_SECRET_TOKEN_PARAM`, one GetParameter on moto). Figures are wall-clock milliseconds,
-median and p95, with the median CPU time of the process beside them (less sensitive to other
-load on a shared machine). Then the webhook's top import-time offenders (`python -X importtime`,
-median of 5 runs).
+phase does (settings built, secrets read, clients created), timed from the first line of the
+import to its end (interpreter start-up excluded), with the environment the template gives the
+function and its resources and SSM secrets on moto server. For the webhook the same process
+then handles one Telegram update (a text message: the idempotency record and one SQS
+SendMessage), timed separately, so a cost moved from the import into the first request shows
+up. The webhook is measured twice: secret token given directly, and read from SSM at start-up as
+deployed (`TELEGRAM_SECRET_TOKEN_PARAM`). Figures are wall-clock milliseconds, median and p95,
+with the median CPU time of the process beside them (less sensitive to other load on a shared
+machine). Then the webhook's top import-time offenders (`python -X importtime`, median of 5).
 
-With the Lambda runtime's Python (python3.12) and `make build` output present, the webhook is also
-imported the way Lambda runs it: python3.12 with only `build/layers/CoreLayer` and the boto3 of
-`build/runtime` on its path, nothing written beside the modules (/opt is read-only).
+With the Lambda runtime's Python (python3.12) and `make build-check` output present, the webhook
+is also imported the way Lambda runs it: python3.12 with only `build/layers/CoreLayer` and the
+boto3 of `build/runtime` on its path, nothing written beside the modules (/opt is read-only).
 
     make bench            or            .venv/bin/python bench/cold_import.py [runs]
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,9 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
+from nanobot_lambda.local.cfn import TemplateContext, load_template
+from nanobot_lambda.local.resources import create_resources
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "layers"))
 from runtime_python import find_runtime_python  # noqa: E402
@@ -42,24 +46,10 @@ from runtime_python import find_runtime_python  # noqa: E402
 RUNS = 15
 AGENT_RUNS = 5  # agent_turn imports litellm: seconds per run
 IMPORTTIME_RUNS = 5
-BASE_ENV = {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "bench",
-    "AWS_SECRET_ACCESS_KEY": "bench",
-    "TELEGRAM_BOT_TOKEN": "1:bench",
-    "ALLOW_FROM": "111111111",
-    "WORKSPACE_BUCKET": "bench-bucket",
-    "SESSIONS_TABLE": "bench-sessions",
-    "LLM_MODEL": "openai/bench",
-    "JOBS_TABLE": "bench-jobs",
-    "SCHEDULE_GROUP": "bench-group",
-    "SCHEDULER_TARGET_ARN": "arn:aws:lambda:us-east-1:1:function:bench",
-    "SCHEDULER_ROLE_ARN": "arn:aws:iam::1:role/bench",
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "POWERTOOLS_SERVICE_NAME": "nanobot",
-}
+TEMPLATE = ROOT / "infra" / "template.yaml"
 SECRET = "bench-secret"  # noqa: S105 - a local test value
-SECRET_PARAMETER = "/nanobot-lambda/bench-secret-token"  # noqa: S105 - a name
+FUNCTIONS = {"webhook": "WebhookFunction", "scheduler": "SchedulerFunction"}
+FUNCTIONS["agent_turn"] = "AgentTurnFunction"
 PROBE = """
 import json, sys, time
 start, start_cpu = time.perf_counter(), time.process_time()
@@ -73,12 +63,19 @@ result = {
     "heavy": sorted({n.split(".")[0] for n in sys.modules} & {"litellm", "openai", "tiktoken"}),
 }
 if len(sys.argv) > 2:  # handle one request (helpers imported outside the timings)
-    from types import SimpleNamespace
+    import os
+
+    class Context:  # what Powertools reads of Lambda's context (no nanobot_lambda.local here)
+        function_name, memory_limit_in_mb, aws_request_id = "webhook", 256, "bench"
+        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:webhook"
+        def get_remaining_time_in_millis(self):
+            return 10_000
+
     event = json.loads(open(sys.argv[2]).read())
-    context = SimpleNamespace(
-        function_name="webhook", memory_limit_in_mb=256, aws_request_id="bench",
-        invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:webhook",
-    )
+    update = json.loads(event["body"])
+    update["update_id"] += os.getpid()  # a new update each run: queued, not a repeat
+    event["body"] = json.dumps(update)
+    context = Context()
     start = time.perf_counter()
     response = module.handler(event, context)
     result["first_ms"] = (time.perf_counter() - start) * 1000
@@ -151,7 +148,8 @@ def print_offenders(runs: list[dict[str, tuple[int, int]]], count: int = 10) -> 
             by_name[name].append(times)
     cumulative = {n: statistics.median(t[1] for t in v) for n, v in by_name.items()}
     own = {n.strip(): statistics.median(t[0] for t in v) for n, v in by_name.items()}
-    top_level = {n.strip(): c for n, c in cumulative.items() if not n.startswith(" ")}
+    # Names are indented two spaces per nesting level after one separating space.
+    top_level = {n.strip(): c for n, c in cumulative.items() if not n.startswith("   ")}
     print(f"  imports made by the handler module, cumulative ms (median of {len(runs)}):")
     for name, micros in sorted(top_level.items(), key=lambda kv: -kv[1])[:count]:
         print(f"    {micros / 1000:7.1f}  {name}")
@@ -160,32 +158,52 @@ def print_offenders(runs: list[dict[str, tuple[int, int]]], count: int = 10) -> 
         print(f"    {micros / 1000:7.1f}  {name}")
 
 
-def start_aws() -> tuple[ThreadedMotoServer, dict[str, str]]:
+def start_aws() -> tuple[ThreadedMotoServer, TemplateContext]:
+    """moto server with the template's resources and secrets: each function's environment is
+    then the deployed one (secrets as SSM references)."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    os.environ.update(BASE_ENV, AWS_ENDPOINT_URL=f"http://{host}:{port}")
-    queue_url = boto3.client("sqs").create_queue(
-        QueueName="bench-turns.fifo", Attributes={"FifoQueue": "true"}
-    )["QueueUrl"]
-    boto3.client("ssm").put_parameter(
-        Name=SECRET_PARAMETER, Value=SECRET, Type="SecureString", Overwrite=True
+    os.environ.update(
+        AWS_ENDPOINT_URL=f"http://{host}:{port}",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any credentials
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
     )
-    return server, {
-        **BASE_ENV,
-        "AWS_ENDPOINT_URL": os.environ["AWS_ENDPOINT_URL"],
-        "TURN_QUEUE_URL": queue_url,
-    }
+    parameters = {"AllowFrom": "111111111", "LlmModel": "openai/bench"}
+    context = TemplateContext(load_template(TEMPLATE), parameters=parameters)
+    create_resources(context, "bench")
+    ssm = boto3.client("ssm")
+    for parameter, value in (
+        ("TelegramSecretTokenParameter", SECRET),
+        ("TelegramBotTokenParameter", "1:bench"),
+    ):
+        name = context.parameters[parameter]
+        ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
+    return server, context
 
 
-def moto_send_message_ms(queue_url: str) -> float:
-    sqs = boto3.client("sqs")
+def moto_first_request_ms(context: TemplateContext) -> float:
+    """moto's answer time for what the webhook's first request sends (warm client)."""
+    sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
+    table = context.refs["IdempotencyTable"]
     times = []
-    for n in range(30):
+    for n in range(20):
         start = time.perf_counter()
+        dynamodb.put_item(TableName=table, Item={"id": {"S": f"bench-{n}"}})
+        dynamodb.update_item(
+            TableName=table,
+            Key={"id": {"S": f"bench-{n}"}},
+            UpdateExpression="SET s = :s",
+            ExpressionAttributeValues={":s": {"S": "done"}},
+        )
         sqs.send_message(
-            QueueUrl=queue_url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId=f"m{n}"
+            QueueUrl=context.refs["TurnQueue"],
+            MessageBody="x",
+            MessageGroupId="g",
+            MessageDeduplicationId=f"m{n}",
         )
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times)
@@ -203,12 +221,13 @@ def webhook_event(directory: Path) -> Path:
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
-    server, aws_env = start_aws()
-    env = {**os.environ, **aws_env}
-    webhook = ROOT / "functions" / "webhook" / "app.py"
-    direct = {**env, "TELEGRAM_SECRET_TOKEN": SECRET}
-    deployed = {**env, "TELEGRAM_SECRET_TOKEN_PARAM": SECRET_PARAMETER}
-    deployed.pop("TELEGRAM_SECRET_TOKEN", None)
+    server, context = start_aws()
+    env = {
+        name: {**os.environ, **context.function_environment(logical_id)}
+        for name, logical_id in FUNCTIONS.items()
+    }
+    app = {name: ROOT / "functions" / name / "app.py" for name in FUNCTIONS}
+    direct = {**env["webhook"], "TELEGRAM_SECRET_TOKEN": SECRET}
     try:
         with tempfile.TemporaryDirectory() as scratch:
             event = webhook_event(Path(scratch))
@@ -223,21 +242,25 @@ def main() -> None:
             python = sys.executable
             row(
                 "webhook (secret in env)",
-                [run_probe(python, webhook, direct, event) for _ in range(runs)],
+                [run_probe(python, app["webhook"], direct, event) for _ in range(runs)],
             )
             row(
                 "webhook (secret from SSM, deployed)",
-                [run_probe(python, webhook, deployed, event) for _ in range(runs)],
+                [run_probe(python, app["webhook"], env["webhook"], event) for _ in range(runs)],
             )
-            scheduler = ROOT / "functions" / "scheduler" / "app.py"
-            row("scheduler", [run_probe(python, scheduler, env) for _ in range(runs)])
-            agent = ROOT / "functions" / "agent_turn" / "app.py"
-            row("agent_turn", [run_probe(python, agent, env) for _ in range(AGENT_RUNS)])
-            runtime_row(webhook, direct, event, runs)
-            moto_ms = moto_send_message_ms(aws_env["TURN_QUEUE_URL"])
-            print(f"  moto's own SendMessage latency (in '+first request'): {moto_ms:.1f}")
+            row(
+                "scheduler (deployed)",
+                [run_probe(python, app["scheduler"], env["scheduler"]) for _ in range(runs)],
+            )
+            agent_runs = [
+                run_probe(python, app["agent_turn"], env["agent_turn"]) for _ in range(AGENT_RUNS)
+            ]
+            row("agent_turn (deployed)", agent_runs)
+            runtime_row(app["webhook"], direct, event, runs)
+            moto_ms = moto_first_request_ms(context)
+            print(f"  moto's own answers inside '+first request' (warm client): {moto_ms:.1f} ms")
         print("\nwebhook (secret in env): top import-time offenders (python -X importtime)")
-        print_offenders(importtime(webhook, direct, IMPORTTIME_RUNS))
+        print_offenders(importtime(app["webhook"], direct, IMPORTTIME_RUNS))
     finally:
         server.stop()
 
@@ -253,9 +276,17 @@ def runtime_row(webhook: Path, env: dict[str, str], event: Path, runs: int) -> N
     isolated = {
         key: value for key, value in env.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))
     }
-    isolated.update(PYTHONPATH=f"{webhook.parent}:{core}:{runtime}", PYTHONDONTWRITEBYTECODE="1")
-    results = [run_probe(python, webhook, isolated, event, flags=("-S", "-s")) for _ in range(runs)]
-    row("webhook on build/ layers, python3.12", results)
+    isolated["PYTHONDONTWRITEBYTECODE"] = "1"
+    with tempfile.TemporaryDirectory() as scratch:
+        # The same layer without the bytecode layers/bytecode.py adds: compiled at every start.
+        source_only = Path(scratch) / "python"
+        shutil.copytree(core, source_only, ignore=shutil.ignore_patterns("__pycache__"))
+        for label, layer in (("", core), (", no bytecode", source_only)):
+            isolated["PYTHONPATH"] = f"{webhook.parent}:{layer}:{runtime}"
+            results = [
+                run_probe(python, webhook, isolated, event, flags=("-S", "-s")) for _ in range(runs)
+            ]
+            row(f"webhook on build/ (3.12{label})", results)
 
 
 if __name__ == "__main__":
