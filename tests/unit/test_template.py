@@ -228,7 +228,7 @@ def test_only_the_turn_queue_may_be_consumed(template: dict[str, Any]) -> None:
     consuming = [
         statement
         for statement in iam_statements(template["Resources"])
-        if any(action in as_list(statement["Action"]) for action in CONSUME_ACTIONS)
+        if "sqs:ReceiveMessage" in as_list(statement["Action"])
     ]
     assert consuming == [
         {
@@ -558,6 +558,10 @@ EXPECTED_DATA_ACCESS = {
         (BUCKET_ARN, "s3:ListBucket"),  # .refresh, .list_dir, .list_files
         (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements, continuations
         (QUEUE_ARN, "sqs:ChangeMessageVisibility"),  # records: a failed turn's retry delay
+        # AgentTurnQueueMapping: the event source mapping polls with the function's role.
+        (QUEUE_ARN, "sqs:ReceiveMessage"),
+        (QUEUE_ARN, "sqs:DeleteMessage"),
+        (QUEUE_ARN, "sqs:GetQueueAttributes"),
         # sessions: query, transact_write_items (Put, Update, Delete), update_item; journal:
         # get/put/update/delete_item; stop flags: get_item, delete_item. jobs:
         # put/get/query/update/delete, never scan (the CLI's).
