@@ -5,10 +5,11 @@ is compiled from source at every cold start: measured here, the webhook's import
 twice as long (bench/cold_import.py) and agent_turn's litellm import seconds longer. Bytecode
 must come from the runtime's own Python (python3.12: the .pyc format is per version), so this
 script runs that interpreter on the layer, imports what the functions import at start-up and
-on a first model call (`core`: the package and the Powertools pieces the handlers use; `llm`:
-litellm, and a completion with tools against a closed port on 127.0.0.1 so the provider code
-loads), and compiles exactly the layer's modules that were loaded. The rest stays source only:
-compiling all of litellm would add about 50 MB to a function allowed 250 MB.
+on a first use (the package and the Powertools pieces the handlers use; for `llm` also what the
+Tracer and web_fetch load, and a completion with tools against a closed port on 127.0.0.1 so
+litellm's provider code loads), and compiles exactly the layer's modules that were loaded. The
+rest stays source only: compiling all of litellm would add about 50 MB to a function allowed
+250 MB.
 
 The .pyc files are `unchecked-hash`: valid whatever timestamps the layer's zip gives the sources.
 `--with DIR` adds directories the imports need that are not in this layer (CoreLayer for
@@ -33,12 +34,14 @@ HANDLER_IMPORTS = (
     "aws_lambda_powertools.utilities.batch.types",
     "aws_lambda_powertools.utilities.typing",
 )
+# What LlmLayer serves on first use: Powertools' Tracer in Lambda (X-Ray active), web_fetch.
+LLM_FIRST_USE = ("aws_xray_sdk.core", "readability", "markdownify", "lxml.html")
 
 PROBE = r"""
 import importlib, importlib.util, json, os, pkgutil, py_compile, sys
 
 root, layer = os.path.realpath(sys.argv[1]), sys.argv[2]
-handler_imports = json.loads(sys.argv[3])
+handler_imports, first_use = json.loads(sys.argv[3]), json.loads(sys.argv[4])
 missing = []
 
 def load(name):
@@ -47,15 +50,15 @@ def load(name):
     except ModuleNotFoundError as error:  # in the other layer (litellm for CoreLayer)
         missing.append(f"{name} ({error.name})")
 
-if layer == "core":
-    import nanobot_lambda
-    for module in pkgutil.walk_packages(nanobot_lambda.__path__, "nanobot_lambda."):
-        if not module.name.startswith("nanobot_lambda.local"):
-            load(module.name)
-    for name in handler_imports:
+import nanobot_lambda
+for module in pkgutil.walk_packages(nanobot_lambda.__path__, "nanobot_lambda."):
+    if not module.name.startswith("nanobot_lambda.local"):
+        load(module.name)
+for name in handler_imports:
+    load(name)
+if layer == "llm":
+    for name in first_use:
         load(name)
-else:
-    load("nanobot_lambda.litellm_model")
     import litellm
     tool = {"type": "function", "function": {"name": "probe", "parameters": {"type": "object"}}}
     for model in ("openai/probe", "anthropic/probe"):  # the provider code a first call loads
@@ -102,7 +105,10 @@ def compile_loaded(layer_dir: Path, layer: str, extra: list[Path]) -> int:
         "HOME": os.environ.get("HOME", "/tmp"),  # noqa: S108 - only read by libraries
     }
     completed = subprocess.run(  # noqa: S603
-        [python, "-S", "-s", "-c", PROBE, str(layer_dir), layer, json.dumps(HANDLER_IMPORTS)],
+        [
+            *(python, "-S", "-s", "-c", PROBE, str(layer_dir), layer),
+            *(json.dumps(HANDLER_IMPORTS), json.dumps(LLM_FIRST_USE)),
+        ],
         env=env,
         capture_output=True,
         text=True,
