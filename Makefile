@@ -51,7 +51,7 @@ e2e: $(DEV_STAMP)
 	$(BIN)/pytest tests/e2e
 
 bench: $(RUN_STAMP)
-	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+	for script in bench/[!_]*.py; do $(BIN)/python $$script || exit 1; done
 
 # Regenerate the hash-locked requirement files after changing pins in pyproject.toml.
 lock: $(DEV_STAMP)

@@ -21,7 +21,6 @@ boto3 of `build/runtime` on its path, nothing written beside the modules (/opt i
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import statistics
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from _moto import start_moto
 from moto.server import ThreadedMotoServer
 
 from nanobot_lambda.local.cfn import TemplateContext, load_template
@@ -161,17 +161,8 @@ def print_offenders(runs: list[dict[str, tuple[int, int]]], count: int = 10) -> 
 def start_aws() -> tuple[ThreadedMotoServer, TemplateContext]:
     """moto server with the template's resources and secrets: each function's environment is
     then the deployed one (secrets as SSM references)."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    os.environ.update(
-        AWS_ENDPOINT_URL=f"http://{host}:{port}",
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any credentials
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-    )
+    server = start_moto()
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     parameters = {"AllowFrom": "111111111", "LlmModel": "openai/bench"}
     context = TemplateContext(load_template(TEMPLATE), parameters=parameters)
     create_resources(context, "bench")

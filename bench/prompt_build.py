@@ -9,13 +9,11 @@ frontmatter, rendering). It should stay small and nearly flat as skills are adde
 
 from __future__ import annotations
 
-import logging
-import os
 import statistics
 import time
 
 import boto3
-from moto.server import ThreadedMotoServer
+from _moto import start_moto
 
 from nanobot_lambda.context import ContextBuilder
 from nanobot_lambda.workspace import S3Workspace, seed_workspace
@@ -24,16 +22,7 @@ RUNS = 200
 
 
 def main() -> None:
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    os.environ.update(
-        AWS_ENDPOINT_URL=f"http://{host}:{port}",
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any credentials
-        AWS_DEFAULT_REGION="us-east-1",
-    )
+    server = start_moto()
     try:
         print(f"System prompt build, warm turn (median / p95 of {RUNS})")
         for count in (1, 20, 200):

@@ -10,7 +10,6 @@ default onboarded workspace, then with 20 extra skills. Counts with litellm's to
 
 from __future__ import annotations
 
-import logging
 import os
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +18,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import boto3
 import litellm
-from moto.server import ThreadedMotoServer
+from _moto import start_moto
 
 from nanobot_lambda.context import ContextBuilder, RuntimeContext
 from nanobot_lambda.cronjobs import JobStore, ScheduleClient
@@ -39,20 +38,6 @@ NANOBOT_035_SYSTEM_PROMPT = 1900  # tokens, nanobot 0.3.5's default system promp
 
 def tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
     return int(litellm.token_counter(model=MODEL, messages=messages, tools=tools))
-
-
-def start_aws() -> ThreadedMotoServer:
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    os.environ.update(
-        AWS_ENDPOINT_URL=f"http://{host}:{port}",
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any credentials
-        AWS_DEFAULT_REGION="us-east-1",
-    )
-    return server
 
 
 def workspace(name: str, extra_skills: int) -> S3Workspace:
@@ -130,7 +115,7 @@ def recall_cost(store: S3Workspace) -> list[tuple[str, int, int]]:
 
 
 def main() -> None:
-    server = start_aws()
+    server = start_moto()
     try:
         default = first_request(workspace("bench-default", 0))
         extra = first_request(workspace("bench-skills", 20))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import statistics
 import sys
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from _moto import start_moto
 from moto.server import ThreadedMotoServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,14 +125,11 @@ class Turn:
         return self.model_calls > 1
 
 
-def start_moto() -> tuple[ThreadedMotoServer, TimedApp, str]:
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
+def start_timed_moto() -> tuple[ThreadedMotoServer, TimedApp, str]:
+    server = start_moto()
     timed = TimedApp(server._server.app)  # type: ignore[union-attr]  # moto keeps it private
     server._server.app = timed  # type: ignore[union-attr]
-    host, port = server.get_host_and_port()
-    return server, timed, f"http://{host}:{port}"
+    return server, timed, os.environ["AWS_ENDPOINT_URL"]
 
 
 def start_stack(endpoint: str, model: ZeroLatencyModel) -> LocalStack:
@@ -245,13 +242,7 @@ def operations(turns: list[Turn]) -> str:
 
 def main() -> None:
     turns = int(sys.argv[1]) if len(sys.argv) > 1 else TURNS
-    server, moto, endpoint = start_moto()
-    os.environ.update(
-        AWS_ENDPOINT_URL=endpoint,
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",  # noqa: S106 - moto accepts any credentials
-        AWS_DEFAULT_REGION="us-east-1",
-    )
+    server, moto, endpoint = start_timed_moto()
     counter = RequestCounter()  # before any client is created: clients copy the hooks
     null = open(os.devnull, "w")  # noqa: SIM115 - the functions' loggers keep it to the end
     try:
