@@ -54,8 +54,8 @@ VARIANTS = (  # (skills in the workspace, messages already in the session)
     (20, 5000),
 )
 # moto answers a Query on a 5,000-item partition in ~0.3 s (DynamoDB reads only the window):
-# half the turns keep `make bench` within its time.
-LONG_SESSION_TURNS = 50
+# fewer turns keep `make bench` within its time.
+LONG_SESSION_TURNS = 30
 SERVICES = ("s3", "dynamodb", "sqs")
 
 
