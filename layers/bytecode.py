@@ -52,8 +52,10 @@ def load(name):
 
 import nanobot_lambda
 for module in pkgutil.walk_packages(nanobot_lambda.__path__, "nanobot_lambda."):
-    if not module.name.startswith("nanobot_lambda.local"):
-        load(module.name)
+    # local/ is not deployed; a __main__ module runs its program when imported.
+    name = module.name
+    if not name.startswith("nanobot_lambda.local") and not name.endswith(".__main__"):
+        load(name)
 for name in handler_imports:
     load(name)
 if layer == "llm":
