@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -548,14 +547,12 @@ def test_random_documents_keep_the_invariants() -> None:
         check_chunks(html, split_telegram_html(html, limit), limit)
 
 
-def test_one_megabyte_splits_fast() -> None:
+def test_one_megabyte_splits_into_valid_chunks() -> None:
+    # Its speed is measured by bench/telegram_text.py.
     html = markdown_to_telegram_html("Some **text** with & and <b> and 😀.\n\n" * 10) + "\n\n"
     html = (html * 3000)[:-2]
     assert len(html) > 1_000_000
-    started = time.perf_counter()
     chunks = split_telegram_html(html)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.5
     assert len(chunks) > 150
     assert all(telegram_length(parse_telegram_html(c)) <= TELEGRAM_TEXT_LIMIT for c in chunks)
 

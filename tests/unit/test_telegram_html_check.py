@@ -191,11 +191,8 @@ def test_telegram_length_counts_utf16_units(text: str, length: int) -> None:
     assert telegram_length(text) == length
 
 
-def test_large_input_is_fast_enough() -> None:
-    import time
-
+def test_a_megabyte_of_html_is_parsed() -> None:
+    # Its speed is measured by bench/telegram_text.py.
     html = "<b>bold &amp; <i>it</i></b> plain &lt;text&gt; 😀\n" * 20_000  # ~1 MB
-    started = time.perf_counter()
     text = parse_telegram_html(html)
-    assert time.perf_counter() - started < 2.0
     assert text.count("bold & it plain <text> 😀\n") == 20_000
