@@ -26,7 +26,6 @@ from nanobot_lambda.jobs import TurnQueue
 from nanobot_lambda.memory import HISTORY_FILE
 from nanobot_lambda.recall import HistoryRecall
 from nanobot_lambda.settings import AgentSettings
-from nanobot_lambda.telegram.client import TelegramBot
 from nanobot_lambda.tools import Tool, ToolRegistry
 from nanobot_lambda.tools.chat import CurrentTurn
 from nanobot_lambda.turns import agent_tools
@@ -78,7 +77,6 @@ def agent_tool_set(store: S3Workspace) -> list[Tool]:
         JobStore("bench", boto3.client("dynamodb")),
         ScheduleClient(boto3.client("scheduler"), group="bench", target_arn="-", role_arn="-"),
         TurnQueue(settings.turn_queue_url, boto3.client("sqs")),
-        TelegramBot(settings.telegram_bot_token),
         lambda: datetime.now(UTC),
     )
     return [*workspace_tools, *chat_tools]

@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from nanobot_lambda.sessions import TURN_PREFIX, SessionHistory
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 logger = logging.getLogger(__name__)
 
-TURN_PREFIX = "~turn#"
 # An unfinished turn (it went to the dead-letter queue) is forgotten after a week.
 OPEN_TURN_SECONDS = 7 * 24 * 3600
 # Turns without a session (heartbeat, background task) keep a "done" record this long.
@@ -84,6 +85,13 @@ def parse_turn_item(item: dict[str, Any]) -> TurnProgress:
         done=item.get("done", {}).get("BOOL", False),
         recorded=True,
     )
+
+
+def progress_in(history: SessionHistory, turn_id: str) -> TurnProgress:
+    """The turn's record among the unfinished turns the session Query returned (or a new one)."""
+    key = turn_sort_key(turn_id)
+    found = [item for item in history.open_turns if item["sk"]["S"] == key]
+    return parse_turn_item(found[0]) if found else TurnProgress(turn_id)
 
 
 class TurnJournal:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 Message = dict[str, Any]
 MESSAGE_PREFIX = "msg#"
 META_KEY = "~meta"
-TURN_PREFIX = "~turn#"  # journal.py's items
+TURN_PREFIX = "~turn#"  # unfinished turns' items (journal.py)
 TRANSACTION_LIMIT = 100
 RECENT_TURNS = 20
 # Unfinished turns the session Query reads past before the header (rarely more than one).

@@ -45,7 +45,7 @@ from nanobot_lambda.jobs import (
     TelegramUpdateJob,
     TurnQueue,
 )
-from nanobot_lambda.journal import TurnJournal, TurnProgress, parse_turn_item, turn_sort_key
+from nanobot_lambda.journal import TurnJournal, TurnProgress, progress_in
 from nanobot_lambda.media import MediaResolver, Transcriber
 from nanobot_lambda.model import ChatModel, ModelError
 from nanobot_lambda.netguard import FetchLimits
@@ -107,7 +107,6 @@ def agent_tools(
     jobs: JobStore,
     schedules: ScheduleClient,
     queue: TurnQueue,
-    bot: TelegramBot,
     clock: Callable[[], datetime],
 ) -> tuple[list[Tool], list[Tool]]:
     """The agent's tools: (workspace tools, chat tools). The benchmarks count these schemas.
@@ -181,7 +180,7 @@ class TurnService:
         self._context = ContextBuilder(workspace, environ)
         self._recall = HistoryRecall(workspace, max_chars=settings.recall_max_chars)
         workspace_tools, chat_tools = agent_tools(
-            settings, self._current, workspace, jobs, schedules, queue, bot, clock
+            settings, self._current, workspace, jobs, schedules, queue, clock
         )
         self._agent = self._loop([*workspace_tools, *chat_tools], settings.max_tool_iterations)
         # Background tasks work with the files only: no messages, no jobs, no more tasks.
@@ -264,9 +263,7 @@ class TurnService:
                 logger.info("turn already done: repeated delivery skipped", extra={"turn": turn_id})
                 metrics.duplicate_suppressed()
                 return None
-            key = turn_sort_key(turn_id)
-            found = [item for item in history.open_turns if item["sk"]["S"] == key]
-            progress = parse_turn_item(found[0]) if found else TurnProgress(turn_id)
+            progress = progress_in(history, turn_id)
         else:
             progress = self._journal.get(journal_key, turn_id)
             if progress.done:

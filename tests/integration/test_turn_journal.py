@@ -13,8 +13,7 @@ from nanobot_lambda.journal import (
     MAX_CHECKPOINT_BYTES,
     TurnJournal,
     TurnProgress,
-    parse_turn_item,
-    turn_sort_key,
+    progress_in,
 )
 from nanobot_lambda.local.bot_api import LocalBotApi
 from nanobot_lambda.local.cfn import TemplateContext
@@ -50,8 +49,7 @@ def bot(api: LocalBotApi) -> TelegramBot:
 def open_turn(sessions: DynamoSessionStore, journal: TurnJournal, turn_id: str) -> TurnProgress:
     """What a new run of the turn finds: its item, returned by the session Query."""
     history = sessions.load(KEY, 50)
-    found = [item for item in history.open_turns if item["sk"]["S"] == turn_sort_key(turn_id)]
-    return parse_turn_item(found[0]) if found else TurnProgress(turn_id)
+    return progress_in(history, turn_id)
 
 
 def test_a_run_that_died_after_a_send_is_resumed_without_sending_it_again(
