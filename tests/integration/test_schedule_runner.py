@@ -203,7 +203,9 @@ def test_a_failing_fire_does_not_stop_the_others(
 
 def test_disabled_schedules_and_times_after_the_end_date_never_fire(harness: Harness) -> None:
     created = harness.create("off", "rate(1 minute)", State="DISABLED")
-    end = (created + timedelta(minutes=3)).replace(microsecond=0) + timedelta(seconds=1)
+    # Between the third and fourth run of "ending", however long its creation takes after "off"'s
+    # (the end date once sat 1 s after the third run, and a slow create missed it).
+    end = (created + timedelta(minutes=3)).replace(microsecond=0) + timedelta(seconds=30)
     harness.create("ending", "rate(1 minute)", EndDate=end)
     fired = harness.run_at(created + timedelta(minutes=2, seconds=1))
     assert [name for name, _ in fired] == ["ending"]
