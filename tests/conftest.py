@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nanobot_lambda.local.moto_server import start_moto_server
 from nanobot_lambda.local.stack import LocalStack, LocalUser
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -31,13 +31,8 @@ def all_telegram_fixture_names() -> list[str]:
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """One moto server (real HTTP) for the session; each test uses its own resource names."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
+    server, endpoint = start_moto_server()
+    yield endpoint
     server.stop()
 
 

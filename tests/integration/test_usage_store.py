@@ -94,7 +94,8 @@ def test_days_follow_the_users_time_zone_and_expire(store: UsageStore, table: st
 
 
 def test_concurrent_adds_lose_nothing(store: UsageStore) -> None:
-    # Each add is one transaction of ADDs: concurrent ones serialise or are tried again.
+    # Each add is one transaction of ADDs, which AWS (and the local moto server) applies
+    # atomically; a transaction conflict is tried again.
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda _: store.add(CHAT, CALL, NOON), range(16)))
     assert store.summary(CHAT, NOON).total.model_calls == 16

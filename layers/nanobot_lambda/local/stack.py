@@ -129,13 +129,9 @@ class LocalStack:
 
     def _start(self) -> None:
         if self._endpoint_url is None:
-            from moto.server import ThreadedMotoServer
+            from nanobot_lambda.local.moto_server import start_moto_server
 
-            logging.getLogger("werkzeug").setLevel(logging.ERROR)
-            self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-            self._moto.start()
-            host, port = self._moto.get_host_and_port()
-            self._endpoint_url = f"http://{host}:{port}"
+            self._moto, self._endpoint_url = start_moto_server()
         self._set_environ(
             AWS_ENDPOINT_URL=self._endpoint_url,
             AWS_ACCESS_KEY_ID="local",

@@ -1,0 +1,61 @@
+"""moto server as the local AWS, with each DynamoDB and S3 request made atomic.
+
+AWS applies every request atomically: a transaction of `ADD`s, a conditional `PutItem`, an S3
+`If-Match` write. moto's threaded server does not: two requests on the same item run their
+read-modify-write side by side, and one `ADD` or one conditional write can be lost. Concurrent
+writers (forum topics, background tasks, the tests that prove they lose nothing) need AWS's
+behaviour, so requests to those two services are serialised here. SQS is left out: its long
+polls wait inside the request and would hold everyone else up.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from moto.server import ThreadedMotoServer
+
+SERIALISED_SERVICES = frozenset({"dynamodb", "s3"})
+# SigV4: "Credential=<key>/<date>/<region>/<service>/aws4_request"
+_SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def service_of(environ: dict[str, Any]) -> str | None:
+    """The AWS service a request is signed for, or None when it is not signed."""
+    found = _SERVICE.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return found.group(1) if found else None
+
+
+class AtomicRequests:
+    """A WSGI wrapper that runs one DynamoDB or S3 request at a time."""
+
+    def __init__(self, app: WsgiApp) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if service_of(environ) not in SERIALISED_SERVICES:
+            return self._app(environ, start_response)
+        with self._lock:
+            # moto builds the whole response inside the call; materialise it under the lock.
+            return list(self._app(environ, start_response))
+
+
+def start_moto_server() -> tuple[ThreadedMotoServer, str]:
+    """Start moto server on a free port of 127.0.0.1; returns it and its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    wsgi = server._server  # moto does not expose its WSGI server
+    assert wsgi is not None
+    wsgi.app = AtomicRequests(wsgi.app)
+    host, port = server.get_host_and_port()
+    return server, f"http://{host}:{port}"
