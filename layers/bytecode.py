@@ -5,11 +5,11 @@ is compiled from source at every cold start: measured here, the webhook's import
 twice as long (bench/cold_import.py) and agent_turn's litellm import seconds longer. Bytecode
 must come from the runtime's own Python (python3.12: the .pyc format is per version), so this
 script runs that interpreter on the layer, imports what the functions import at start-up and
-on a first use (the package and the Powertools pieces the handlers use; for `llm` also what the
-Tracer and web_fetch load, and a completion with tools against a closed port on 127.0.0.1 so
-litellm's provider code loads), and compiles exactly the layer's modules that were loaded. The
-rest stays source only: compiling all of litellm would add about 50 MB to a function allowed
-250 MB.
+on a first use (the package and the Powertools pieces the handlers use, what the Tracer loads
+when X-Ray is active; for `llm` also what web_fetch loads, and a completion with tools against a
+closed port on 127.0.0.1 so litellm's provider code loads), and compiles exactly the layer's
+modules that were loaded. The rest stays source only: compiling all of litellm would add about
+50 MB to a function allowed 250 MB.
 
 The .pyc files are `unchecked-hash`: valid whatever timestamps the layer's zip gives the sources.
 `--with DIR` adds directories the imports need that are not in this layer (CoreLayer for
@@ -34,8 +34,9 @@ HANDLER_IMPORTS = (
     "aws_lambda_powertools.utilities.batch.types",
     "aws_lambda_powertools.utilities.typing",
 )
-# What LlmLayer serves on first use: Powertools' Tracer in Lambda (X-Ray active), web_fetch.
-LLM_FIRST_USE = ("aws_xray_sdk.core", "readability", "markdownify", "lxml.html")
+# What each layer serves on first use rather than at import: Powertools' Tracer in Lambda
+# (X-Ray active: agent_turn, the scheduler) from CoreLayer; web_fetch's libraries from LlmLayer.
+FIRST_USE = {"core": ("aws_xray_sdk.core",), "llm": ("readability", "markdownify", "lxml.html")}
 
 PROBE = r"""
 import importlib, importlib.util, json, os, pkgutil, py_compile, sys
@@ -56,11 +57,9 @@ for module in pkgutil.walk_packages(nanobot_lambda.__path__, "nanobot_lambda."):
     name = module.name
     if not name.startswith("nanobot_lambda.local") and not name.endswith(".__main__"):
         load(name)
-for name in handler_imports:
+for name in handler_imports + first_use:
     load(name)
 if layer == "llm":
-    for name in first_use:
-        load(name)
     import litellm
     tool = {"type": "function", "function": {"name": "probe", "parameters": {"type": "object"}}}
     for model in ("openai/probe", "anthropic/probe"):  # the provider code a first call loads
@@ -109,7 +108,7 @@ def compile_loaded(layer_dir: Path, layer: str, extra: list[Path]) -> int:
     completed = subprocess.run(  # noqa: S603
         [
             *(python, "-S", "-s", "-c", PROBE, str(layer_dir), layer),
-            *(json.dumps(HANDLER_IMPORTS), json.dumps(LLM_FIRST_USE)),
+            *(json.dumps(HANDLER_IMPORTS), json.dumps(FIRST_USE[layer])),
         ],
         env=env,
         capture_output=True,

@@ -93,6 +93,8 @@ models = json.loads(sys.argv[3])
 result["tokens"] = {m: litellm.token_counter(model=m, messages=text) for m in models}
 result["tiktoken_cache_dir"] = os.environ.get("TIKTOKEN_CACHE_DIR")
 result["litellm_file"] = litellm.__file__
+import aws_xray_sdk.core  # the Tracer's provider, for agent_turn and the scheduler
+result["xray_file"] = aws_xray_sdk.__file__
 result["blocked"] = blocked
 print(json.dumps(result))
 """
@@ -160,6 +162,8 @@ def check(result: dict[str, Any], path: list[Path], server: ScriptedModelServer)
         return f"tried to reach the network: {result['blocked']}"
     if not result["litellm_file"].startswith(str(path[1])):
         return f"litellm came from {result['litellm_file']}, not the LlmLayer"
+    if not result["xray_file"].startswith(str(path[0])):
+        return f"aws_xray_sdk came from {result['xray_file']}, not the CoreLayer"
     if result["tool_call"] != {"name": "read_file", "arguments": {"path": "notes.md"}}:
         return f"tool call did not parse: {result['tool_call']}"
     if result["reply"] != "Your notes say: buy milk.":

@@ -2,9 +2,10 @@
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nanobot_lambda import tracing
 from nanobot_lambda.aws import dynamodb_client, s3_client, sqs_client
 from nanobot_lambda.cronjobs import JobStore
 from nanobot_lambda.jobs import TurnQueue
@@ -16,6 +17,8 @@ from nanobot_lambda.telegram.client import TelegramBot
 from nanobot_lambda.workspace import S3Workspace
 
 logger = Logger()
+tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
+tracing.use(tracer)
 
 settings = SchedulerSettings.from_env()
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
@@ -29,6 +32,7 @@ scheduler = SchedulerService(
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
 @metrics.log_metrics
 @count_errors("scheduler_failed")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from nanobot_lambda import metrics, texts
+from nanobot_lambda import metrics, texts, tracing
 from nanobot_lambda.cronjobs import JobStore
 from nanobot_lambda.jobs import CronTaskJob, HeartbeatJob, TurnQueue
 from nanobot_lambda.telegram.client import TelegramBot
@@ -66,12 +66,13 @@ class SchedulerService:
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, str]:
         kind = event.get("kind")
-        if kind == "heartbeat":
-            return self.heartbeat(event.get("scheduled_time"))
-        if kind == "cron":
+        if kind not in ("heartbeat", "cron"):
+            logger.warning("scheduler event of unknown kind %r ignored", kind)
+            return {"status": "ignored"}
+        with tracing.span("scheduled", kind=str(kind)):  # X-Ray, when traced
+            if kind == "heartbeat":
+                return self.heartbeat(event.get("scheduled_time"))
             return self.cron(event)
-        logger.warning("scheduler event of unknown kind %r ignored", kind)
-        return {"status": "ignored"}
 
     def cron(self, event: Mapping[str, Any]) -> dict[str, str]:
         chat_id, job_id = int(event["chat_id"]), str(event["job_id"])

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
+from nanobot_lambda import metrics
 from nanobot_lambda.local.cfn import QueueMapping, TemplateContext, load_template
 from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings
 
@@ -457,7 +458,7 @@ def alarm_on(found: dict[str, dict[str, Any]], namespace: str, metric: str, **di
     (alarm,) = [
         alarm
         for alarm in found.values()
-        if (alarm["Namespace"], alarm["MetricName"]) == (namespace, metric)
+        if (alarm.get("Namespace"), alarm.get("MetricName")) == (namespace, metric)
         and {d["Name"]: d["Value"] for d in alarm["Dimensions"]} == dims
     ]
     return alarm
@@ -471,7 +472,7 @@ def test_alarms_watch_the_dead_letter_queue_errors_and_turn_duration(
         found, "AWS/SQS", "ApproximateNumberOfMessagesVisible", QueueName="nanobot-Dlq-X.fifo"
     )
     assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
-    for logical_id in FUNCTIONS:
+    for logical_id in ("WebhookFunction", "SchedulerFunction"):
         errors = alarm_on(found, "AWS/Lambda", "Errors", FunctionName=REFS[logical_id])
         assert (errors["Statistic"], errors["Threshold"]) == ("Sum", 0)
     timeout = int(
@@ -482,6 +483,39 @@ def test_alarms_watch_the_dead_letter_queue_errors_and_turn_duration(
     assert duration["Threshold"] == 0.8 * timeout * 1000  # near the timeout, in milliseconds
     # Quiet periods have no data points: that is not an alarm.
     assert {alarm["TreatMissingData"] for alarm in found.values()} == {"notBreaching"}
+
+
+def test_the_agent_turn_alarm_also_sees_turns_failed_inside_a_batch(
+    template: dict[str, Any],
+) -> None:
+    # A failed turn is a batch item failure, not a Lambda error: the alarm adds the function's
+    # own Errors of the kinds that fail a turn, as metrics.py emits them (namespace, service).
+    alarm = alarms(template, MetricsNamespace="bot")["AgentTurnErrorsAlarm"]
+    (summed,) = [metric for metric in alarm["Metrics"] if metric["ReturnData"]]
+    watched = {
+        metric["Id"]: metric["MetricStat"]
+        for metric in alarm["Metrics"]
+        if not metric["ReturnData"]
+    }
+    assert summed["Expression"] == " + ".join(f"FILL({name}, 0)" for name in watched)
+    series = {
+        (
+            stat["Metric"]["Namespace"],
+            stat["Metric"]["MetricName"],
+            tuple(sorted((d["Name"], d["Value"]) for d in stat["Metric"]["Dimensions"])),
+        )
+        for stat in watched.values()
+    }
+    retried_kinds = ("telegram_error", "turn_failed")  # the kinds SQS retries (metrics.py)
+    assert series == {
+        ("AWS/Lambda", "Errors", (("FunctionName", REFS["AgentTurnFunction"]),)),
+        *(("bot", "Errors", (("kind", kind), ("service", "nanobot"))) for kind in retried_kinds),
+    }
+    assert {stat["Stat"] for stat in watched.values()} == {"Sum"}
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    service = template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+    assert service == metrics.DEFAULT_SERVICE == "nanobot"
+    assert set(retried_kinds) <= set(get_args(metrics.ErrorKind))
 
 
 def test_alarm_email_is_optional(template: dict[str, Any]) -> None:
@@ -523,9 +557,9 @@ def test_dashboard_shows_the_functions_metrics(template: dict[str, Any]) -> None
     assert environment["POWERTOOLS_SERVICE_NAME"] == "nanobot"  # the dashboard's dimension
 
 
-def test_agent_turn_and_scheduler_are_traced(template: dict[str, Any]) -> None:
-    assert function_setting(template, "AgentTurnFunction", "Tracing", None) == "Active"
-    assert function_setting(template, "SchedulerFunction", "Tracing", None) == "Active"
+def test_every_function_is_traced(template: dict[str, Any]) -> None:
+    for logical_id in FUNCTIONS:
+        assert function_setting(template, logical_id, "Tracing", None) == "Active"
 
 
 # -- least privilege: what each function may do, on what ----------------------------------------

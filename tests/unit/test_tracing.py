@@ -14,6 +14,7 @@ from nanobot_lambda.model import ModelError, ModelReply, ToolCall
 from nanobot_lambda.tools import Tool, ToolRegistry
 from nanobot_lambda.usage import MeteredModel, UsageMeter
 from tests.support.fakes import ScriptedModel, outage
+from tests.unit.test_scheduler import service
 
 
 class Subsegment:
@@ -82,3 +83,12 @@ def test_a_disabled_tracer_traces_nothing() -> None:
     tracing.use(SimpleNamespace(disabled=True, provider=unused))  # type: ignore[arg-type]
     assert ToolRegistry([Echo()]).execute(ToolCall("c1", "echo", "{}")) == "echoed"
     assert unused.subsegments == []
+
+
+def test_scheduled_events_get_a_subsegment_by_kind(provider: RecordingProvider) -> None:
+    scheduler, _ = service({}, chat_id=None)
+    assert scheduler.handle({"kind": "heartbeat"}) == {"status": "idle"}
+    assert scheduler.handle({"kind": "nonsense"}) == {"status": "ignored"}
+    assert [(s.name, s.annotations) for s in provider.subsegments] == [
+        ("## scheduled", {"kind": "heartbeat"}),
+    ]
