@@ -246,7 +246,8 @@ def test_a_session_changed_during_the_turn_is_saved_without_answering_twice(
 ) -> None:
     """Another writer appends to the session while the model thinks: the turn's save conflicts,
     is retried on the new header, and the job does not fail (a retry would answer again)."""
-    model_server.steps.append(Step(content="Saved anyway.", delay=1.5))
+    written = threading.Event()  # the model answers once the other writer is done
+    model_server.steps.append(Step(content="Saved anyway.", hold=written))
     store = DynamoSessionStore(stack.template.refs["SessionsTable"], boto3.client("dynamodb"))
     key = f"telegram:{stack.user.id}"
 
@@ -254,7 +255,10 @@ def test_a_session_changed_during_the_turn_is_saved_without_answering_twice(
         deadline = time.monotonic() + 30
         while not model_server.requests and time.monotonic() < deadline:
             time.sleep(0.05)
-        store.append(store.load(key, 10), [{"role": "user", "content": "written meanwhile"}])
+        try:
+            store.append(store.load(key, 10), [{"role": "user", "content": "written meanwhile"}])
+        finally:
+            written.set()
 
     writer = threading.Thread(target=interfere)
     writer.start()

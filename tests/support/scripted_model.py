@@ -33,6 +33,8 @@ class Step:
     prompt_tokens: int = 100
     completion_tokens: int = 20
     delay: float = 0.0  # seconds before answering (a slow provider)
+    # Answer only once this is set (at most 30 s): a test acts while the model "thinks".
+    hold: threading.Event | None = None
     cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
 
 
@@ -128,6 +130,8 @@ class ScriptedModelServer(JsonHttpServer):
             step = self.steps.popleft()
         if step.delay:
             time.sleep(step.delay)
+        if step.hold is not None:
+            step.hold.wait(30)
         if step.status != 200:
             return step.status, {"error": {"message": "scripted failure", "type": "server_error"}}
         message: dict[str, Any] = {"role": "assistant", "content": step.content}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -208,19 +207,25 @@ def test_stop_is_checked_between_iterations() -> None:
 
 
 class SlowWorkspace(MemoryWorkspace):
-    """Reads take a while and record how many overlap."""
+    """Reads take a while and record how many overlap. With `until_overlap`, a read waits (up
+    to 5 s) until another read is under way too: concurrent reads always overlap then, however
+    slowly their threads start."""
 
-    def __init__(self, files: dict[str, str | bytes]) -> None:
+    def __init__(self, files: dict[str, str | bytes], *, until_overlap: bool = False) -> None:
         super().__init__(files)
         self.active = 0
         self.most_active = 0
         self.lock = threading.Lock()
+        self.overlapped = threading.Event()
+        self.patience = 5.0 if until_overlap else 0.05
 
     def read(self, path: str, *, fresh: bool = False):  # type: ignore[no-untyped-def]
         with self.lock:
             self.active += 1
             self.most_active = max(self.most_active, self.active)
-        time.sleep(0.05)
+            if self.active > 1:
+                self.overlapped.set()
+        self.overlapped.wait(self.patience)
         with self.lock:
             self.active -= 1
         return super().read(path, fresh=fresh)
@@ -233,7 +238,7 @@ def calls(*pairs: tuple[str, str]) -> ModelReply:
 
 
 def test_independent_tool_calls_run_concurrently_and_keep_their_order() -> None:
-    workspace = SlowWorkspace({f"f{n}.md": f"content {n}" for n in range(4)})
+    workspace = SlowWorkspace({f"f{n}.md": f"content {n}" for n in range(4)}, until_overlap=True)
     reads = [("read_file", f'{{"path": "f{n}.md"}}') for n in range(4)]
     model = ScriptedModel(calls(*reads), text("ok"))
     outcome = loop(model, workspace).run(REQUEST)
