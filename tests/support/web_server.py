@@ -9,12 +9,13 @@ HTTPS with the given certificate, so tests can check SNI and certificate verific
 from __future__ import annotations
 
 import ssl
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
+
+from nanobot_lambda.local.http import BackgroundHttpServer
 
 
 @dataclass
@@ -36,13 +37,13 @@ class SeenRequest:
     headers: dict[str, str]
 
 
-class WebServer:
+class WebServer(BackgroundHttpServer):
     def __init__(self, tls: Certificates | None = None) -> None:
         self.routes: dict[str, Reply] = {}
         self.requests: list[SeenRequest] = []
         self.server_names: list[str | None] = []  # TLS SNI of each handshake
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        super().__init__(self._handler())
+        self._server.daemon_threads = True  # stop() does not wait for a slow reply to drip out
         self.scheme = "http"
         if tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -50,13 +51,6 @@ class WebServer:
             context.sni_callback = lambda _socket, name, _context: self.server_names.append(name)
             self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
             self.scheme = "https"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
 
     @property
     def url(self) -> str:
@@ -65,14 +59,6 @@ class WebServer:
     def route(self, path: str, reply: Reply) -> str:
         self.routes[path] = reply
         return self.url + path
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

@@ -9,19 +9,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 
-class JsonHttpServer(ABC):
-    """Serves `answer(method, path, headers, body)` on an ephemeral port in a daemon thread."""
+class BackgroundHttpServer:
+    """An HTTP server on an ephemeral port of 127.0.0.1, serving from a daemon thread."""
 
-    def __init__(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._request_handler())
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
 
     @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Self:
         self._thread.start()
@@ -30,6 +33,13 @@ class JsonHttpServer(ABC):
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class JsonHttpServer(BackgroundHttpServer, ABC):
+    """Serves `answer(method, path, headers, body)` as JSON (the remote APIs' stand-ins)."""
+
+    def __init__(self) -> None:
+        super().__init__(self._request_handler())
 
     @abstractmethod
     def answer(
