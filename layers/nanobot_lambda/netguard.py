@@ -357,13 +357,9 @@ class _WatchedHTTPConnection(HTTPConnection):
         return self.watchdog.watch(super()._new_conn())
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def __init__(self, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.watchdog = watchdog
-
-    def _new_conn(self) -> socket.socket:
-        return self.watchdog.watch(super()._new_conn())
+# urllib3's HTTPSConnection is an HTTPConnection: the watched one only adds TLS to it.
+class _WatchedHTTPSConnection(_WatchedHTTPConnection, HTTPSConnection):
+    pass
 
 
 class _PinnedHTTPPool(HTTPConnectionPool):
