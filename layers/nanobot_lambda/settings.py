@@ -37,6 +37,9 @@ SECRET_VARIABLES = (
     "TRANSCRIPTION_API_KEY",
     "WEB_SEARCH_API_KEY",
 )
+# How a secret variable names where its value is kept, and what kind of store that is.
+SECRET_REFERENCES = (("_PARAM", "param"), ("_SECRET_ARN", "secret"))
+SECRET_REFERENCE_SUFFIXES = tuple(suffix for suffix, _ in SECRET_REFERENCES)
 
 
 class ConfigError(Exception):
@@ -76,7 +79,7 @@ def resolve_secret_references(
     for name in names:
         if resolved.get(name):
             continue  # a direct value wins over a reference
-        for suffix, kind in (("_PARAM", "param"), ("_SECRET_ARN", "secret")):
+        for suffix, kind in SECRET_REFERENCES:
             reference = resolved.get(name + suffix)
             if reference:
                 try:

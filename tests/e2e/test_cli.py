@@ -50,6 +50,54 @@ def test_env_file_is_read(model_server: ScriptedModelServer, tmp_path: Path) -> 
     assert "nanobot> configured from .env" in completed.stdout
 
 
+# What a `.env` shared with a deployed stack holds (for `poll`, `webhook set` and deploying):
+# none of it may reach the local stack, which has its own secrets, resources and AWS.
+DEPLOYED_STACK_ENV = {
+    "TELEGRAM_SECRET_TOKEN": "deployed-webhook-secret",
+    "TELEGRAM_SECRET_TOKEN_PARAM": "/deployed/telegram-secret-token",
+    "TELEGRAM_BOT_TOKEN": "424242:deployed-bot-token",
+    "TELEGRAM_BOT_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:bot",
+    "TELEGRAM_API_BASE": "https://api.telegram.org",
+    "LLM_API_KEY_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:llm",
+    "ALLOW_FROM": "424242424",
+    "HEARTBEAT_CHAT_ID": "424242424",
+    "WORKSPACE_BUCKET": "deployed-workspace-bucket",
+    "SESSIONS_TABLE": "deployed-sessions",
+    "TURN_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/deployed-turns.fifo",
+    "AWS_PROFILE": "deployed-profile-not-on-this-machine",
+    "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9",
+}
+
+
+def test_deployed_stack_variables_in_env_file_are_ignored(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    model_server.reply("local stack, local secrets")
+    env_file = tmp_path / ".env"
+    settings = {**model_server.env(), **DEPLOYED_STACK_ENV}
+    env_file.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    completed = run_cli("chat", "-m", "hi", "--env-file", str(env_file), env={})
+    assert completed.returncode == 0, completed.stderr
+    assert "nanobot> local stack, local secrets" in completed.stdout
+    assert "401" not in completed.stderr
+
+
+def test_deployed_stack_variables_in_the_shell_are_ignored(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.reply("the shell's deployed settings are not mine")
+    completed = run_cli(
+        "chat",
+        "-m",
+        "hi",
+        "--env-file",
+        "/nonexistent",
+        env={**model_server.env(), **DEPLOYED_STACK_ENV},
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "nanobot> the shell's deployed settings are not mine" in completed.stdout
+
+
 def test_model_failure_exits_non_zero(model_server: ScriptedModelServer) -> None:
     model_server.fail(500, times=3)
     completed = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env=model_server.env())

@@ -18,7 +18,7 @@ from nanobot_lambda.local.poll import Delivery, TelegramPoller
 from nanobot_lambda.local.stack import LocalStack
 from nanobot_lambda.telegram.client import TelegramBot
 from tests.conftest import TEMPLATE, telegram_update
-from tests.e2e.test_cli import CLI, ROOT, run_cli
+from tests.e2e.test_cli import CLI, DEPLOYED_STACK_ENV, ROOT, run_cli
 from tests.support.scripted_model import ScriptedModelServer
 
 TOKEN = "7171:real-bot-token"
@@ -91,8 +91,18 @@ def poll_env(telegram: LocalBotApi, model_server: ScriptedModelServer) -> dict[s
     }
 
 
+# `poll` reads the bot token, the Bot API base and ALLOW_FROM; the rest of a deployed stack's
+# settings (its webhook secret, resources, AWS profile) never reach the local stack.
+DEPLOYED_ONLY = {
+    name: value
+    for name, value in DEPLOYED_STACK_ENV.items()
+    if name not in ("TELEGRAM_BOT_TOKEN", "TELEGRAM_API_BASE", "ALLOW_FROM")
+}
+
+
+@pytest.mark.parametrize("deployed", [{}, DEPLOYED_ONLY], ids=["clean", "deployed-stack-env"])
 def test_the_console_script_answers_and_stops_cleanly_on_ctrl_c(
-    telegram: LocalBotApi, model_server: ScriptedModelServer
+    telegram: LocalBotApi, model_server: ScriptedModelServer, deployed: dict[str, str]
 ) -> None:
     model_server.reply("Polled and answered.")
     process = subprocess.Popen(  # noqa: S603
@@ -100,6 +110,7 @@ def test_the_console_script_answers_and_stops_cleanly_on_ctrl_c(
         cwd=ROOT,
         env={
             **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))},
+            **deployed,
             **poll_env(telegram, model_server),
         },
         stdout=subprocess.PIPE,

@@ -5,6 +5,13 @@ function's environment. Secrets go where the deployed stack keeps them (SSM Secu
 moto), so the functions resolve them the same way. The handlers are the deployed files,
 imported in-process; the agent_turn handler is fed by a poller that behaves like Lambda's SQS
 event source mapping.
+
+The functions see the environment the deployed ones would: the template's. The caller's
+environment (a shell or `.env` that also serves a deployed stack) only fills the settings the
+template leaves empty for tuning; what the local stack provides itself (its AWS, resources, bot
+token, webhook secret, allow-list) is never taken from it, and the variables the template does
+not declare (secret references such as `TELEGRAM_SECRET_TOKEN_PARAM`, an `AWS_PROFILE`) are
+hidden from the functions while the stack runs.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +38,13 @@ from nanobot_lambda.local.cfn import TemplateContext, load_template
 from nanobot_lambda.local.resources import create_resources
 from nanobot_lambda.local.runtime import LocalLambdaContext, QueuePoller, load_handler_module
 from nanobot_lambda.local.schedule_runner import ScheduleRunner
+from nanobot_lambda.settings import (
+    SECRET_REFERENCE_SUFFIXES,
+    SECRET_VARIABLES,
+    AgentSettings,
+    SchedulerSettings,
+    WebhookSettings,
+)
 from nanobot_lambda.webhook import SECRET_HEADER
 from nanobot_lambda.workspace import S3Workspace, seed_workspace
 
@@ -40,6 +54,33 @@ FUNCTIONS = {
     "agent_turn": "AgentTurnFunction",
     "scheduler": "SchedulerFunction",
 }
+
+# Declared empty by the template, but provided by the local stack itself: its Telegram identity
+# (the local Bot API, or the token `poll` is given), its webhook secret, the model key (stored
+# in SSM from the model settings, as deployed) and its allow-list. Never taken from the caller.
+PROVIDED_BY_THE_STACK = frozenset(
+    {
+        "TELEGRAM_BOT_TOKEN",
+        "TELEGRAM_SECRET_TOKEN",
+        "TELEGRAM_API_BASE",
+        "LLM_API_KEY",
+        "ALLOW_FROM",
+        "HEARTBEAT_CHAT_ID",
+    }
+)
+
+
+def variables_the_functions_read() -> frozenset[str]:
+    """Every variable a function's settings read, secret references included."""
+    names = {
+        field.alias or name
+        for settings in (WebhookSettings, AgentSettings, SchedulerSettings)
+        for name, field in settings.model_fields.items()
+    }
+    names.update(
+        secret + suffix for secret in SECRET_VARIABLES for suffix in SECRET_REFERENCE_SUFFIXES
+    )
+    return frozenset(names)
 
 
 @dataclass(frozen=True)
@@ -132,6 +173,8 @@ class LocalStack:
             from nanobot_lambda.local.moto_server import start_moto_server
 
             self._moto, self._endpoint_url = start_moto_server()
+        # The stack's AWS is moto: no caller's profile, service endpoint or credential applies.
+        self._unset_environ(name for name in os.environ if name.startswith("AWS_"))
         self._set_environ(
             AWS_ENDPOINT_URL=self._endpoint_url,
             AWS_ACCESS_KEY_ID="local",
@@ -155,14 +198,29 @@ class LocalStack:
         self._store_secrets()
         for name, logical_id in FUNCTIONS.items():
             environment = self.template.function_environment(logical_id)
-            # An empty template value means "unset, use the default": a value this process
-            # already has (from .env, or a test) stands, as `sam local invoke --env-vars` would.
+            # An empty template value means "unset, use the default": a value the caller has
+            # (from .env, or a test) stands, as `sam local invoke --env-vars` would, unless the
+            # stack provides that variable itself.
             for variable, value in environment.items():
-                if value == "" and os.environ.get(variable):
+                if (
+                    value == ""
+                    and variable not in PROVIDED_BY_THE_STACK
+                    and os.environ.get(variable)
+                ):
                     environment[variable] = os.environ[variable]
             environment["TELEGRAM_API_BASE"] = api_base
             self.environment[name] = environment
-            # The functions read os.environ when imported; their variables never disagree.
+        # The functions read os.environ when imported: it holds their variables and none of the
+        # caller's for what the stack provides or the template does not declare.
+        declared = {
+            variable for environment in self.environment.values() for variable in environment
+        }
+        self._unset_environ(
+            variable
+            for variable in variables_the_functions_read() | PROVIDED_BY_THE_STACK
+            if variable not in declared
+        )
+        for environment in self.environment.values():
             self._set_environ(**{k: v for k, v in environment.items() if os.environ.get(k) != v})
         seed_workspace(self.workspace)
         for name, logical_id in FUNCTIONS.items():
@@ -210,6 +268,13 @@ class LocalStack:
         for name, value in values.items():
             self._replaced_environ.setdefault(name, os.environ.get(name))
             os.environ[name] = value
+
+    def _unset_environ(self, names: Iterable[str]) -> None:
+        """Remove process variables until stop(), which puts back their previous values."""
+        for name in list(names):
+            if name in os.environ:
+                self._replaced_environ.setdefault(name, os.environ[name])
+                del os.environ[name]
 
     def __enter__(self) -> LocalStack:
         return self.start()
