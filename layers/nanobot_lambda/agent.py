@@ -15,7 +15,6 @@ in a fresh invocation.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,12 +22,12 @@ from typing import Any
 
 from nanobot_lambda import texts
 from nanobot_lambda.model import ChatModel, ModelError, ModelReply, ToolCall, Usage
+from nanobot_lambda.reasoning import strip_thinking
 from nanobot_lambda.tools import ToolRegistry
 
 logger = logging.getLogger(__name__)
 
 MAX_PARALLEL_TOOLS = 8
-_THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _HINT_ICONS = {
     "read_file": "📖",
     "write_file": "✏️",
@@ -46,11 +45,6 @@ Progress = Callable[[str], None]
 StopCheck = Callable[[], bool]
 IterationDone = Callable[["TurnOutcome"], None]
 TimeLeft = Callable[[], float]
-
-
-def strip_thinking(text: str) -> str:
-    """Remove `<think>…</think>` blocks some models emit inline; they are never shown."""
-    return _THINK_BLOCK.sub("", text).strip()
 
 
 def truncate(text: str, limit: int) -> str:

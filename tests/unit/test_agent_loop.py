@@ -7,8 +7,9 @@ import threading
 import pytest
 
 from nanobot_lambda import texts
-from nanobot_lambda.agent import AgentLoop, for_saving, strip_thinking, tool_hint, truncate
+from nanobot_lambda.agent import AgentLoop, for_saving, tool_hint, truncate
 from nanobot_lambda.model import ModelError, ModelReply, ToolCall, Usage
+from nanobot_lambda.reasoning import strip_thinking
 from nanobot_lambda.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, outage, text, tool
@@ -265,3 +266,14 @@ def test_calls_touching_the_same_file_run_in_order() -> None:
     outcome = loop(model, workspace).run(REQUEST)
     assert workspace.most_active == 1
     assert outcome.new_messages[2]["content"] == "new"  # the read saw the write
+
+
+def test_an_answer_explaining_think_tags_reaches_the_user_whole() -> None:
+    answer = (
+        "Models like DeepSeek-R1 wrap their reasoning in <think> tags before they answer.\n\n"
+        "Close one with `</think>`; everything after it is the reply you see:\n\n"
+        "```\n<think>plan</think>\nHello!\n```"
+    )
+    outcome = loop(ScriptedModel(text(answer))).run(REQUEST)
+    assert outcome.reply == answer
+    assert outcome.new_messages == [{"role": "assistant", "content": answer}]
