@@ -8,17 +8,23 @@ in the package (`builtin_skills/`, read-only); a workspace skill overrides a bui
 same name.
 
 A SKILL.md written by hand (or by the model) may be broken: parsing never raises, the skill is
-listed as unavailable with the problem, so the model can see and fix it. Rendering is
-deterministic: the same skills give the same bytes, which keeps the prompt prefix cacheable.
+listed as unavailable with the problem, so the model can see and fix it. One kind of break is
+forgiven: skills written for other agents (Claude Code, OpenClaw) often leave a colon unquoted
+in `description:`, which YAML rejects. Such a frontmatter is read again entry by entry, with a
+`name` or `description` that still fails taken as plain text (as OpenClaw's loader does): the
+skill stays usable with its real description, and the YAML problem is a `warning` for the
+operator (logged, shown by `doctor`), never in the prompt. Rendering is deterministic: the same
+skills give the same bytes, which keeps the prompt prefix cacheable.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -28,6 +34,8 @@ from xml.sax.saxutils import escape, quoteattr
 import yaml
 
 from nanobot_lambda import texts
+
+logger = logging.getLogger(__name__)
 
 SkillSource = Literal["workspace", "builtin"]
 Which = Callable[[str], str | None]
@@ -46,6 +54,12 @@ _SKILL_PATH = re.compile(r"skills/([^/]+)/SKILL\.md")
 _FENCE = re.compile(r"---[ \t]*")
 # Characters XML 1.0 forbids even escaped: dropped rather than breaking the summary.
 _XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# The lenient read of a frontmatter YAML rejects: a `key:` line at the margin starts an entry;
+# the fields that may then be taken as plain text; and the first characters that say a value
+# is not plain text (flow collections, tags, anchors, aliases, block scalars, reserved).
+_ENTRY = re.compile(r"([\w.-]+)[ \t]*:(?=[ \t]|$)")
+_PLAIN_TEXT_FIELDS = frozenset({"name", "description"})
+_NOT_PLAIN_TEXT = tuple("[{!&*|>%@`")
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0", ""})
 
@@ -67,6 +81,9 @@ class Skill:
     """SKILL.md without its frontmatter."""
     error: str | None
     """What is wrong with the frontmatter, in one line; such a skill is listed, unavailable."""
+    warning: str | None = None
+    """A YAML problem the lenient read worked around, in one line, for the operator (logged,
+    reported by `doctor`); the skill is listed as usual and the model never sees it."""
 
 
 class _FrontmatterError(ValueError):
@@ -79,6 +96,7 @@ class _Settings:
     always: bool = False
     bins: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
+    warning: str | None = None
 
 
 def parse_skill(
@@ -105,10 +123,13 @@ def parse_skill(
         + tuple(f"env:{variable}" for variable in settings.env if not environ.get(variable))
     )
     base_dir = f"{SKILLS_DIR}/{name}"
+    location = f"{base_dir}/{SKILL_FILE}"
+    if settings.warning:
+        _warn_once(location, location_source, settings.warning)
     return Skill(
         name=name,
         description=settings.description or _description_from_body(body),
-        location=f"{base_dir}/{SKILL_FILE}",
+        location=location,
         base_dir=base_dir,
         source=location_source,
         always=settings.always,
@@ -116,6 +137,7 @@ def parse_skill(
         missing=missing,
         body=body,
         error=error,
+        warning=settings.warning,
     )
 
 
@@ -212,9 +234,33 @@ def _split_frontmatter(text: str) -> tuple[str | None, str, str | None]:
 def _parse_frontmatter(frontmatter: str) -> _Settings:
     """Settings from frontmatter text. Cached by the text: the system prompt is rebuilt every
     turn, and re-parsing unchanged YAML made its cost grow with the number of skills. (A
-    broken frontmatter raises and is simply parsed again next time.)"""
+    broken frontmatter raises and is simply parsed again next time.)
+
+    YAML first; if it rejects the text, the lenient read (`_read_entries`); if that cannot
+    read it either, the YAML problem is the error."""
     try:
-        fields = yaml.safe_load(frontmatter)
+        fields = _load_yaml(frontmatter)
+    except _FrontmatterError as problem:
+        lenient = _read_entries(frontmatter)
+        if lenient is None:
+            raise
+        return replace(_settings(lenient), warning=f"{problem}; read line by line")
+    if fields is None:
+        return _Settings()
+    if not isinstance(fields, dict):
+        raise _FrontmatterError(f"frontmatter must be a mapping of fields, not {_kind(fields)}")
+    return _settings(fields)
+
+
+@cache
+def _warn_once(location: str, source: str, warning: str) -> None:
+    """Log a lenient read once per container, not on every turn that lists the skill."""
+    logger.warning("skill %s (%s): %s", location, source, warning)
+
+
+def _load_yaml(text: str) -> object:
+    try:
+        return yaml.safe_load(text)
     except yaml.MarkedYAMLError as problem:
         where = f" at line {problem.problem_mark.line + 2}" if problem.problem_mark else ""
         raise _FrontmatterError(
@@ -224,10 +270,52 @@ def _parse_frontmatter(frontmatter: str) -> _Settings:
         raise _FrontmatterError(
             f"frontmatter is not valid YAML: {_one_line(str(problem))}"
         ) from None
-    if fields is None:
-        return _Settings()
-    if not isinstance(fields, dict):
-        raise _FrontmatterError(f"frontmatter must be a mapping of fields, not {_kind(fields)}")
+
+
+def _read_entries(frontmatter: str) -> dict[object, object] | None:
+    """The fields of a frontmatter YAML rejects, or None if it cannot be read this way either.
+
+    Each top-level entry (a `key:` line at the margin and the lines up to the next one) is
+    parsed alone; a `name` or `description` YAML still rejects is its text, one line, without
+    matching surrounding quotes. Any other entry YAML rejects, text before the first entry, or
+    neither a name nor a description found: unreadable (its requirements could be anywhere).
+    """
+    entries: list[tuple[str, list[str]]] = []
+    for line in frontmatter.split("\n"):
+        if match := _ENTRY.match(line):
+            entries.append((match[1], [line]))
+        elif entries:
+            entries[-1][1].append(line)
+        elif line.strip() and not line.lstrip().startswith("#"):
+            return None
+    fields: dict[object, object] = {}
+    for key, lines in entries:
+        try:
+            entry = _load_yaml("\n".join(lines))
+        except _FrontmatterError:
+            text = _plain_text(lines) if key in _PLAIN_TEXT_FIELDS else None
+            if text is None:
+                return None
+            entry = {key: text}
+        if not isinstance(entry, dict):
+            return None
+        fields.update(entry)
+    return fields if _PLAIN_TEXT_FIELDS & fields.keys() else None
+
+
+def _plain_text(lines: list[str]) -> str | None:
+    """An entry's value as text: the rest of its `key:` line and the lines under it."""
+    first = lines[0].split(":", 1)[1]
+    rest = [line for line in lines[1:] if not line.lstrip().startswith("#")]
+    text = _one_line(" ".join([first, *rest]))
+    if not text or text.startswith(_NOT_PLAIN_TEXT):
+        return None
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1].strip()
+    return text or None
+
+
+def _settings(fields: dict[object, object]) -> _Settings:
     namespace, own = _own_metadata(fields.get("metadata"))
     if "always" in own:
         always = _flag(own["always"], f"{namespace}.always")
@@ -295,12 +383,13 @@ def _requires(value: object, field: str) -> tuple[tuple[str, ...], tuple[str, ..
 
 
 def _names(value: object, field: str) -> tuple[str, ...]:
+    """A list of names (or one); empty and null entries (`[jq, null]`, `[~]`) are ignored."""
     if value is None:
         return ()
     items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+    if not isinstance(items, list) or not all(isinstance(item, str | None) for item in items):
         raise _FrontmatterError(f"{field} must be a list of names, not {_brief(value)}")
-    return tuple(item.strip() for item in items if item.strip())
+    return tuple(item.strip() for item in items if item and item.strip())
 
 
 def _description_from_body(body: str) -> str:

@@ -205,3 +205,29 @@ def test_without_a_stack_it_checks_what_the_local_commands_use(
     out = capsys.readouterr().out
     assert "FAIL  configuration    LLM_MODEL is not set\n" in out
     assert "skip  model" in out
+
+
+def test_a_skill_read_leniently_is_a_warning_and_still_parses(
+    deploy: Deploy, resources: TemplateContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Claude-Code-style skill (an unquoted colon in its description) is usable: the workspace
+    check passes and names the YAML problem as a warning, with no fix to apply."""
+    stack = deploy()
+    S3Workspace(resources.refs["WorkspaceBucket"], boto3.client("s3")).write(
+        "skills/pdf-tools/SKILL.md",
+        b"---\nname: pdf-tools\n"
+        b"description: Extract text from PDFs. Use when: the user uploads a PDF\n"
+        b"---\nRun pdftotext.",
+    )
+    code, checks = doctor(stack, capsys)
+    assert code == 0, checks
+    assert failed(checks) == []
+    report = checks["workspace"]
+    assert report.startswith("ok")
+    assert "default files present, 1 workspace skill(s) parse" in report
+    assert (
+        "warning: skills/pdf-tools/SKILL.md: frontmatter is not valid YAML: "
+        "mapping values are not allowed here at line 3"
+    ) in report
+    assert "fix:" not in report
+    assert "uploads a PDF" not in report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import xml.etree.ElementTree as ET
 
@@ -11,6 +12,7 @@ from nanobot_lambda import texts
 from nanobot_lambda.skills import (
     BODY_DESCRIPTION_CHARS,
     Skill,
+    _warn_once,
     builtin_skill_files,
     load_skills,
     parse_skill,
@@ -226,7 +228,9 @@ def test_crlf_and_bom() -> None:
     ("text", "fragment"),
     [
         (skill_md("description: [unclosed"), "not valid YAML"),
-        (skill_md("description: a: b"), "not valid YAML"),
+        (skill_md("always: a: b"), "not valid YAML"),
+        (skill_md("name: demo\ndescription: d\nalways: a: b"), "not valid YAML"),
+        (skill_md("description: Use when: x\nrequires: {bins: [jq"), "not valid YAML"),
         (skill_md("date: 2024-13-45"), "not valid YAML"),
         (skill_md("description: !!python/object/apply:os.system [echo]"), "not valid YAML"),
         ("---\ndescription: d\n# Demo\n\nDo the thing.\n", "no closing '---'"),
@@ -251,6 +255,7 @@ def test_broken_frontmatter_is_listed_with_an_error(text: str, fragment: str) ->
     assert not skill.available
     assert not skill.always
     assert skill.location == "skills/demo/SKILL.md"
+    assert skill.warning is None
 
 
 def test_broken_yaml_keeps_body_and_description_from_it() -> None:
@@ -266,6 +271,161 @@ def test_broken_skill_is_summarised_with_its_error() -> None:
     assert element.get("available") == "false"
     assert element.findtext("error") == skill.error
     assert element.find("requires") is None
+
+
+# Frontmatter YAML rejects (skills from other agents): read leniently, usable, a warning
+
+PDF_TOOLS = (
+    "---\nname: pdf-tools\n"
+    "description: Extract text from PDFs. Use when: the user uploads a PDF\n"
+    "---\n# PDF tools\n\nRun pdftotext.\n"
+)
+
+
+def test_unquoted_colon_in_description_is_available_with_its_full_description() -> None:
+    skills = load_skills({"skills/pdf-tools/SKILL.md": PDF_TOOLS}, {}, no_bins)
+    pdf = next(skill for skill in skills if skill.name == "pdf-tools")
+    assert pdf.available
+    assert pdf.error is None
+    assert pdf.missing == ()
+    assert pdf.description == "Extract text from PDFs. Use when: the user uploads a PDF"
+    assert pdf.body == "# PDF tools\n\nRun pdftotext."
+    assert (
+        '<skill available="true"><name>pdf-tools</name>'
+        "<description>Extract text from PDFs. Use when: the user uploads a PDF</description>"
+        "<location>skills/pdf-tools/SKILL.md</location></skill>"
+    ) in render_skills_summary(skills)
+
+
+@pytest.mark.parametrize(
+    ("frontmatter", "description"),
+    [
+        ("description: 'It's here: read it'", "It's here: read it"),
+        ('description: "Say "hi": twice"', 'Say "hi": twice'),
+        ("description: Use when: a PDF\n  arrives by mail", "Use when: a PDF arrives by mail"),
+        ("name: x: y\ndescription: Fine.", "Fine."),
+        ("name: pdf: tools", "Do the thing."),
+    ],
+)
+def test_name_and_description_yaml_rejects_are_read_as_plain_text(
+    frontmatter: str, description: str
+) -> None:
+    skill = parse(skill_md(frontmatter))
+    assert skill.error is None
+    assert skill.available
+    assert skill.description == description
+    assert skill.warning is not None and "not valid YAML" in skill.warning
+
+
+def test_quoted_description_with_a_colon_parses_strictly() -> None:
+    skill = parse(skill_md('name: pdf-tools\ndescription: "Extract text. Use when: a PDF"'))
+    assert skill.description == "Extract text. Use when: a PDF"
+    assert skill.available
+    assert skill.error is None
+    assert skill.warning is None
+
+
+def test_lenient_read_keeps_the_other_fields_and_checks_the_requirements() -> None:
+    text = skill_md(
+        "name: pdf-tools\ndescription: Extract text. Use when: a PDF arrives\n"
+        'metadata: {"openclaw": {"always": true, "requires": {"bins": ["pdftotext"]}}}'
+    )
+    blocked = parse_skill("pdf-tools", text, "workspace", {}, no_bins)
+    assert blocked.description == "Extract text. Use when: a PDF arrives"
+    assert blocked.error is None
+    assert blocked.warning is not None
+    assert blocked.missing == ("bin:pdftotext",)
+    assert not blocked.available
+    assert blocked.always
+    runs = parse_skill("pdf-tools", text, "workspace", {}, all_bins)
+    assert runs.available
+    assert runs.missing == ()
+
+
+def test_lenient_read_warning_is_logged_once_and_kept_out_of_the_prompt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    _warn_once.cache_clear()  # other tests read the same skill in this process
+    with caplog.at_level(logging.WARNING, logger="nanobot_lambda.skills"):
+        skills = load_skills({"skills/pdf-tools/SKILL.md": PDF_TOOLS}, {}, no_bins)
+        load_skills({"skills/pdf-tools/SKILL.md": PDF_TOOLS}, {}, no_bins)  # the next turn
+    pdf = next(skill for skill in skills if skill.name == "pdf-tools")
+    assert pdf.warning is not None
+    assert "mapping values are not allowed here at line 3" in pdf.warning
+    [record] = [r for r in caplog.records if r.name == "nanobot_lambda.skills"]
+    assert record.levelno == logging.WARNING
+    message = record.getMessage()
+    assert "skills/pdf-tools/SKILL.md" in message
+    assert pdf.warning in message
+    assert "uploads a PDF" not in message
+    assert "pdftotext" not in message
+    summary = render_skills_summary(skills)
+    assert "YAML" not in summary
+    assert "mapping values" not in summary
+    assert all(element.find("error") is None for element in summary_elements(summary))
+    assert render_skills_summary(load_skills({"skills/pdf-tools/SKILL.md": PDF_TOOLS}, {})) == (
+        summary
+    )
+
+
+@pytest.mark.parametrize(
+    "requires",
+    [
+        "requires: {bins: [jq, null], env: [~]}",
+        "requires:\n  bins: [jq, ~]\n  env: [null]",
+        "metadata:\n  nanobot:\n    requires: {bins: [null, jq], env: [~]}",
+        'metadata: {"openclaw": {"requires": {"bins": ["jq", null], "env": [null]}}}',
+        'metadata: \'{"nanobot": {"requires": {"bins": [null, "jq"], "env": [null]}}}\'',
+    ],
+)
+def test_null_entries_in_requires_are_ignored(requires: str) -> None:
+    text = skill_md(f"description: Query JSON.\n{requires}")
+    blocked = parse_skill("demo", text, "workspace", {}, no_bins)
+    assert blocked.error is None
+    assert blocked.description == "Query JSON."
+    assert blocked.missing == ("bin:jq",)
+    assert not blocked.available
+    runs = parse_skill("demo", text, "workspace", {}, all_bins)
+    assert runs.description == "Query JSON."
+    assert runs.available
+    assert runs.error is None
+
+
+def test_requires_of_nulls_only_requires_nothing() -> None:
+    skill = parse_skill(
+        "demo",
+        skill_md("description: d\nrequires: {bins: [~], env: [null]}"),
+        "workspace",
+        {},
+        no_bins,
+    )
+    assert skill.available
+    assert skill.description == "d"
+    assert skill.missing == ()
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        ": : :\n][",
+        "{{{",
+        "  name: demo\ndescription: d: e",
+        "description: d: e\nalways: [true",
+        "date: 2024-13-45\nfoo: a: b",
+    ],
+)
+def test_frontmatter_unreadable_line_by_line_keeps_todays_behaviour(
+    frontmatter: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="nanobot_lambda.skills"):
+        skill = parse(skill_md(frontmatter))
+    assert skill.error is not None and "not valid YAML" in skill.error
+    assert skill.warning is None
+    assert not skill.available
+    assert skill.description == "Do the thing."
+    (element,) = summary_elements(render_skills_summary([skill]))
+    assert element.findtext("error") == skill.error
+    assert not [r for r in caplog.records if r.name == "nanobot_lambda.skills"]
 
 
 # Requirements

@@ -310,18 +310,23 @@ class Doctor:
                 f"write the defaults (existing files are kept): nanobot-lambda onboard "
                 f"{self._stack_flag}",
             )
-        broken = [
-            f"{skill.location}: {skill.error}"
-            for skill in load_skills(skill_files, environ={})
-            if skill.source == "workspace" and skill.error
+        skills = [
+            skill for skill in load_skills(skill_files, environ={}) if skill.source == "workspace"
         ]
+        broken = [f"{skill.location}: {skill.error}" for skill in skills if skill.error]
         if broken:
             return _fail(
                 name,
                 "; ".join(broken),
                 "fix the frontmatter: nanobot-lambda workspace pull DIR, edit, workspace push DIR",
             )
-        return _ok(name, f"default files present, {len(skill_files)} workspace skill(s) parse")
+        # Read leniently (e.g. an unquoted colon in a description): usable, so it parses.
+        warnings = "".join(
+            f"; warning: {skill.location}: {skill.warning}" for skill in skills if skill.warning
+        )
+        return _ok(
+            name, f"default files present, {len(skill_files)} workspace skill(s) parse{warnings}"
+        )
 
 
 def one_token_completion(settings: LlmSettings) -> None:
