@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 
 from nanobot_lambda.telegram.formatting import (
     TELEGRAM_TEXT_LIMIT,
@@ -278,6 +280,47 @@ def test_unicode_is_preserved() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("markdown", "html"),
+    [
+        ("边界：**社区显示：**Fable", "边界：<b>社区显示：</b>Fable"),
+        ("- **开源：**代码", "• <b>开源：</b>代码"),
+        ("**重要：**これは", "<b>重要：</b>これは"),
+        ("한국어**강조：**입니다", "한국어<b>강조：</b>입니다"),
+        ("中文**（括号）**中文", "中文<b>（括号）</b>中文"),
+        ("他说*注意：*这里", "他说<i>注意：</i>这里"),
+        ("中文~~删除：~~文字", "中文<s>删除：</s>文字"),
+        ("**注意：*斜体：*结束。**好", "<b>注意：<i>斜体：</i>结束。</b>好"),
+    ],
+)
+def test_emphasis_next_to_cjk_punctuation(markdown: str, html: str) -> None:
+    assert render(markdown) == html
+
+
+@pytest.mark.parametrize(
+    ("markdown", "html"),
+    [
+        ("**foo**bar", "<b>foo</b>bar"),
+        ("**Note:**text", "**Note:**text"),
+        ("foo**:bar**", "foo**:bar**"),
+        ("foo**😀bar**", "foo**😀bar**"),  # an emoji is wide but not CJK
+        ("2*3*4", "2<i>3</i>4"),
+        ("a ** b ** c", "a ** b ** c"),
+        ("snake_case_name", "snake_case_name"),
+        ("中文_强调：_中文 and 中_文_字", "中文_强调：_中文 and 中_文_字"),
+        ("__开源：__代码", "__开源：__代码"),
+        ("中 ** 文 **", "中 ** 文 **"),
+    ],
+)
+def test_emphasis_without_cjk_neighbours_follows_commonmark(markdown: str, html: str) -> None:
+    assert render(markdown) == html
+
+
+def test_code_next_to_cjk_is_untouched() -> None:
+    assert render("看`**代码：**x`这里") == "看<code>**代码：**x</code>这里"
+    assert render("```\n边界：**社区显示：**Fable\n```") == "<pre>边界：**社区显示：**Fable</pre>"
+
+
 def test_blank_input() -> None:
     assert markdown_to_telegram_html("") == ""
     assert markdown_to_telegram_html(" \n\t\n") == ""
@@ -479,6 +522,62 @@ def test_emoji_are_counted_in_utf16_units() -> None:
     for limit in (5, 7, 100):
         small = split_telegram_html("😀" * 51 + "a😀" * 20, limit)
         check_chunks("😀" * 51 + "a😀" * 20, small, limit)
+
+
+def assert_whole_clusters(text: str, limit: int) -> list[str]:
+    """Split plain text; every chunk fits, no cut falls inside a grapheme cluster."""
+    chunks = [parse_telegram_html(chunk) for chunk in split_telegram_html(text, limit)]
+    assert "".join(chunks) == text
+    assert all(telegram_length(chunk) <= limit for chunk in chunks)
+    boundaries = {match.end() for match in regex.finditer(r"\X", text)}
+    cuts = list(accumulate(len(chunk) for chunk in chunks))
+    assert set(cuts) <= boundaries
+    return chunks
+
+
+@pytest.mark.parametrize(
+    ("cluster", "units_before_cut"),
+    [
+        ("👍🏽", 2),  # skin tone modifier
+        ("👨\u200d👩\u200d👧", 5),  # ZWJ family, naive cut after the woman
+        ("🇫🇷", 2),  # the two regional indicators of a flag
+        ("e\u0301", 1),  # combining acute accent
+        ("❤\ufe0f", 1),  # variation selector
+        ("\u1100\u1161\u11a8", 2),  # conjoining Hangul jamo
+    ],
+)
+def test_hard_cut_never_splits_a_grapheme_cluster(cluster: str, units_before_cut: int) -> None:
+    limit = 10
+    lead = "x" * (limit - units_before_cut)  # the limit falls inside the cluster
+    text = lead + cluster + "y" * 12
+    chunks = assert_whole_clusters(text, limit)
+    assert chunks[0] == lead
+    assert chunks[1].startswith(cluster)
+    for repeated in (cluster * 40, "a" + cluster * 40, "ab" + cluster * 40):
+        for small in (limit, 9, 16):
+            assert_whole_clusters(repeated, small)
+
+
+def test_flags_are_paired_from_the_start_of_a_chunk() -> None:
+    flags = "🇫🇷🇩🇪🇯🇵" * 30
+    chunks = assert_whole_clusters(flags, 10)  # 10 units: 2 flags, never 2.5
+    assert chunks[:2] == ["🇫🇷🇩🇪", "🇯🇵🇫🇷"]
+    assert_whole_clusters("x" + flags, 10)
+
+
+def test_rendered_messages_keep_emoji_whole() -> None:
+    markdown = "**xxx" + "👍🏽" * 20 + "**"  # every limit of 10 units falls after a 👍
+    chunks = render_messages(markdown, limit=10)
+    assert all(chunk.startswith("<b>") and chunk.endswith("</b>") for chunk in chunks)
+    texts = [parse_telegram_html(chunk) for chunk in chunks]
+    assert texts == ["xxx👍🏽", *["👍🏽👍🏽"] * 9, "👍🏽"]
+
+
+def test_cluster_longer_than_the_limit_is_cut_between_code_points() -> None:
+    accent = "\u0301"
+    text = "e" + accent * 11 + "👍🏽" * 3
+    chunks = [parse_telegram_html(chunk) for chunk in split_telegram_html(text, 5)]
+    assert chunks == ["e" + accent * 4, accent * 5, accent * 2, "👍🏽", "👍🏽", "👍🏽"]
 
 
 def test_formatting_spanning_a_cut_is_closed_and_reopened() -> None:

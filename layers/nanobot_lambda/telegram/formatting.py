@@ -4,6 +4,17 @@
 renderer that only emits what Telegram's `parse_mode=HTML` accepts; raw HTML in the Markdown is
 shown as text. `split_telegram_html` cuts the result into messages that each fit Telegram's
 limit (measured in UTF-16 code units of the displayed text) and are valid HTML on their own.
+
+Emphasis next to Chinese, Japanese or Korean text follows the CJK-friendly amendment to
+CommonMark (as markdown-it-cjk-friendly does): a `*` or `~` run with no whitespace on either
+side can both open and close when the character just before or after it is CJK (East Asian
+wide, fullwidth or halfwidth and not an emoji, or Hangul), full-width punctuation included.
+So `**重要：**これは` is bold, where plain CommonMark leaves the asterisks; `_` runs, and runs
+with no CJK neighbour, keep CommonMark's rules (`snake_case`, `**Note:**text`).
+
+A cut that has to fall inside a word falls between grapheme clusters (UAX #29), so an emoji
+with its skin tone, a ZWJ sequence, a flag or a letter with its accents is never split; only
+a single cluster longer than the limit is cut between code points.
 """
 
 from __future__ import annotations
@@ -14,9 +25,14 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
 
+import regex  # type: ignore[import-untyped]  # no stubs installed (types-regex)
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import isWhiteSpace
+from markdown_it.parser_inline import ParserInline
 from markdown_it.rules_inline import StateInline
+from markdown_it.rules_inline.state_inline import Scanned
 from markdown_it.token import Token
+from markdown_it.utils import EnvType
 
 from nanobot_lambda.telegram.html_check import (
     Tag,
@@ -147,7 +163,50 @@ def _bare_url(state: StateInline, silent: bool) -> bool:
     return True
 
 
-_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
+_CJK = regex.compile(
+    r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}\p{East_Asian_Width=Halfwidth}"
+    r"\p{Script=Hangul}--\p{Emoji_Presentation}]",
+    regex.V1,
+)
+_FIRST_CJK = "\u1100"  # nothing below is CJK, nor a variation selector
+_VARIATION_SELECTOR = regex.compile(r"\p{Variation_Selector}")
+
+
+class _CjkFriendlyState(StateInline):
+    def scanDelims(self, start: int, canSplitWord: bool) -> Scanned:
+        """CommonMark's scan, widened for `*` and `~` runs next to CJK (module docstring)."""
+        scanned = super().scanDelims(start, canSplitWord)
+        if not canSplitWord or (scanned.can_open and scanned.can_close):  # `_`, or nothing to widen
+            return scanned
+        src, before, after = self.src, start - 1, start + scanned.length
+        last = src[before] if before >= 0 else " "
+        following = src[after] if after < self.posMax else " "
+        if last < _FIRST_CJK and following < _FIRST_CJK:
+            return scanned
+        while before > 0 and _VARIATION_SELECTOR.match(last):
+            before -= 1  # a variation selector counts as the character it modifies
+            last = src[before]
+        if isWhiteSpace(ord(last)) or isWhiteSpace(ord(following)):
+            return scanned
+        if _CJK.match(last) or _CJK.match(following):
+            return Scanned(can_open=True, can_close=True, length=scanned.length)
+        return scanned
+
+
+class _CjkFriendlyInline(ParserInline):
+    """markdown-it's inline parser, run on a `_CjkFriendlyState`."""
+
+    def parse(self, src: str, md: MarkdownIt, env: EnvType, tokens: list[Token]) -> list[Token]:
+        state = _CjkFriendlyState(src, md, env, tokens)
+        self.tokenize(state)
+        for rule in self.ruler2.getRules(""):
+            rule(state)
+        return state.tokens
+
+
+_MARKDOWN = MarkdownIt()
+_MARKDOWN.inline = _CjkFriendlyInline()  # before configure, which picks the preset's rules
+_MARKDOWN.configure("commonmark", {"html": False}).enable(["strikethrough", "table"])
 _MARKDOWN.inline.ruler.before("linkify", "bare_url", _bare_url)
 
 # A rendered block is a list of lines. A line is (html, indentable): multi-line units such as
@@ -438,7 +497,7 @@ class _Splitter:
             cut = self.text.rfind(separator, start + 1, fit + len(separator))
             if cut > start:
                 return cut, separator
-        return max(fit, start + 1), ""
+        return _last_cluster_boundary(self.text, start, fit), ""
 
     def _skip(self, pos: int, outside_code: str, inside_code: str) -> int:
         """Move past whitespace from `pos`, applying (not emitting) the tags passed over.
@@ -485,6 +544,20 @@ class _Splitter:
         out.append(_escape(self.text[pos:end]))
         out.extend(f"</{tag.name}>" for tag in reversed(self.open))
         return "".join(out)
+
+
+# Whole grapheme clusters, all but the last one before the end of the text searched.
+_CLUSTERS_BUT_THE_LAST = regex.compile(r"\X*(?=\X\Z)")
+
+
+def _last_cluster_boundary(text: str, start: int, fit: int) -> int:
+    """The last grapheme cluster boundary after `start` and at most `fit`, else `fit`.
+
+    `start` is taken as a boundary. Whether `fit` is one depends only on the text up to and
+    including text[fit], so the search stops there: the cluster holding text[fit] is the last.
+    """
+    boundary: int = _CLUSTERS_BUT_THE_LAST.match(text, start, fit + 1).end()
+    return boundary if boundary > start else max(fit, start + 1)  # one cluster over the limit
 
 
 # --- lenient plain text ----------------------------------------------------------------------
