@@ -77,10 +77,19 @@ class TurnOutcome:
 
 @dataclass(frozen=True)
 class Resume:
-    """Where a recorded turn left off: its new messages after `iterations` iterations."""
+    """Where a recorded turn left off: its new messages after `iterations` iterations. They
+    end with the final answer when the turn recorded it before sending it (see `answer`)."""
 
     messages: list[dict[str, Any]]
     iterations: int
+
+    @property
+    def answer(self) -> str | None:
+        """The recorded final answer: a last assistant message without tool calls."""
+        last = self.messages[-1] if self.messages else {}
+        if last.get("role") == "assistant" and not last.get("tool_calls"):
+            return str(last.get("content") or "")
+        return None
 
 
 class AgentLoop:
@@ -120,6 +129,9 @@ class AgentLoop:
         if resume is not None:
             outcome.new_messages = list(resume.messages)
             outcome.iterations = resume.iterations
+            if resume.answer is not None:
+                outcome.reply = resume.answer  # recorded before it was sent: finish sending it
+                return outcome
         definitions = self._tools.definitions()
         while outcome.iterations < self._max_iterations:
             if outcome.iterations and should_stop is not None and should_stop():

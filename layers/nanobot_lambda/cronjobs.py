@@ -4,7 +4,9 @@ A job belongs to the chat that created it (`pk` = `chat#<id>`), so a chat can on
 remove its own. Each job has one schedule in the stack's schedule group, named after the job,
 whose input names the job; the scheduler function looks the job up when it fires, so a job
 removed in the meantime fires into nothing. Scheduler delivers at least once: `claim_firing`
-lets exactly one delivery per scheduled time through.
+lets exactly one delivery per scheduled time through. A reminder too long for one Telegram
+message records each part Telegram accepted (`record_firing_part`), so that Scheduler's retry of
+a firing that failed half-way sends only the parts not yet accepted.
 """
 
 from __future__ import annotations
@@ -109,23 +111,39 @@ class JobStore:
         )
         return "Attributes" in response
 
-    def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> bool:
-        """Record that the firing for `scheduled_time` is being handled; False if it already was
-        (a duplicate delivery) or if the job no longer exists."""
+    def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> int | None:
+        """Record that the firing for `scheduled_time` is being handled. None if it already was
+        (a duplicate delivery) or if the job no longer exists; otherwise how many parts of its
+        message an earlier, failed attempt of this firing delivered (usually 0)."""
         try:
-            self._dynamodb.update_item(
+            old = self._dynamodb.update_item(
                 TableName=self._table,
                 Key=_key(chat_id, job_id),
                 UpdateExpression="SET last_fired = :time",
                 ConditionExpression="attribute_exists(sk) AND "
                 "(attribute_not_exists(last_fired) OR last_fired <> :time)",
                 ExpressionAttributeValues={":time": {"S": scheduled_time}},
-            )
+                ReturnValues="ALL_OLD",
+            ).get("Attributes", {})
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
+                return None
             raise
-        return True
+        time, _, parts = old.get("firing_parts", {}).get("S", "").rpartition("#")
+        return int(parts) if time == scheduled_time else 0
+
+    def record_firing_part(self, chat_id: int, job_id: str, scheduled_time: str, part: int) -> None:
+        """Record that Telegram accepted `part` (from 1) of the message of this firing."""
+        self._dynamodb.update_item(
+            TableName=self._table,
+            Key=_key(chat_id, job_id),
+            UpdateExpression="SET firing_parts = :parts",
+            ConditionExpression="last_fired = :time",
+            ExpressionAttributeValues={
+                ":parts": {"S": f"{scheduled_time}#{part}"},
+                ":time": {"S": scheduled_time},
+            },
+        )
 
     def release_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> None:
         """Undo a claim whose work failed, so Scheduler's retry of this firing can run it."""

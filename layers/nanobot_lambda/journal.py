@@ -6,11 +6,19 @@ background task). While it runs, its progress is kept in the item `~turn#<turn i
 session's partition:
 - `messages`: the assistant and tool messages of the iterations completed so far (zlib JSON);
 - `sends`: how many messages the turn had sent when those iterations were done;
-- `sent`: the sequence numbers of all messages it has sent, each recorded with a conditional
-  write right after Telegram accepted it.
-A re-delivered or continued turn resumes from there: completed iterations are not redone, and a
-message whose number is in `sent` is not sent again. The one send that can repeat is one whose
-process died between Telegram's answer and the record (a few milliseconds).
+- `sent`: the sequence numbers of all messages it has sent in full, each recorded with a
+  conditional write right after Telegram accepted it (its last part);
+- `parts`: for a message longer than Telegram's limit, which goes out as several Telegram
+  messages, each part accepted so far (`<message>.<part>`), recorded the same way before the
+  next part is sent, and the message's text (`partial_of`, `partial_text`), recorded with its
+  first part.
+A re-delivered or continued turn resumes from there: completed iterations are not redone, a
+message whose number is in `sent` is not sent again, and a message cut short resumes at its
+first part not yet accepted, with the text its first parts came from. The one Telegram message
+that can repeat is one whose process died between Telegram's answer for it and its record (a
+few milliseconds). The final answer's last part is recorded by the transaction that saves the
+turn, right after Telegram's answer; a final answer in several parts is checkpointed before its
+first part, so that a retry finishes that answer instead of asking the model for a new one.
 
 When the turn is saved, the same transaction deletes its `~turn#` item and adds its id to the
 session header's `recent_turns`, so a job delivered again afterwards is recognised and skipped.
@@ -57,13 +65,21 @@ class TurnProgress:
     iterations: int = 0
     sends: int = 0
     sent: set[int] = field(default_factory=set)
+    parts: set[tuple[int, int]] = field(default_factory=set)  # (message, part) accepted
+    partial: tuple[int, str] | None = None  # (message, text) of the message sent in parts
     continuations: int = 0
     done: bool = False
     recorded: bool = False  # an item exists, so finishing the turn deletes it
 
     @property
     def resumed(self) -> bool:
-        return self.recorded and (self.iterations > 0 or bool(self.sent))
+        return self.recorded and (self.iterations > 0 or bool(self.sent) or bool(self.parts))
+
+    def text_of(self, message: int) -> str | None:
+        """The recorded text of `message` if some of its parts were sent, else None."""
+        if self.partial is not None and self.partial[0] == message:
+            return self.partial[1]
+        return None
 
 
 def turn_sort_key(turn_id: str) -> str:
@@ -75,16 +91,31 @@ def parse_turn_item(item: dict[str, Any]) -> TurnProgress:
     messages: list[Message] = []
     if "messages" in item:
         messages = json.loads(zlib.decompress(item["messages"]["B"]))
+    partial = None
+    if "partial_of" in item:
+        text = zlib.decompress(item["partial_text"]["B"]).decode()
+        partial = (int(item["partial_of"]["N"]), text)
     return TurnProgress(
         turn_id=turn_id,
         messages=messages,
         iterations=int(item.get("iterations", {}).get("N", 0)),
         sends=int(item.get("sends", {}).get("N", 0)),
         sent={int(number) for number in item.get("sent", {}).get("NS", [])},
+        parts={_part_of(value) for value in item.get("parts", {}).get("SS", [])},
+        partial=partial,
         continuations=int(item.get("continuations", {}).get("N", 0)),
         done=item.get("done", {}).get("BOOL", False),
         recorded=True,
     )
+
+
+def _part_label(message: int, part: int) -> str:
+    return f"{message}.{part}"
+
+
+def _part_of(label: str) -> tuple[int, int]:
+    message, part = label.split(".")
+    return int(message), int(part)
 
 
 def progress_in(history: SessionHistory, turn_id: str) -> TurnProgress:
@@ -92,6 +123,13 @@ def progress_in(history: SessionHistory, turn_id: str) -> TurnProgress:
     key = turn_sort_key(turn_id)
     found = [item for item in history.open_turns if item["sk"]["S"] == key]
     return parse_turn_item(found[0]) if found else TurnProgress(turn_id)
+
+
+def _partial_attributes(number: int, text: str) -> dict[str, Any]:
+    return {
+        "partial_of": {"N": str(number)},
+        "partial_text": {"B": zlib.compress(text.encode())},
+    }
 
 
 class TurnJournal:
@@ -127,29 +165,66 @@ class TurnJournal:
         }
         if progress.sent:
             item["sent"] = {"NS": [str(number) for number in sorted(progress.sent)]}
+        if progress.parts:
+            item["parts"] = {"SS": [_part_label(*part) for part in sorted(progress.parts)]}
+        if progress.partial is not None:
+            item.update(_partial_attributes(*progress.partial))
         self._dynamodb.put_item(TableName=self._table, Item=item)
         progress.recorded = True
 
     def record_send(self, session_key: str, progress: TurnProgress, number: int) -> None:
-        """Record that message `number` of the turn was sent (a conditional UpdateItem: the
-        number must not be there yet, or two runs of the turn sent it)."""
+        """Record that message `number` of the turn was sent in full (a conditional UpdateItem:
+        the number must not be there yet, or two runs of the turn sent it)."""
+        self._add_once(session_key, progress, "sent", {"N": str(number)}, f"message {number}")
+        progress.sent.add(number)
+
+    def record_part(
+        self, session_key: str, progress: TurnProgress, number: int, part: int, text: str
+    ) -> None:
+        """Record that `part` (from 1) of message `number`, which goes out in several parts, was
+        sent; with the first part, the message's `text`, which a retry finishes."""
+        label = _part_label(number, part)
+        partial = _partial_attributes(number, text) if part == 1 else {}
+        self._add_once(session_key, progress, "parts", {"S": label}, f"part {label}", partial)
+        progress.parts.add((number, part))
+        if part == 1:
+            progress.partial = (number, text)
+
+    def _add_once(
+        self,
+        session_key: str,
+        progress: TurnProgress,
+        attribute: str,
+        value: dict[str, str],
+        what: str,
+        also: dict[str, Any] | None = None,
+    ) -> None:
+        """ADD one number or string to a set attribute, unless it is there already (then
+        another run of the turn sent it too: reported, not raised). `also`: attributes SET."""
+        kind = "NS" if "N" in value else "SS"
+        values: dict[str, Any] = {
+            ":item": {kind: [next(iter(value.values()))]},
+            ":one": value,
+            ":expires": {"N": str(int(time.time()) + OPEN_TURN_SECONDS)},
+        }
+        assignments = ["expires_at = :expires"]
+        for name, attribute_value in (also or {}).items():
+            values[f":{name}"] = attribute_value
+            assignments.append(f"{name} = :{name}")
         try:
             self._dynamodb.update_item(
                 TableName=self._table,
                 Key=self._key(session_key, progress.turn_id),
-                UpdateExpression="ADD sent :number SET expires_at = :expires",
-                ConditionExpression="attribute_not_exists(sent) OR NOT contains(sent, :one)",
-                ExpressionAttributeValues={
-                    ":number": {"NS": [str(number)]},
-                    ":one": {"N": str(number)},
-                    ":expires": {"N": str(int(time.time()) + OPEN_TURN_SECONDS)},
-                },
+                UpdateExpression=f"ADD {attribute} :item SET {', '.join(assignments)}",
+                ConditionExpression=(
+                    f"attribute_not_exists({attribute}) OR NOT contains({attribute}, :one)"
+                ),
+                ExpressionAttributeValues=values,
             )
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
-            logger.warning("message %d of the turn was recorded by another run", number)
-        progress.sent.add(number)
+            logger.warning("%s of the turn was recorded by another run", what)
         progress.recorded = True
 
     def finish(self, session_key: str, progress: TurnProgress) -> list[TransactWriteItemTypeDef]:

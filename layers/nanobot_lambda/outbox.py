@@ -1,8 +1,11 @@
-"""A turn's messages to Telegram, each sent at most once across runs of the same turn.
+"""A turn's messages to Telegram, each part sent at most once across runs of the same turn.
 
-Messages are numbered in the order the turn sends them. A number already recorded in the turn's
-journal was delivered by an earlier run (before a crash or a continuation) and is skipped; a new
-one is sent, then recorded. The final answer is recorded by the transaction that saves the turn
+Messages are numbered in the order the turn sends them; a message longer than Telegram's limit
+goes out as several Telegram messages, its parts. Each part is recorded in the turn's journal as
+soon as Telegram accepts it, before the next one is sent: a message whose number is recorded was
+delivered by an earlier run (before a crash or a continuation) and is skipped, and a message cut
+short resumes at its first part not yet accepted, with the text its first parts came from. The
+last part of the final answer is recorded by the transaction that saves the turn
 (`record=False` here), which costs nothing extra.
 """
 
@@ -12,6 +15,7 @@ import logging
 
 from nanobot_lambda.journal import TurnJournal, TurnProgress
 from nanobot_lambda.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.telegram.formatting import render_messages
 
 logger = logging.getLogger(__name__)
 
@@ -19,15 +23,20 @@ BLOCKED_STATUS = 403
 
 
 def deliver(bot: TelegramBot, chat_id: int, text: str, thread_id: int | None = None) -> bool:
-    """Send a message; False when the user blocked the bot (nothing to retry)."""
+    """Send a message, unjournaled; False when the user blocked the bot (nothing to retry)."""
     try:
         bot.send_text(chat_id, text, thread_id=thread_id)
     except TelegramError as error:
-        if error.status == BLOCKED_STATUS:
-            logger.warning("chat %s blocked the bot; message dropped", chat_id)
-            return False
-        raise
+        return _dropped_if_blocked(error, chat_id)
     return True
+
+
+def _dropped_if_blocked(error: TelegramError, chat_id: int) -> bool:
+    """False for a chat that blocked the bot (nothing to retry); any other error is raised."""
+    if error.status != BLOCKED_STATUS:
+        raise error
+    logger.warning("chat %s blocked the bot; message dropped", chat_id)
+    return False
 
 
 class Outbox:
@@ -39,16 +48,36 @@ class Outbox:
         self._key = journal_key
         self._progress = progress
         self.count = progress.sends  # messages sent up to the recorded point of the turn
+        self._rendered: tuple[str, list[str]] = ("", [])
+
+    def parts(self, text: str) -> list[str]:
+        """The Telegram messages (HTML) `text` goes out as."""
+        if self._rendered[0] != text:
+            self._rendered = (text, render_messages(text))
+        return self._rendered[1]
 
     def send(
         self, chat_id: int, text: str, thread_id: int | None = None, *, record: bool = True
     ) -> bool:
-        """Send unless an earlier run of this turn sent this message; False if blocked."""
+        """Send what an earlier run of this turn did not send of this message; False if the
+        chat blocked the bot. `record=False`: the caller records the last part itself."""
         self.count += 1
-        if self.count in self._progress.sent:
-            logger.info("message %d of the turn was sent by an earlier run: skipped", self.count)
+        number, progress = self.count, self._progress
+        if number in progress.sent:
+            logger.info("message %d of the turn was sent by an earlier run: skipped", number)
             return True
-        delivered = deliver(self._bot, chat_id, text, thread_id)
-        if record:
-            self._journal.record_send(self._key, self._progress, self.count)
-        return delivered
+        # A message an earlier run began finishes with its own text, whatever was asked now.
+        text = progress.text_of(number) or text
+        parts = self.parts(text)
+        for part, html in enumerate(parts, start=1):
+            if (number, part) in progress.parts:
+                continue
+            try:
+                self._bot.send_html(chat_id, html, thread_id=thread_id)
+            except TelegramError as error:
+                return _dropped_if_blocked(error, chat_id)
+            if part < len(parts):
+                self._journal.record_part(self._key, progress, number, part, text)
+            elif record:
+                self._journal.record_send(self._key, progress, number)
+        return True

@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nanobot_lambda import metrics, texts, tracing
-from nanobot_lambda.cronjobs import JobStore
+from nanobot_lambda.cronjobs import CronJob, JobStore
 from nanobot_lambda.jobs import CronTaskJob, HeartbeatJob, TurnQueue
 from nanobot_lambda.telegram.client import TelegramBot
+from nanobot_lambda.telegram.formatting import render_messages
 from nanobot_lambda.workspace import NotText, Workspace
 
 logger = logging.getLogger(__name__)
@@ -82,14 +83,14 @@ class SchedulerService:
         if job is None:
             logger.info("job fired after it was removed: nothing to do", extra=log)
             return {"status": "removed"}
-        if not self._jobs.claim_firing(chat_id, job_id, scheduled):
+        parts_sent = self._jobs.claim_firing(chat_id, job_id, scheduled)
+        if parts_sent is None:
             logger.info("duplicate delivery of a job firing ignored", extra=log)
             metrics.duplicate_suppressed()
             return {"status": "duplicate"}
         try:
             if job.kind == "reminder":
-                text = texts.render("reminder", message=job.message)
-                self._bot.send_text(chat_id, text, thread_id=job.thread_id)
+                self._remind(job, scheduled, parts_sent)
                 status = "sent"
             else:
                 task = CronTaskJob(
@@ -114,6 +115,17 @@ class SchedulerService:
             self._jobs.record_run(job, at=scheduled, status=status)
         logger.info("job fired", extra={**log, "kind": job.kind, "status": status})
         return {"status": status}
+
+    def _remind(self, job: CronJob, scheduled: str, parts_sent: int) -> None:
+        """Send the reminder's text, from the first part an earlier attempt did not deliver.
+        A part is recorded before the next one is sent; the last is covered by the claim."""
+        parts = render_messages(texts.render("reminder", message=job.message))
+        for part, html in enumerate(parts, start=1):
+            if part <= parts_sent:
+                continue
+            self._bot.send_html(job.chat_id, html, thread_id=job.thread_id)
+            if part < len(parts):
+                self._jobs.record_firing_part(job.chat_id, job.job_id, scheduled, part)
 
     def heartbeat(self, scheduled_time: object = None) -> dict[str, str]:
         file = self._workspace.read(HEARTBEAT_FILE)

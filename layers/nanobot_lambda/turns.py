@@ -355,7 +355,7 @@ class TurnService:
             return
         if outcome.stopped:
             self._stop_flags.clear(key)
-        if not self._deliver_reply(scope, outcome.reply, run):
+        if not self._deliver_reply(scope, outcome, run):
             return
         self._save(history, self._user_message(content.saved_text, inbound), outcome, run)
         logger.info(
@@ -438,7 +438,7 @@ class TurnService:
             if outcome is None or heartbeat.nothing_to_report(outcome.reply):
                 logger.info("heartbeat: nothing to report")
             else:
-                self._deliver_reply(scope, outcome.reply, run)
+                self._deliver_reply(scope, outcome, run)
         self._journal.mark_done(run.journal_key, run.progress)
 
     def _cron_task_turn(self, job: CronTaskJob) -> None:
@@ -455,7 +455,7 @@ class TurnService:
         with self._scope(job.chat_id, job.thread_id, "cron", run.outbox) as scope:
             outcome = self._run_agent(self._agent, request, scope, log, run, apologise=False)
             status = "failed: model unavailable" if outcome is None else "done"
-            if outcome is not None and self._deliver_reply(scope, outcome.reply, run):
+            if outcome is not None and self._deliver_reply(scope, outcome, run):
                 self._save(history, {"role": "user", "content": prompt}, outcome, run)
         record = self._jobs.get(job.chat_id, job.job_id)
         if record is not None:
@@ -518,7 +518,7 @@ class TurnService:
             outcome = self._run_agent(self._agent, request, scope, log, run, apologise=False)
             if outcome is None:
                 raise ModelError("announcement could not be told")  # SQS retries it
-            if self._deliver_reply(scope, outcome.reply, run):
+            if self._deliver_reply(scope, outcome, run):
                 self._save(history, {"role": "user", "content": note}, outcome, run)
 
     # -- shared ------------------------------------------------------------------------------
@@ -546,12 +546,6 @@ class TurnService:
             # the flag when it is processed; a leaked flag expires within the hour.
             return scope.origin == "user" and self._stop_flags.requested_since(session_key, 0)
 
-        def checkpoint(outcome: TurnOutcome) -> None:
-            run.progress.messages = list(outcome.new_messages)
-            run.progress.iterations = outcome.iterations
-            run.progress.sends = run.outbox.count
-            self._journal.checkpoint(run.journal_key, run.progress)
-
         recorded = run.progress
         resume = Resume(recorded.messages, recorded.iterations) if recorded.iterations else None
         show_progress = self._settings.send_progress and scope.origin != "subagent"
@@ -561,7 +555,7 @@ class TurnService:
                 on_progress=progress if show_progress else None,
                 should_stop=stop_requested,
                 resume=resume,
-                on_iteration=checkpoint,
+                on_iteration=lambda outcome: self._checkpoint(run, outcome),
                 time_left=self._time_left if self._remaining_ms is not None else None,
             )
         except ModelError as error:
@@ -573,6 +567,13 @@ class TurnService:
         if outcome.suspended:
             self._continue_later(run, scope, log)
         return outcome
+
+    def _checkpoint(self, run: TurnRun, outcome: TurnOutcome) -> None:
+        """Record the turn's iterations so far (and its final answer, once it has one)."""
+        run.progress.messages = list(outcome.new_messages)
+        run.progress.iterations = outcome.iterations
+        run.progress.sends = run.outbox.count
+        self._journal.checkpoint(run.journal_key, run.progress)
 
     def _time_left(self) -> float:
         """Seconds a model call may take and still leave time to record the turn."""
@@ -604,12 +605,17 @@ class TurnService:
         logger.info("turn continues in another invocation", extra={**log, "part": part})
         raise TurnSuspended
 
-    def _deliver_reply(self, scope: TurnScope, text: str, run: TurnRun) -> bool:
+    def _deliver_reply(self, scope: TurnScope, outcome: TurnOutcome, run: TurnRun) -> bool:
         """The turn's final answer, unless the message tool already sent this very text here.
-        It is recorded as sent by the transaction that saves the turn."""
+        Its last part is recorded as sent by the transaction that saves the turn."""
+        text = outcome.reply
         if (scope.chat_id, text.strip()) in scope.sent:
             logger.info("final answer already sent with the message tool")
             return True
+        several_parts = len(run.outbox.parts(text)) > 1
+        if several_parts and run.progress.messages != outcome.new_messages:
+            # Recorded before its first part: a retry finishes this answer, not another one.
+            self._checkpoint(run, outcome)
         return run.outbox.send(scope.chat_id, text, scope.thread_id, record=False)
 
     def _deliver(self, chat_id: int, text: str, thread_id: int | None = None) -> bool:

@@ -96,6 +96,50 @@ def test_messages_sent_with_the_message_tool_are_not_repeated_by_a_retried_turn(
     assert len(model_server.requests) == 4
 
 
+def long_answer(parts: int, label: str = "Part") -> str:
+    """An answer Telegram gets as `parts` messages (paragraphs of about 3,000 characters)."""
+    return "\n\n".join(f"{label} {n}: " + " ".join(["word"] * 600) for n in range(1, parts + 1))
+
+
+def test_a_long_answer_cut_short_resumes_at_its_first_part_not_yet_accepted(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """Telegram accepts parts 1 and 2 of a three-part answer, then fails part 3 on every
+    attempt of the client: the job fails before the turn is saved and SQS re-delivers it. The
+    retry sends part 3 only, of the same answer, without asking the model again."""
+    faults = BotApiFaults(stack.bot_api)
+    faults.fail("sendMessage", 502, times=4, when=lambda p: p["text"].startswith("Part 3"))
+    answer = long_answer(3)
+    model_server.reply(answer)
+    say(stack, "tell me everything")
+
+    assert [text.split(":")[0] for text in sent_texts(stack)] == ["Part 1", "Part 2", "Part 3"]
+    assert stack.poller.failures == 1
+    assert len(model_server.requests) == 1  # the answer was recorded before its first part
+    saved = session(stack)
+    assert [m["role"] for m in saved] == ["user", "assistant"]
+    assert saved[-1]["content"] == answer
+
+
+def test_a_long_progress_message_cut_short_is_finished_not_repeated(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """The text the model writes beside a tool call goes out in two parts; the second fails
+    until the job is retried. The retry asks the model again for that step (it was not
+    recorded) and gets other words: the user still gets the rest of the message they began
+    reading, once, then the answer."""
+    faults = BotApiFaults(stack.bot_api)
+    faults.fail("sendMessage", 502, times=4, when=lambda p: p["text"].startswith("Step 2"))
+    first, second = long_answer(2, "Step"), long_answer(2, "Other")
+    model_server.call_tool("write_file", {"path": "notes/a.md", "content": "A"}, content=first)
+    model_server.call_tool("write_file", {"path": "notes/a.md", "content": "A"}, content=second)
+    model_server.reply("Done.")
+    say(stack, "plan, then write")
+
+    assert [text.split(":")[0] for text in sent_texts(stack)] == ["Step 1", "Step 2", "Done."]
+    assert stack.poller.failures == 1
+
+
 class ModelPacedContext(LocalLambdaContext):
     """An invocation whose clock is the model: each model call uses 100 of its 300 seconds."""
 

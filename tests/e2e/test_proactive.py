@@ -8,10 +8,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
+import pytest
 
 from nanobot_lambda.cronjobs import JobStore
 from nanobot_lambda.local.stack import LocalStack
 from nanobot_lambda.sessions import DynamoSessionStore
+from nanobot_lambda.telegram.client import TelegramError
+from tests.support.faults import BotApiFaults
 from tests.support.scripted_model import ScriptedModelServer
 
 
@@ -266,3 +269,31 @@ def test_a_failed_background_task_is_announced_too(
     assert 'background task "flights" did not finish' in announcement
     assert stack.bot_api.messages[-1].plain_text.startswith("Sorry, the flight research")
     assert jobs(stack).running_subagents(stack.user.id, now=0) == 0
+
+
+def test_a_long_reminder_cut_short_is_finished_by_the_retry_not_repeated(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    message = "\n\n".join(f"Part {n}: " + " ".join(["stretch"] * 400) for n in range(1, 4))
+    model_server.call_tool(
+        "cron", {"action": "add", "message": message, "cron_expr": "0 9 * * *"}
+    ).reply("Daily at 9.")
+    say(stack, "remind me of all this at 9 every day")
+    job_id = added_job_id(model_server.requests[1])
+    faults = BotApiFaults(stack.bot_api)
+    faults.fail("sendMessage", 502, times=4, when=lambda p: p["text"].startswith("Part 3"))
+    event = {
+        "kind": "cron",
+        "chat_id": stack.user.id,
+        "job_id": job_id,
+        "scheduled_time": "2030-01-01T09:00:00Z",
+    }
+    sent_before = len(stack.bot_api.messages)
+
+    with pytest.raises(TelegramError):  # Scheduler retries a failed invocation
+        stack.handlers["scheduler"].handler(event, stack._context("scheduler"))
+    retried = stack.handlers["scheduler"].handler(event, stack._context("scheduler"))
+
+    assert retried == {"status": "sent"}
+    sent = [m.plain_text.split(":")[0] for m in stack.bot_api.messages[sent_before:]]
+    assert sent == ["⏰ Part 1", "Part 2", "Part 3"]

@@ -19,7 +19,8 @@ from nanobot_lambda.local.bot_api import LocalBotApi
 from nanobot_lambda.local.cfn import TemplateContext
 from nanobot_lambda.outbox import Outbox
 from nanobot_lambda.sessions import DynamoSessionStore
-from nanobot_lambda.telegram.client import TelegramBot
+from nanobot_lambda.telegram.client import TelegramBot, TelegramError
+from tests.support.faults import BotApiFaults
 
 KEY = "telegram:111111111"
 TOKEN = "123:journal-test"
@@ -131,3 +132,62 @@ def test_a_send_recorded_twice_is_reported_not_raised(journal: TurnJournal) -> N
     journal.record_send(KEY, progress, 1)
     journal.record_send(KEY, TurnProgress("update-5"), 1)  # a second run sent it too
     assert journal.get(KEY, "update-5").sent == {1}
+
+
+def long_message(parts: int) -> str:
+    """Markdown that goes out as `parts` Telegram messages (paragraphs of 3,000 characters)."""
+    return "\n\n".join(f"Part {n}: " + "word " * 600 for n in range(1, parts + 1))
+
+
+def part_numbers(api: LocalBotApi) -> list[str]:
+    return [message.plain_text.split(":")[0] for message in api.messages]
+
+
+def test_each_part_telegram_accepted_is_recorded_before_the_next_is_sent(
+    journal: TurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+) -> None:
+    faults = BotApiFaults(bot_api)
+    faults.fail("sendMessage", 502, times=-1, when=lambda p: p["text"].startswith("Part 3"))
+    first = TurnProgress("update-6")
+    with pytest.raises(TelegramError):  # part 3 never gets through: the run dies there
+        Outbox(bot(bot_api), journal, KEY, first).send(111111111, long_message(4))
+    assert part_numbers(bot_api) == ["Part 1", "Part 2"]
+
+    faults.clear()
+    again = open_turn(sessions, journal, "update-6")
+    assert again.parts == {(1, 1), (1, 2)} and again.sent == set()
+    # The retry asks for another text (a model rarely writes the same twice): the message the
+    # user began reading is finished instead, from its first part not yet accepted.
+    Outbox(bot(bot_api), journal, KEY, again).send(111111111, "A different answer.")
+    assert part_numbers(bot_api) == ["Part 1", "Part 2", "Part 3", "Part 4"]
+    assert open_turn(sessions, journal, "update-6").sent == {1}
+
+
+def test_the_last_part_of_the_final_answer_is_left_to_the_save(
+    journal: TurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+) -> None:
+    progress = TurnProgress("update-7")
+    Outbox(bot(bot_api), journal, KEY, progress).send(111111111, long_message(3), record=False)
+    recorded = open_turn(sessions, journal, "update-7")
+    assert recorded.parts == {(1, 1), (1, 2)}
+    assert recorded.sent == set()  # the transaction that saves the turn records the rest
+
+
+def test_parts_survive_a_checkpoint_and_an_old_record_of_whole_messages_still_reads(
+    journal: TurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+) -> None:
+    progress = TurnProgress("update-8", sent={1})  # as recorded before messages had parts
+    journal.checkpoint(KEY, progress)
+    outbox = Outbox(bot(bot_api), journal, KEY, open_turn(sessions, journal, "update-8"))
+    outbox.send(111111111, "sent by the old run")  # skipped, as then
+    BotApiFaults(bot_api).fail("sendMessage", 502, times=-1, when=lambda p: "Part 2" in p["text"])
+    with pytest.raises(TelegramError):
+        outbox.send(111111111, long_message(2))
+    progress = open_turn(sessions, journal, "update-8")
+    progress.iterations = 1
+    journal.checkpoint(KEY, progress)  # an iteration recorded later keeps what was sent
+
+    resumed = open_turn(sessions, journal, "update-8")
+    assert (resumed.sent, resumed.parts) == ({1}, {(2, 1)})
+    assert resumed.text_of(2) == long_message(2) and resumed.text_of(1) is None
+    assert part_numbers(bot_api) == ["Part 1"]

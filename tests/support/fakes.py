@@ -125,6 +125,7 @@ class MemoryJobStore:
     def __init__(self) -> None:
         self.jobs: dict[tuple[int, str], CronJob] = {}
         self.fired: dict[tuple[int, str], str] = {}
+        self.firing_parts: dict[tuple[int, str, str], int] = {}
         self.subagents: dict[tuple[int, str], int] = {}
         self.private_chat: int | None = None
 
@@ -145,12 +146,16 @@ class MemoryJobStore:
         self.fired.pop((chat_id, job_id), None)
         return self.jobs.pop((chat_id, job_id), None) is not None
 
-    def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> bool:
+    def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> int | None:
         key = (chat_id, job_id)
         if key not in self.jobs or self.fired.get(key) == scheduled_time:
-            return False
+            return None
         self.fired[key] = scheduled_time
-        return True
+        return self.firing_parts.get((chat_id, job_id, scheduled_time), 0)
+
+    def record_firing_part(self, chat_id: int, job_id: str, scheduled_time: str, part: int) -> None:
+        assert self.fired.get((chat_id, job_id)) == scheduled_time
+        self.firing_parts[(chat_id, job_id, scheduled_time)] = part
 
     def release_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> None:
         if self.fired.get((chat_id, job_id)) == scheduled_time:
@@ -201,3 +206,7 @@ class RecordingBot:
     def send_text(self, chat_id: int, markdown: str, *, thread_id: int | None = None) -> list[int]:
         self.sent.append((chat_id, markdown, thread_id))
         return [len(self.sent)]
+
+    def send_html(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
+        self.sent.append((chat_id, html, thread_id))
+        return len(self.sent)

@@ -45,6 +45,11 @@ class BotApiFaults:
             self._faults.append(fault)
         return fault
 
+    def clear(self) -> None:
+        """Telegram answers normally again."""
+        with self._lock:
+            self._faults.clear()
+
     def _faulty_handle(self, method: str, params: dict[str, Any]) -> Any:
         with self._lock:
             for fault in self._faults:

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from nanobot_lambda import texts
-from nanobot_lambda.agent import AgentLoop, for_saving, tool_hint, truncate
+from nanobot_lambda.agent import AgentLoop, Resume, for_saving, tool_hint, truncate
 from nanobot_lambda.model import ModelError, ModelReply, ToolCall, Usage
 from nanobot_lambda.reasoning import strip_thinking
 from nanobot_lambda.tools import ToolRegistry
@@ -277,3 +277,26 @@ def test_an_answer_explaining_think_tags_reaches_the_user_whole() -> None:
     outcome = loop(ScriptedModel(text(answer))).run(REQUEST)
     assert outcome.reply == answer
     assert outcome.new_messages == [{"role": "assistant", "content": answer}]
+
+
+def test_a_turn_resumed_after_its_answer_was_recorded_does_not_ask_the_model_again() -> None:
+    recorded = [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "grep", "content": "found"},
+        {"role": "assistant", "content": "The long answer."},
+    ]
+    model = ScriptedModel()  # any call fails the test
+    outcome = loop(model).run(REQUEST, resume=Resume(recorded, iterations=2))
+    assert outcome.reply == "The long answer."
+    assert outcome.new_messages == recorded  # the answer is not appended twice
+    assert model.requests == []
+
+
+def test_a_turn_resumed_after_tool_results_asks_the_model_for_the_next_step() -> None:
+    recorded = [
+        {"role": "assistant", "content": "Looking.", "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "grep", "content": "found"},
+    ]
+    outcome = loop(ScriptedModel(text("Found it."))).run(REQUEST, resume=Resume(recorded, 1))
+    assert outcome.reply == "Found it."
+    assert outcome.iterations == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -179,13 +180,11 @@ def test_a_failed_send_is_released_so_the_retry_delivers() -> None:
     class FlakyBot(RecordingBot):
         calls = 0
 
-        def send_text(
-            self, chat_id: int, markdown: str, *, thread_id: int | None = None
-        ) -> list[int]:
+        def send_html(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
             self.calls += 1
             if self.calls == 1:
                 raise ConnectionError("telegram unreachable")
-            return super().send_text(chat_id, markdown, thread_id=thread_id)
+            return super().send_html(chat_id, html, thread_id=thread_id)
 
     bot = FlakyBot()
     scheduler, _ = service({}, jobs=jobs, bot=bot)
@@ -193,6 +192,30 @@ def test_a_failed_send_is_released_so_the_retry_delivers() -> None:
         fire(scheduler)
     assert fire(scheduler) == {"status": "sent"}  # Scheduler's retry of the same firing
     assert len(bot.sent) == 1
+
+
+def test_a_long_reminder_cut_short_resumes_at_its_first_part_not_yet_accepted() -> None:
+    """Telegram accepts parts 1 and 2 of a three-part reminder, then the attempt dies: the
+    retry of the same firing sends part 3 only."""
+    jobs = MemoryJobStore()
+    long = "\n\n".join(f"Part {n}: " + " ".join(["stretch"] * 400) for n in range(1, 4))
+    jobs.put(replace(job(), message=long))
+
+    class DiesAtPartThree(RecordingBot):
+        def send_html(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
+            if html.startswith("Part 3") and not getattr(self, "failed", False):
+                self.failed = True
+                raise ConnectionError("the invocation timed out")
+            return super().send_html(chat_id, html, thread_id=thread_id)
+
+    bot = DiesAtPartThree()
+    scheduler, _ = service({}, jobs=jobs, bot=bot)
+    with pytest.raises(ConnectionError):
+        fire(scheduler)
+    assert fire(scheduler) == {"status": "sent"}  # Scheduler's retry of the same firing
+    assert [html.split(":")[0] for _, html, _ in bot.sent] == ["⏰ Part 1", "Part 2", "Part 3"]
+    assert fire(scheduler, at="2026-11-22T10:00:00Z") == {"status": "sent"}  # the next hour
+    assert len(bot.sent) == 6  # in full again
 
 
 def test_a_one_time_job_is_removed_after_it_fired() -> None:

@@ -177,18 +177,23 @@ class TelegramBot:
         A chunk Telegram refuses to parse as HTML is re-sent as plain text, so the user always
         gets the words even when the formatting fails.
         """
-        sent: list[int] = []
-        for chunk in render_messages(markdown):
-            params = {"chat_id": chat_id, "message_thread_id": thread_id}
-            try:
-                result = self.call("sendMessage", text=chunk, parse_mode="HTML", **params)
-            except TelegramError as error:
-                if not error.is_parse_error:
-                    raise
-                logger.warning("Telegram refused the HTML of a chunk; resending as plain text")
-                result = self.call("sendMessage", text=html_to_plain_text(chunk), **params)
-            sent.append(int(result["message_id"]))
-        return sent
+        return [
+            self.send_html(chat_id, chunk, thread_id=thread_id)
+            for chunk in render_messages(markdown)
+        ]
+
+    def send_html(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
+        """Send one message of Telegram HTML within the length limit; returns its message id.
+        If Telegram refuses to parse the HTML, the same text goes out as plain text."""
+        params = {"chat_id": chat_id, "message_thread_id": thread_id}
+        try:
+            result = self.call("sendMessage", text=html, parse_mode="HTML", **params)
+        except TelegramError as error:
+            if not error.is_parse_error:
+                raise
+            logger.warning("Telegram refused the HTML of a message; resending as plain text")
+            result = self.call("sendMessage", text=html_to_plain_text(html), **params)
+        return int(result["message_id"])
 
     def send_chat_action(
         self, chat_id: int, action: str = "typing", *, thread_id: int | None = None
