@@ -13,10 +13,14 @@ from tests.e2e.test_cli import DEPLOYED_STACK_ENV
 from tests.support.scripted_model import ScriptedModelServer
 
 
+# `monkeypatch` comes first in each test: it is then undone last, after the stack has stopped
+# and given back the variables it replaced.
+
+
 def test_a_turn_runs_on_the_stacks_own_secrets_and_resources(
+    monkeypatch: pytest.MonkeyPatch,
     stack_factory: StackFactory,
     model_server: ScriptedModelServer,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name, value in DEPLOYED_STACK_ENV.items():
         monkeypatch.setenv(name, value)
@@ -44,7 +48,7 @@ def test_a_turn_runs_on_the_stacks_own_secrets_and_resources(
 
 
 def test_the_callers_environment_is_given_back_when_the_stack_stops(
-    stack_factory: StackFactory, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch, stack_factory: StackFactory
 ) -> None:
     for name, value in DEPLOYED_STACK_ENV.items():
         monkeypatch.setenv(name, value)
@@ -56,7 +60,7 @@ def test_the_callers_environment_is_given_back_when_the_stack_stops(
 
 
 def test_tuning_settings_the_template_leaves_empty_come_from_the_caller(
-    stack_factory: StackFactory, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch, stack_factory: StackFactory
 ) -> None:
     monkeypatch.setenv("LLM_MAX_TOKENS", "777")
     monkeypatch.setenv("TELEGRAM_SECRET_TOKEN", "deployed-webhook-secret")
