@@ -12,7 +12,6 @@ from tests.conftest import StackFactory
 from tests.e2e.test_cli import DEPLOYED_STACK_ENV
 from tests.support.scripted_model import ScriptedModelServer
 
-
 # `monkeypatch` comes first in each test: it is then undone last, after the stack has stopped
 # and given back the variables it replaced.
 
