@@ -6,7 +6,7 @@ import os
 
 from moto.server import ThreadedMotoServer
 
-from nanobot_lambda.local.moto_server import start_moto_server
+from nanobot_lambda.operator.local.moto_server import start_moto_server
 
 
 def start_moto() -> ThreadedMotoServer:

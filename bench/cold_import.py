@@ -36,8 +36,8 @@ import boto3
 from _moto import start_moto
 from moto.server import ThreadedMotoServer
 
-from nanobot_lambda.local.cfn import TemplateContext, load_template
-from nanobot_lambda.local.resources import create_resources
+from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
+from nanobot_lambda.operator.local.resources import create_resources
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "layers"))
@@ -65,7 +65,8 @@ result = {
 if len(sys.argv) > 2:  # handle one request (helpers imported outside the timings)
     import os
 
-    class Context:  # what Powertools reads of Lambda's context (no nanobot_lambda.local here)
+    # What Powertools reads of Lambda's context (no nanobot_lambda.operator.local here).
+    class Context:
         function_name, memory_limit_in_mb, aws_request_id = "webhook", 256, "bench"
         invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:webhook"
         def get_remaining_time_in_millis(self):
@@ -201,7 +202,7 @@ def moto_first_request_ms(context: TemplateContext) -> float:
 
 
 def webhook_event(directory: Path) -> Path:
-    from nanobot_lambda.local.stack import http_event
+    from nanobot_lambda.operator.local.stack import http_event
 
     fixture = ROOT / "tests" / "fixtures" / "telegram" / "text_private.json"
     update = json.loads(fixture.read_text())

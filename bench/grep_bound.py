@@ -17,11 +17,11 @@ import re
 import sys
 import time
 
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.core.workspace import Entry, WorkspaceFile
 from nanobot_lambda.tools.bounded_regex import MAX_PATTERN_CHARS, PatternRefused, bound
 from nanobot_lambda.tools.files import MAX_GREP_LINE_CHARS, Grep
-from nanobot_lambda.workspace import Entry, WorkspaceFile
 
 ATOMS = ["a", "b", ".", r"\w", r"\s", "[ab]", "[^b]", r"\d", "ab"]
 QUANTIFIERS = ["", "", "*", "+", "?", "{2,5}", "{1,}", "*?"]

@@ -15,8 +15,9 @@ import time
 import boto3
 from _moto import start_moto
 
-from nanobot_lambda.context import ContextBuilder
-from nanobot_lambda.workspace import S3Workspace, seed_workspace
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.context import ContextBuilder
+from nanobot_lambda.core.workspace import seed_workspace
 
 RUNS = 200
 

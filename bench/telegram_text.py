@@ -11,8 +11,11 @@ from __future__ import annotations
 import statistics
 import time
 
-from nanobot_lambda.telegram.formatting import markdown_to_telegram_html, split_telegram_html
-from nanobot_lambda.telegram.html_check import parse_telegram_html
+from nanobot_lambda.adapters.telegram.formatting import (
+    markdown_to_telegram_html,
+    split_telegram_html,
+)
+from nanobot_lambda.adapters.telegram.html_check import parse_telegram_html
 
 RUNS = 5
 

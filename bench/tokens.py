@@ -20,16 +20,18 @@ import boto3
 import litellm
 from _moto import start_moto
 
-from nanobot_lambda.context import ContextBuilder, RuntimeContext
-from nanobot_lambda.cronjobs import JobStore, ScheduleClient
-from nanobot_lambda.jobs import TurnQueue
-from nanobot_lambda.memory import HISTORY_FILE
-from nanobot_lambda.recall import HistoryRecall
+from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
+from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.context import ContextBuilder, RuntimeContext
+from nanobot_lambda.core.memory import HISTORY_FILE
+from nanobot_lambda.core.recall import HistoryRecall
+from nanobot_lambda.core.tools import Tool, ToolRegistry
+from nanobot_lambda.core.workspace import seed_workspace
+from nanobot_lambda.entry.agent_turn.turns import agent_tools
 from nanobot_lambda.settings import AgentSettings
-from nanobot_lambda.tools import Tool, ToolRegistry
 from nanobot_lambda.tools.chat import CurrentTurn
-from nanobot_lambda.turns import agent_tools
-from nanobot_lambda.workspace import S3Workspace, seed_workspace
 
 MODEL = "gpt-4o"
 NANOBOT_035_SYSTEM_PROMPT = 1900  # tokens, nanobot 0.3.5's default system prompt (issue 3)
@@ -74,9 +76,11 @@ def agent_tool_set(store: S3Workspace) -> list[Tool]:
         settings,
         CurrentTurn(),
         store,
-        JobStore("bench", boto3.client("dynamodb")),
-        ScheduleClient(boto3.client("scheduler"), group="bench", target_arn="-", role_arn="-"),
-        TurnQueue(settings.turn_queue_url, boto3.client("sqs")),
+        DynamoJobStore("bench", boto3.client("dynamodb")),
+        EventBridgeSchedules(
+            boto3.client("scheduler"), group="bench", target_arn="-", role_arn="-"
+        ),
+        SqsTurnQueue(settings.turn_queue_url, boto3.client("sqs")),
         lambda: datetime.now(UTC),
     )
     return [*workspace_tools, *chat_tools]

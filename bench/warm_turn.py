@@ -37,11 +37,11 @@ from moto.server import ThreadedMotoServer
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.support: the request counter
 
-import nanobot_lambda.aws  # noqa: E402, F401 - first, as in the functions: sessions made after it parse timestamps fast
-from nanobot_lambda.consolidation import SAVE_MEMORY  # noqa: E402
-from nanobot_lambda.local.runtime import sqs_event  # noqa: E402
-from nanobot_lambda.local.stack import LocalStack  # noqa: E402
-from nanobot_lambda.model import ModelReply, ToolCall, Usage  # noqa: E402
+import nanobot_lambda.adapters.aws.clients  # noqa: E402, F401 - first, as in the functions: sessions made after it parse timestamps fast
+from nanobot_lambda.core.consolidation import SAVE_MEMORY  # noqa: E402
+from nanobot_lambda.core.model import ModelReply, ToolCall, Usage  # noqa: E402
+from nanobot_lambda.operator.local.runtime import sqs_event  # noqa: E402
+from nanobot_lambda.operator.local.stack import LocalStack  # noqa: E402
 from tests.support.aws_requests import RequestCounter  # noqa: E402
 
 TURNS = 100

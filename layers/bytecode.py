@@ -53,9 +53,9 @@ def load(name):
 
 import nanobot_lambda
 for module in pkgutil.walk_packages(nanobot_lambda.__path__, "nanobot_lambda."):
-    # local/ is not deployed; a __main__ module runs its program when imported.
+    # operator/ is not deployed; a __main__ module runs its program when imported.
     name = module.name
-    if not name.startswith("nanobot_lambda.local") and not name.endswith(".__main__"):
+    if not name.startswith("nanobot_lambda.operator") and not name.endswith(".__main__"):
         load(name)
 for name in handler_imports + first_use:
     load(name)

@@ -68,8 +68,8 @@ for name in json.loads(sys.argv[2]):
     result["handlers"][name] = round((time.perf_counter() - start) * 1000)
 
 import litellm
-from nanobot_lambda.litellm_model import LitellmChatModel
-from nanobot_lambda.model import function_tool
+from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.core.model import function_tool
 from nanobot_lambda.settings import AgentSettings
 
 model = LitellmChatModel(AgentSettings.from_env())

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.local.moto_server import start_moto_server
-from nanobot_lambda.local.stack import LocalStack, LocalUser
+from nanobot_lambda.operator.local.moto_server import start_moto_server
+from nanobot_lambda.operator.local.stack import LocalStack, LocalUser
 from tests.support.scripted_model import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent

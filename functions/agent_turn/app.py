@@ -2,8 +2,8 @@
 
 A record that raises is reported as a batch item failure: SQS retries it (after a short
 backoff) and, after maxReceiveCount attempts, moves it to the dead-letter queue; see
-nanobot_lambda.records. Other chats' records go on (`skip_group_on_error`); later records of
-the failing chat wait, preserving order.
+nanobot_lambda.entry.agent_turn.records. Other chats' records go on (`skip_group_on_error`);
+later records of the failing chat wait, preserving order.
 """
 
 import os
@@ -18,27 +18,35 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from nanobot_lambda import snapstart, tracing
-from nanobot_lambda.aws import dynamodb_client, s3_client, scheduler_client, sqs_client
-from nanobot_lambda.commands import StopFlags
-from nanobot_lambda.cronjobs import JobStore, ScheduleClient
-from nanobot_lambda.jobs import TurnQueue
-from nanobot_lambda.journal import TurnJournal
-from nanobot_lambda.litellm_model import LitellmChatModel
-from nanobot_lambda.logs import configure_logging, correlated
-from nanobot_lambda.media import transcriber_for
-from nanobot_lambda.metrics import dlq_sent, metrics
-from nanobot_lambda.records import RecordRunner
-from nanobot_lambda.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws import snapstart
+from nanobot_lambda.adapters.aws.clients import (
+    dynamodb_client,
+    s3_client,
+    scheduler_client,
+    sqs_client,
+)
+from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
+from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
+from nanobot_lambda.adapters.aws.logs import configure_logging, correlated
+from nanobot_lambda.adapters.aws.metrics import EMF, metrics
+from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
+from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.transcription import transcriber_for
+from nanobot_lambda.adapters.telegram.client import TelegramBot
+from nanobot_lambda.core import telemetry
+from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.entry.agent_turn.records import RecordRunner
+from nanobot_lambda.entry.agent_turn.turns import TurnService
 from nanobot_lambda.settings import AgentSettings
-from nanobot_lambda.telegram.client import TelegramBot
-from nanobot_lambda.turns import TurnService
-from nanobot_lambda.usage import UsageMeter, UsageStore
-from nanobot_lambda.workspace import S3Workspace
 
 logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
-tracing.use(tracer)
+telemetry.use(tracer)
 
 settings = AgentSettings.from_env()
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
@@ -52,21 +60,24 @@ def build_records() -> RecordRunner:
         settings,
         workspace=S3Workspace(settings.workspace_bucket, s3_client()),
         sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
-        stop_flags=StopFlags(settings.sessions_table, lambda: dynamodb),
-        jobs=JobStore(settings.jobs_table, dynamodb),
-        schedules=ScheduleClient(
+        stop_flags=DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
+        jobs=DynamoJobStore(settings.jobs_table, dynamodb),
+        schedules=EventBridgeSchedules(
             scheduler_client(),
             group=settings.schedule_group,
             target_arn=settings.scheduler_target_arn,
             role_arn=settings.scheduler_role_arn,
         ),
-        queue=TurnQueue(settings.turn_queue_url, sqs),
-        journal=TurnJournal(settings.sessions_table, dynamodb),
+        queue=SqsTurnQueue(settings.turn_queue_url, sqs),
+        journal=DynamoTurnJournal(settings.sessions_table, dynamodb),
         model=LitellmChatModel(settings),
         bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
         environ=os.environ,  # skills check their `requires.env` against it
         transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
-        usage=UsageMeter(UsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone)),
+        usage=UsageMeter(
+            DynamoUsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone), EMF
+        ),
+        metrics=EMF,
     )
     return RecordRunner(
         turns,
@@ -74,7 +85,7 @@ def build_records() -> RecordRunner:
         settings.turn_queue_url,
         max_receive_count=settings.turn_max_receive_count,
         backoff_seconds=settings.retry_backoff_seconds,
-        on_last_failure=dlq_sent,
+        on_last_failure=lambda: telemetry.dlq_sent(EMF),
     )
 
 

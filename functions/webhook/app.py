@@ -8,14 +8,14 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from nanobot_lambda.aws import dynamodb_client, sqs_client
-from nanobot_lambda.commands import StopFlags
-from nanobot_lambda.idempotency import UpdateLedger
-from nanobot_lambda.jobs import TurnQueue
-from nanobot_lambda.logs import configure_logging
-from nanobot_lambda.metrics import metrics
+from nanobot_lambda.adapters.aws.clients import dynamodb_client, sqs_client
+from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
+from nanobot_lambda.adapters.aws.logs import configure_logging
+from nanobot_lambda.adapters.aws.metrics import EMF, metrics
+from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
+from nanobot_lambda.entry.webhook import Webhook
 from nanobot_lambda.settings import WebhookSettings
-from nanobot_lambda.webhook import Webhook
 
 logger = Logger()
 
@@ -23,13 +23,14 @@ logger = Logger()
 settings = WebhookSettings.from_env()
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 dynamodb = dynamodb_client()
-ledger = UpdateLedger(settings.idempotency_table, dynamodb)
+ledger = IdempotentUpdateLedger(settings.idempotency_table, dynamodb)
 webhook = Webhook(
     settings.telegram_secret_token,
     settings.allow_from,
-    TurnQueue(settings.turn_queue_url, sqs_client()),
-    StopFlags(settings.sessions_table, lambda: dynamodb),
+    SqsTurnQueue(settings.turn_queue_url, sqs_client()),
+    DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
     ledger,
+    EMF,
 )
 
 

@@ -27,7 +27,8 @@ from pydantic import (
     field_validator,
 )
 
-from nanobot_lambda.allowlist import AllowList
+from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.errors import ConfigError
 
 # Secret fields that may come from SSM Parameter Store or Secrets Manager instead of a value.
 SECRET_VARIABLES = (
@@ -42,28 +43,16 @@ SECRET_REFERENCES = (("_PARAM", "param"), ("_SECRET_ARN", "secret"))
 SECRET_REFERENCE_SUFFIXES = tuple(suffix for suffix, _ in SECRET_REFERENCES)
 
 
-class ConfigError(Exception):
-    """The environment does not describe a usable configuration. The message names the variables."""
-
-
 SecretFetcher = Callable[[str, str], str]
 """(kind, reference) -> value, where kind is "param" or "secret"."""
 
 
 def fetch_from_aws(kind: str, reference: str) -> str:
-    """One read per reference and container, with boto3's default session (the one the
-    function's own clients share): no second session, endpoint table or credentials lookup at
-    start-up, as Powertools Parameters would open, and no cache that a value read once at
-    start-up would never use (see bench/cold_import.py)."""
-    import boto3  # here: a function given its secrets directly never needs SSM
+    """The functions' fetcher: SSM Parameter Store or Secrets Manager (adapters/aws/secrets.py),
+    imported only when a reference is to be read."""
+    from nanobot_lambda.adapters.aws.secrets import fetch_secret
 
-    if kind == "param":
-        found = boto3.client("ssm").get_parameter(Name=reference, WithDecryption=True)
-        return str(found["Parameter"]["Value"])
-    secret = boto3.client("secretsmanager").get_secret_value(SecretId=reference)
-    if "SecretString" in secret:
-        return str(secret["SecretString"])
-    return bytes(secret["SecretBinary"]).decode("utf-8")  # a binary secret
+    return fetch_secret(kind, reference)
 
 
 def resolve_secret_references(

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 import pytest
 from pydantic import SecretStr
 
-from nanobot_lambda.local.bot_api import LocalBotApi
-from nanobot_lambda.local.poll import Delivery, TelegramPoller
-from nanobot_lambda.local.stack import LocalStack
-from nanobot_lambda.telegram.client import TelegramBot
+from nanobot_lambda.adapters.telegram.client import TelegramBot
+from nanobot_lambda.operator.local.bot_api import LocalBotApi
+from nanobot_lambda.operator.local.poll import Delivery, TelegramPoller
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import TEMPLATE, telegram_update
 from tests.e2e.test_cli import CLI, DEPLOYED_STACK_ENV, ROOT, run_cli
 from tests.support.scripted_model import ScriptedModelServer

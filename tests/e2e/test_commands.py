@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nanobot_lambda import texts
-from nanobot_lambda.local.stack import LocalStack
+from nanobot_lambda.core import texts
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
 from tests.support.scripted_model import ScriptedModelServer
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import boto3
 
-from nanobot_lambda import texts
-from nanobot_lambda.jobs import TelegramUpdateJob
-from nanobot_lambda.local.runtime import LocalLambdaContext
-from nanobot_lambda.local.stack import LocalStack
-from nanobot_lambda.sessions import DynamoSessionStore
-from nanobot_lambda.workspace import WORKSPACE_PREFIX
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.workspace import WORKSPACE_PREFIX
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.jobs import TelegramUpdateJob
+from nanobot_lambda.operator.local.runtime import LocalLambdaContext
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory
 from tests.support.aws_requests import RequestCounter
 from tests.support.faults import BotApiFaults, text_is

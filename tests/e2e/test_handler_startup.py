@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nanobot_lambda.local.runtime import load_handler_module
-from nanobot_lambda.settings import ConfigError
+from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.operator.local.runtime import load_handler_module
 from tests.conftest import ROOT
 
 REQUIRED = {

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.local.stack import LocalStack
+from nanobot_lambda.core import texts
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import TEMPLATE
 from tests.support.hostile_updates import ALLOW_FROM, CASES, OWNER
 from tests.support.scripted_model import ScriptedModelServer

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.local.bot_api import GET_FILE_MAX_BYTES
-from nanobot_lambda.local.stack import LocalStack
+from nanobot_lambda.core import texts
+from nanobot_lambda.operator.local.bot_api import GET_FILE_MAX_BYTES
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
 from tests.support.scripted_model import ScriptedModelServer
 

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.local.stack import LocalStack
-from nanobot_lambda.memory import HISTORY_FILE, MEMORY_FILE
-from nanobot_lambda.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.memory import HISTORY_FILE, MEMORY_FILE
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory
 from tests.support.aws_requests import RequestCounter
 from tests.support.scripted_model import ScriptedModelServer

@@ -12,12 +12,12 @@ from datetime import UTC, datetime
 
 import boto3
 
-from nanobot_lambda import texts
-from nanobot_lambda.local.runtime import sqs_event
-from nanobot_lambda.local.stack import LocalStack
-from nanobot_lambda.sessions import DynamoSessionStore
-from nanobot_lambda.telegram.formatting import TELEGRAM_TEXT_LIMIT
-from nanobot_lambda.telegram.html_check import parse_telegram_html, telegram_length
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.telegram.formatting import TELEGRAM_TEXT_LIMIT
+from nanobot_lambda.adapters.telegram.html_check import parse_telegram_html, telegram_length
+from nanobot_lambda.core import texts
+from nanobot_lambda.operator.local.runtime import sqs_event
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import telegram_update
 from tests.support.scripted_model import ScriptedModelServer
 

@@ -15,9 +15,10 @@ from typing import Any
 import boto3
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.local.stack import LocalStack
-from nanobot_lambda.usage import Tally, UsageStore
+from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.usage import Tally
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory
 from tests.support.faults import BotApiFaults, text_is
 from tests.support.scripted_model import ScriptedModelServer
@@ -29,9 +30,9 @@ def say(stack: LocalStack, text: str) -> str:
     return stack.bot_api.messages[-1].plain_text
 
 
-def usage_store(stack: LocalStack) -> UsageStore:
+def usage_store(stack: LocalStack) -> DynamoUsageStore:
     table = stack.template.refs["SessionsTable"]
-    return UsageStore(table, boto3.client("dynamodb"), timezone="UTC")
+    return DynamoUsageStore(table, boto3.client("dynamodb"), timezone="UTC")
 
 
 def total(stack: LocalStack) -> Tally:

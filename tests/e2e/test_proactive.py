@@ -10,10 +10,10 @@ from typing import Any
 import boto3
 import pytest
 
-from nanobot_lambda.cronjobs import JobStore
-from nanobot_lambda.local.stack import LocalStack
-from nanobot_lambda.sessions import DynamoSessionStore
-from nanobot_lambda.telegram.client import TelegramError
+from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.telegram.client import TelegramError
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.support.faults import BotApiFaults
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -27,8 +27,8 @@ def tool_results(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
-def jobs(stack: LocalStack) -> JobStore:
-    return JobStore(stack.template.refs["JobsTable"], boto3.client("dynamodb"))
+def jobs(stack: LocalStack) -> DynamoJobStore:
+    return DynamoJobStore(stack.template.refs["JobsTable"], boto3.client("dynamodb"))
 
 
 def schedules(stack: LocalStack) -> list[dict[str, Any]]:

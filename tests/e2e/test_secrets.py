@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from nanobot_lambda.local.stack import LocalStack
-from nanobot_lambda.redaction import REDACTED
+from nanobot_lambda.core.redaction import REDACTED
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import TEMPLATE
 from tests.support.scripted_model import ScriptedModelServer
 

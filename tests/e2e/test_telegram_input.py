@@ -16,10 +16,10 @@ from typing import Any
 import boto3
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.local.stack import LocalStack
-from nanobot_lambda.media import human_size
-from nanobot_lambda.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.telegram.media import human_size
+from nanobot_lambda.core import texts
+from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
 from tests.support.scripted_model import ScriptedModelServer
 

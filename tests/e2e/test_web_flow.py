@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-from nanobot_lambda.local.http import JsonHttpServer
+from nanobot_lambda.operator.local.http import JsonHttpServer
 from tests.conftest import StackFactory
 from tests.e2e.test_proactive import say, tool_results
 from tests.support.scripted_model import ScriptedModelServer

@@ -11,7 +11,7 @@ import textwrap
 
 import boto3
 
-from nanobot_lambda.local.cfn import TemplateContext
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.conftest import ROOT, telegram_update
 from tests.integration.conftest import resources  # noqa: F401 - fixture
 
@@ -19,8 +19,8 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from nanobot_lambda.local.runtime import LocalLambdaContext, load_handler_module
-    from nanobot_lambda.local.stack import http_event
+    from nanobot_lambda.operator.local.runtime import LocalLambdaContext, load_handler_module
+    from nanobot_lambda.operator.local.stack import http_event
 
     module = load_handler_module(Path("functions/webhook"), "webhook_app")
     event = http_event(sys.argv[1], secret="isolation-secret")

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from nanobot_lambda.local.cfn import TemplateContext, load_template
-from nanobot_lambda.local.resources import create_resources
+from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
+from nanobot_lambda.operator.local.resources import create_resources
 from tests.conftest import TEMPLATE
 
 

@@ -1,4 +1,5 @@
-"""Clients made after `nanobot_lambda.aws` is imported parse timestamps with its fast parser."""
+"""Clients made after `nanobot_lambda.adapters.aws.clients` is imported parse timestamps with
+its fast parser."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import botocore.session
 import pytest
 
-from nanobot_lambda import aws as nanobot_aws
+from nanobot_lambda.adapters.aws import clients as nanobot_aws
 
 
 def test_a_new_session_lists_s3_with_the_fast_parser(

@@ -5,17 +5,19 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from nanobot_lambda.cli import main
-from nanobot_lambda.cronjobs import CronJob, JobStore, ScheduleClient
-from nanobot_lambda.local.cfn import TemplateContext
+from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
+from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
+from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.operator.cli import main
+from nanobot_lambda.operator.local.cfn import TemplateContext
 
 
 @pytest.fixture
-def configured(resources: TemplateContext, monkeypatch: pytest.MonkeyPatch) -> JobStore:
+def configured(resources: TemplateContext, monkeypatch: pytest.MonkeyPatch) -> DynamoJobStore:
     monkeypatch.setenv("JOBS_TABLE", resources.refs["JobsTable"])
     monkeypatch.setenv("SCHEDULE_GROUP", resources.refs["ScheduleGroup"])
-    store = JobStore(resources.refs["JobsTable"], boto3.client("dynamodb"))
-    schedules = ScheduleClient(
+    store = DynamoJobStore(resources.refs["JobsTable"], boto3.client("dynamodb"))
+    schedules = EventBridgeSchedules(
         boto3.client("scheduler"),
         group=resources.refs["ScheduleGroup"],
         target_arn="arn:aws:lambda:us-east-1:123456789012:function:scheduler",
@@ -39,7 +41,9 @@ def configured(resources: TemplateContext, monkeypatch: pytest.MonkeyPatch) -> J
     return store
 
 
-def test_list_all_and_one_chat(configured: JobStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_list_all_and_one_chat(
+    configured: DynamoJobStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["cron", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == ["aaaa1111", "bbbb2222"]
@@ -49,7 +53,7 @@ def test_list_all_and_one_chat(configured: JobStore, capsys: pytest.CaptureFixtu
 
 
 def test_remove_deletes_the_job_and_its_schedule(
-    configured: JobStore, resources: TemplateContext, capsys: pytest.CaptureFixture[str]
+    configured: DynamoJobStore, resources: TemplateContext, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["cron", "remove", "aaaa1111", "--chat", "111"]) == 0
     assert "Removed reminder 'water plants'" in capsys.readouterr().out

@@ -9,9 +9,10 @@ from typing import Any
 import boto3
 import pytest
 
-from nanobot_lambda.cli import main
-from nanobot_lambda.jobs import CronTaskJob, TelegramUpdateJob, TurnQueue
-from nanobot_lambda.local.cfn import TemplateContext
+from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.core.jobs import CronTaskJob, TelegramUpdateJob
+from nanobot_lambda.operator.cli import main
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.conftest import telegram_update
 from tests.support.deployed import deploy_stack
 
@@ -36,11 +37,11 @@ def dead_letters(resources: TemplateContext) -> dict[str, str]:
     sqs = boto3.client("sqs")
     queue_url, dlq_url = resources.refs["TurnQueue"], resources.refs["TurnDeadLetterQueue"]
     task = CronTaskJob(job_id="ab12cd34", chat_id=222, name="news", message=SECRET_TEXT)
-    cron_id = TurnQueue(queue_url, sqs).enqueue(task, "cron:ab12cd34", "cron-1")
+    cron_id = SqsTurnQueue(queue_url, sqs).enqueue(task, "cron:ab12cd34", "cron-1")
     fail_until_dead_lettered(sqs, queue_url)
     update = telegram_update("text_private")
     update["message"]["text"] = SECRET_TEXT
-    dead = TurnQueue(dlq_url, sqs)
+    dead = SqsTurnQueue(dlq_url, sqs)
     first = dead.enqueue(TelegramUpdateJob(update=update), "telegram:111111111", "update-1")
     second_update = {**update, "update_id": update["update_id"] + 1}
     second = dead.enqueue(TelegramUpdateJob(update=second_update), "telegram:111111111", "u-2")

@@ -10,10 +10,11 @@ from typing import Any
 import boto3
 import pytest
 
-from nanobot_lambda.cli import main
-from nanobot_lambda.local.bot_api import LocalBotApi
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.workspace import S3Workspace, seed_workspace
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.workspace import seed_workspace
+from nanobot_lambda.operator.cli import main
+from nanobot_lambda.operator.local.bot_api import LocalBotApi
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.deployed import (
     BOT_TOKEN_PARAMETER,
     LLM_KEY_PARAMETER,

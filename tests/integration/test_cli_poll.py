@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from nanobot_lambda.local.bot_api import LocalBotApi
-from nanobot_lambda.local.poll import Delivery, TelegramPoller, WebhookIsSet
-from nanobot_lambda.ops.deployment import OperatorError
-from nanobot_lambda.telegram.client import TelegramBot
+from nanobot_lambda.adapters.telegram.client import TelegramBot
+from nanobot_lambda.operator.local.bot_api import LocalBotApi
+from nanobot_lambda.operator.local.poll import Delivery, TelegramPoller, WebhookIsSet
+from nanobot_lambda.operator.ops.deployment import OperatorError
 from tests.conftest import telegram_update
 
 TOKEN = "5151:poll-token"

@@ -7,11 +7,11 @@ import io
 import boto3
 import pytest
 
-from nanobot_lambda.cli import main
-from nanobot_lambda.commands import StopFlags
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.sessions import DynamoSessionStore
-from nanobot_lambda.workspace import S3Workspace
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.operator.cli import main
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.deployed import deploy_stack
 
 
@@ -40,7 +40,7 @@ def stack(resources: TemplateContext) -> str:
     )
     topic = store.load("telegram:-1001234:7", 50)
     store.append(topic, [{"role": "user", "content": "hello topic"}])
-    StopFlags(resources.refs["SessionsTable"], lambda: boto3.client("dynamodb")).request(
+    DynamoStopFlags(resources.refs["SessionsTable"], lambda: boto3.client("dynamodb")).request(
         "telegram:111111111"
     )
     return deploy_stack(resources)
@@ -96,7 +96,7 @@ def test_reset_asks_first_and_keeps_memory(
     assert store.load("telegram:-1001234:7", 50).next_seq == 1  # the other session stays
     memory = workspace.read("memory/MEMORY.md", fresh=True)
     assert memory is not None and memory.text == "Ada lives in Lisbon."
-    flags = StopFlags(resources.refs["SessionsTable"], lambda: boto3.client("dynamodb"))
+    flags = DynamoStopFlags(resources.refs["SessionsTable"], lambda: boto3.client("dynamodb"))
     assert flags.requested_since("telegram:111111111", 0)  # not part of the session
 
     assert main(["sessions", "reset", "telegram:-1001234:7", "--yes", "--stack", stack]) == 0

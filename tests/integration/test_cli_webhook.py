@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from nanobot_lambda.cli import main
-from nanobot_lambda.local.bot_api import LocalBotApi
-from nanobot_lambda.local.cfn import TemplateContext
+from nanobot_lambda.operator.cli import main
+from nanobot_lambda.operator.local.bot_api import LocalBotApi
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.deployed import (
     BOT_TOKEN_PARAMETER,
     SECRET_TOKEN_PARAMETER,

@@ -8,10 +8,11 @@ from pathlib import Path
 import boto3
 import pytest
 
-from nanobot_lambda.cli import main
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.ops.workspace_sync import MANIFEST
-from nanobot_lambda.workspace import S3Workspace, default_workspace_files
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.workspace import default_workspace_files
+from nanobot_lambda.operator.cli import main
+from nanobot_lambda.operator.local.cfn import TemplateContext
+from nanobot_lambda.operator.ops.workspace_sync import MANIFEST
 from tests.support.deployed import deploy_stack
 
 

@@ -7,9 +7,10 @@ import json
 import boto3
 import pytest
 
-from nanobot_lambda.aws import dynamodb_client
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.sessions import DynamoSessionStore, SessionConflict
+from nanobot_lambda.adapters.aws.clients import dynamodb_client
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.core.sessions import SessionConflict
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.aws_requests import RequestCounter
 
 

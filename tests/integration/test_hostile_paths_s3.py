@@ -8,12 +8,12 @@ import json
 import boto3
 import pytest
 
-from nanobot_lambda.aws import s3_client
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.adapters.aws.clients import s3_client
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.tools.files import file_tools
-from nanobot_lambda.workspace import S3Workspace
 from tests.support.hostile_paths import NORMALISED, REFUSED, tool_calls
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"

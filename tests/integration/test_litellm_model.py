@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from nanobot_lambda.litellm_model import (
+from nanobot_lambda.adapters.llm.litellm_model import (
     LitellmChatModel,
     mark_system_prompt_for_caching,
     uses_prompt_cache_markers,
 )
-from nanobot_lambda.model import ModelError
+from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.settings import LlmSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace

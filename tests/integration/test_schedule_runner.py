@@ -14,7 +14,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from nanobot_lambda.local.schedule_runner import ScheduleRunner
+from nanobot_lambda.operator.local.schedule_runner import ScheduleRunner
 
 if TYPE_CHECKING:
     from mypy_boto3_scheduler import EventBridgeSchedulerClient

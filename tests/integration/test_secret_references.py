@@ -7,7 +7,8 @@ import uuid
 import boto3
 import pytest
 
-from nanobot_lambda.settings import ConfigError, WebhookSettings, fetch_from_aws
+from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.settings import WebhookSettings, fetch_from_aws
 
 WEBHOOK_ENV = {
     "ALLOW_FROM": "111",

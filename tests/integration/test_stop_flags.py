@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import boto3
 
-from nanobot_lambda.aws import dynamodb_client
-from nanobot_lambda.commands import STOP_FLAG_SECONDS, StopFlags
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.clients import dynamodb_client
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.stop_flags import STOP_FLAG_SECONDS, DynamoStopFlags
+from nanobot_lambda.operator.local.cfn import TemplateContext
 
 
 def test_request_check_clear(resources: TemplateContext) -> None:
     table = resources.refs["SessionsTable"]
-    flags = StopFlags(table, dynamodb_client)
+    flags = DynamoStopFlags(table, dynamodb_client)
     assert not flags.requested_since("telegram:1", 0)
     flags.request("telegram:1", at_ms=5_000)
     assert flags.requested_since("telegram:1", 4_000)
@@ -31,5 +31,5 @@ def test_flags_do_not_disturb_the_session(resources: TemplateContext) -> None:
     store = DynamoSessionStore(table, dynamodb_client())
     history = store.load("telegram:1", 10)
     store.append(history, [{"role": "user", "content": "hi"}])
-    StopFlags(table, dynamodb_client).request("telegram:1")
+    DynamoStopFlags(table, dynamodb_client).request("telegram:1")
     assert store.load("telegram:1", 10).messages == [{"role": "user", "content": "hi"}]

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from nanobot_lambda.local.bot_api import ApiError, LocalBotApi
-from nanobot_lambda.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.operator.local.bot_api import ApiError, LocalBotApi
 
 TOKEN = "123456:secret-token-value"
 

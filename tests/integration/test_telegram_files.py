@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from nanobot_lambda.local.bot_api import BOT_USER, GET_FILE_MAX_BYTES, LocalBotApi
-from nanobot_lambda.telegram.client import FileTooLarge, TelegramBot, TelegramError
+from nanobot_lambda.adapters.telegram.client import FileTooLarge, TelegramBot, TelegramError
+from nanobot_lambda.operator.local.bot_api import BOT_USER, GET_FILE_MAX_BYTES, LocalBotApi
 
 TOKEN = "123456:file-secret-token"
 PHOTO = b"\xff\xd8\xff\xe0" + bytes(range(256)) * 100

@@ -8,18 +8,14 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from nanobot_lambda.aws import dynamodb_client
-from nanobot_lambda.journal import (
-    MAX_CHECKPOINT_BYTES,
-    TurnJournal,
-    TurnProgress,
-    progress_in,
-)
-from nanobot_lambda.local.bot_api import LocalBotApi
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.outbox import Outbox
-from nanobot_lambda.sessions import DynamoSessionStore
-from nanobot_lambda.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.adapters.aws.clients import dynamodb_client
+from nanobot_lambda.adapters.aws.journal import MAX_CHECKPOINT_BYTES, DynamoTurnJournal
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.core.journal import TurnProgress, progress_in
+from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
+from nanobot_lambda.operator.local.bot_api import LocalBotApi
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.faults import BotApiFaults
 
 KEY = "telegram:111111111"
@@ -27,8 +23,8 @@ TOKEN = "123:journal-test"
 
 
 @pytest.fixture
-def journal(resources: TemplateContext) -> TurnJournal:
-    return TurnJournal(resources.refs["SessionsTable"], dynamodb_client())
+def journal(resources: TemplateContext) -> DynamoTurnJournal:
+    return DynamoTurnJournal(resources.refs["SessionsTable"], dynamodb_client())
 
 
 @pytest.fixture
@@ -47,18 +43,20 @@ def bot(api: LocalBotApi) -> TelegramBot:
     return TelegramBot(SecretStr(TOKEN), api.base_url)
 
 
-def open_turn(sessions: DynamoSessionStore, journal: TurnJournal, turn_id: str) -> TurnProgress:
+def open_turn(
+    sessions: DynamoSessionStore, journal: DynamoTurnJournal, turn_id: str
+) -> TurnProgress:
     """What a new run of the turn finds: its item, returned by the session Query."""
     history = sessions.load(KEY, 50)
     return progress_in(history, turn_id)
 
 
 def test_a_run_that_died_after_a_send_is_resumed_without_sending_it_again(
-    journal: TurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+    journal: DynamoTurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
 ) -> None:
     # Run 1: one iteration recorded, then a message sent (and recorded) before the process died.
     first = TurnProgress("update-1")
-    outbox = Outbox(bot(bot_api), journal, KEY, first)
+    outbox = JournaledOutbox(bot(bot_api), journal, KEY, first)
     outbox.send(111111111, "Step 1 done")
     first.messages, first.iterations, first.sends = [{"role": "assistant", "content": "s1"}], 1, 1
     journal.checkpoint(KEY, first)
@@ -69,14 +67,14 @@ def test_a_run_that_died_after_a_send_is_resumed_without_sending_it_again(
     again = open_turn(sessions, journal, "update-1")
     assert (again.iterations, again.sends, again.sent) == (1, 1, {1, 2})
     assert again.messages == [{"role": "assistant", "content": "s1"}]
-    outbox = Outbox(bot(bot_api), journal, KEY, again)
+    outbox = JournaledOutbox(bot(bot_api), journal, KEY, again)
     outbox.send(111111111, "Step 2 done")  # number 2: sent by run 1, skipped
     outbox.send(111111111, "All done.", record=False)
     assert [m.plain_text for m in bot_api.messages] == ["Step 1 done", "Step 2 done", "All done."]
 
 
 def test_saving_the_turn_closes_its_journal_and_remembers_it(
-    journal: TurnJournal, sessions: DynamoSessionStore
+    journal: DynamoTurnJournal, sessions: DynamoSessionStore
 ) -> None:
     progress = TurnProgress("update-2", messages=[{"role": "assistant", "content": "x"}])
     progress.iterations = 1
@@ -87,7 +85,7 @@ def test_saving_the_turn_closes_its_journal_and_remembers_it(
     sessions.append(history, messages, turn_id="update-2", also=journal.finish(KEY, progress))
 
     reloaded = sessions.load(KEY, 50)
-    assert reloaded.open_turns == []
+    assert reloaded.open_turns == {}
     assert reloaded.recent_turns == ("update-2",)
     assert [m["content"] for m in reloaded.messages] == ["hi", "hello"]
 
@@ -100,7 +98,7 @@ def test_recent_turns_keep_the_latest_twenty(sessions: DynamoSessionStore) -> No
 
 
 def test_an_open_turn_does_not_shorten_the_history_window(
-    journal: TurnJournal, sessions: DynamoSessionStore
+    journal: DynamoTurnJournal, sessions: DynamoSessionStore
 ) -> None:
     history = sessions.load(KEY, 4)
     sessions.append(history, [{"role": "user", "content": str(n)} for n in range(6)])
@@ -110,7 +108,7 @@ def test_an_open_turn_does_not_shorten_the_history_window(
     assert len(loaded.open_turns) == 1 and loaded.next_seq == 6
 
 
-def test_turns_without_a_session_are_marked_done(journal: TurnJournal) -> None:
+def test_turns_without_a_session_are_marked_done(journal: DynamoTurnJournal) -> None:
     key = "subagent:abc"
     assert journal.get(key, "subagent-abc") == TurnProgress("subagent-abc")
     progress = TurnProgress("subagent-abc")
@@ -120,14 +118,14 @@ def test_turns_without_a_session_are_marked_done(journal: TurnJournal) -> None:
     assert journal.get(key, "subagent-abc").done
 
 
-def test_a_checkpoint_too_big_for_an_item_is_skipped_not_fatal(journal: TurnJournal) -> None:
+def test_a_checkpoint_too_big_for_an_item_is_skipped_not_fatal(journal: DynamoTurnJournal) -> None:
     noise = os.urandom(MAX_CHECKPOINT_BYTES).hex()  # incompressible
     progress = TurnProgress("update-4", messages=[{"role": "tool", "content": noise}])
     journal.checkpoint(KEY, progress)
     assert not journal.get(KEY, "update-4").recorded
 
 
-def test_a_send_recorded_twice_is_reported_not_raised(journal: TurnJournal) -> None:
+def test_a_send_recorded_twice_is_reported_not_raised(journal: DynamoTurnJournal) -> None:
     progress = TurnProgress("update-5")
     journal.record_send(KEY, progress, 1)
     journal.record_send(KEY, TurnProgress("update-5"), 1)  # a second run sent it too
@@ -144,13 +142,13 @@ def part_numbers(api: LocalBotApi) -> list[str]:
 
 
 def test_each_part_telegram_accepted_is_recorded_before_the_next_is_sent(
-    journal: TurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+    journal: DynamoTurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
 ) -> None:
     faults = BotApiFaults(bot_api)
     faults.fail("sendMessage", 502, times=-1, when=lambda p: p["text"].startswith("Part 3"))
     first = TurnProgress("update-6")
     with pytest.raises(TelegramError):  # part 3 never gets through: the run dies there
-        Outbox(bot(bot_api), journal, KEY, first).send(111111111, long_message(4))
+        JournaledOutbox(bot(bot_api), journal, KEY, first).send(111111111, long_message(4))
     assert part_numbers(bot_api) == ["Part 1", "Part 2"]
 
     faults.clear()
@@ -158,27 +156,29 @@ def test_each_part_telegram_accepted_is_recorded_before_the_next_is_sent(
     assert again.parts == {(1, 1), (1, 2)} and again.sent == set()
     # The retry asks for another text (a model rarely writes the same twice): the message the
     # user began reading is finished instead, from its first part not yet accepted.
-    Outbox(bot(bot_api), journal, KEY, again).send(111111111, "A different answer.")
+    JournaledOutbox(bot(bot_api), journal, KEY, again).send(111111111, "A different answer.")
     assert part_numbers(bot_api) == ["Part 1", "Part 2", "Part 3", "Part 4"]
     assert open_turn(sessions, journal, "update-6").sent == {1}
 
 
 def test_the_last_part_of_the_final_answer_is_left_to_the_save(
-    journal: TurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+    journal: DynamoTurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
 ) -> None:
     progress = TurnProgress("update-7")
-    Outbox(bot(bot_api), journal, KEY, progress).send(111111111, long_message(3), record=False)
+    JournaledOutbox(bot(bot_api), journal, KEY, progress).send(
+        111111111, long_message(3), record=False
+    )
     recorded = open_turn(sessions, journal, "update-7")
     assert recorded.parts == {(1, 1), (1, 2)}
     assert recorded.sent == set()  # the transaction that saves the turn records the rest
 
 
 def test_parts_survive_a_checkpoint_and_an_old_record_of_whole_messages_still_reads(
-    journal: TurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+    journal: DynamoTurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
 ) -> None:
     progress = TurnProgress("update-8", sent={1})  # as recorded before messages had parts
     journal.checkpoint(KEY, progress)
-    outbox = Outbox(bot(bot_api), journal, KEY, open_turn(sessions, journal, "update-8"))
+    outbox = JournaledOutbox(bot(bot_api), journal, KEY, open_turn(sessions, journal, "update-8"))
     outbox.send(111111111, "sent by the old run")  # skipped, as then
     BotApiFaults(bot_api).fail("sendMessage", 502, times=-1, when=lambda p: "Part 2" in p["text"])
     with pytest.raises(TelegramError):

@@ -6,21 +6,22 @@ import threading
 
 import pytest
 
-from nanobot_lambda.aws import dynamodb_client
-from nanobot_lambda.idempotency import UpdateInProgress, UpdateLedger
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.local.runtime import LocalLambdaContext
+from nanobot_lambda.adapters.aws.clients import dynamodb_client
+from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
+from nanobot_lambda.core.errors import UpdateInProgress
+from nanobot_lambda.operator.local.cfn import TemplateContext
+from nanobot_lambda.operator.local.runtime import LocalLambdaContext
 from tests.conftest import telegram_update
 
 
 @pytest.fixture
-def ledger(resources: TemplateContext) -> UpdateLedger:
-    made = UpdateLedger(resources.refs["IdempotencyTable"], dynamodb_client())
+def ledger(resources: TemplateContext) -> IdempotentUpdateLedger:
+    made = IdempotentUpdateLedger(resources.refs["IdempotencyTable"], dynamodb_client())
     made.register(LocalLambdaContext("webhook", 10, 256))  # type: ignore[arg-type]
     return made
 
 
-def test_the_second_delivery_of_an_update_is_not_queued(ledger: UpdateLedger) -> None:
+def test_the_second_delivery_of_an_update_is_not_queued(ledger: IdempotentUpdateLedger) -> None:
     queued: list[int] = []
     update = telegram_update("text_private")
 
@@ -34,14 +35,14 @@ def test_the_second_delivery_of_an_update_is_not_queued(ledger: UpdateLedger) ->
     assert queued == [update["update_id"]]
 
 
-def test_another_update_is_queued(ledger: UpdateLedger) -> None:
+def test_another_update_is_queued(ledger: IdempotentUpdateLedger) -> None:
     first, second = telegram_update("text_private"), telegram_update("text_private")
     second["update_id"] += 1
     assert ledger.once(first, lambda: "m1") is True
     assert ledger.once(second, lambda: "m2") is True
 
 
-def test_a_failed_enqueue_leaves_no_record(ledger: UpdateLedger) -> None:
+def test_a_failed_enqueue_leaves_no_record(ledger: IdempotentUpdateLedger) -> None:
     update = telegram_update("text_private")
 
     def failing() -> str:
@@ -52,7 +53,7 @@ def test_a_failed_enqueue_leaves_no_record(ledger: UpdateLedger) -> None:
     assert ledger.once(update, lambda: "m1") is True  # Telegram's retry is queued
 
 
-def test_a_concurrent_delivery_is_told_to_retry(ledger: UpdateLedger) -> None:
+def test_a_concurrent_delivery_is_told_to_retry(ledger: IdempotentUpdateLedger) -> None:
     update = telegram_update("text_private")
     entered, release = threading.Event(), threading.Event()
 

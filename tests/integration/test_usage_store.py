@@ -12,13 +12,15 @@ from typing import Any
 import boto3
 import pytest
 
-from nanobot_lambda.aws import dynamodb_client
-from nanobot_lambda.jobs import ContinuationJob, HeartbeatJob, SubagentJob, TelegramUpdateJob
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.model import ModelReply, ToolCall, Usage, force_tool, function_tool
-from nanobot_lambda.sessions import DynamoSessionStore, SessionConflict
-from nanobot_lambda.telegram.client import TelegramError
-from nanobot_lambda.usage import DAY_ITEM_DAYS, Tally, UsageMeter, UsageStore, usage_report
+from nanobot_lambda.adapters.aws.clients import dynamodb_client
+from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.usage import DAY_ITEM_DAYS, DynamoUsageStore, tally_from_item
+from nanobot_lambda.adapters.telegram.client import TelegramError
+from nanobot_lambda.core.jobs import ContinuationJob, HeartbeatJob, SubagentJob, TelegramUpdateJob
+from nanobot_lambda.core.model import ModelReply, ToolCall, Usage, force_tool, function_tool
+from nanobot_lambda.core.sessions import SessionConflict
+from nanobot_lambda.core.usage import Tally, UsageMeter, usage_report
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.aws_requests import RequestCounter
 from tests.support.fakes import ScriptedModel, outage
 
@@ -57,8 +59,8 @@ def table(resources: TemplateContext) -> str:
 
 
 @pytest.fixture
-def store(table: str) -> UsageStore:
-    return UsageStore(table, dynamodb_client(), timezone="Europe/Paris")
+def store(table: str) -> DynamoUsageStore:
+    return DynamoUsageStore(table, dynamodb_client(), timezone="Europe/Paris")
 
 
 def item(table: str, sort_key: str, chat: int = CHAT) -> dict[str, Any] | None:
@@ -68,22 +70,22 @@ def item(table: str, sort_key: str, chat: int = CHAT) -> dict[str, Any] | None:
     return found.get("Item")
 
 
-def test_adds_accumulate_by_day_month_and_total(store: UsageStore, table: str) -> None:
+def test_adds_accumulate_by_day_month_and_total(store: DynamoUsageStore, table: str) -> None:
     store.add(CHAT, CALL, NOON)
     store.add(CHAT, replace(CALL, turns=1, tool_calls=2), NOON)
     store.add(CHAT, CALL, datetime(2026, 11, 23, 9, 0, tzinfo=UTC))  # the next day
 
     twice = CALL + replace(CALL, turns=1, tool_calls=2)
-    assert Tally.from_item(item(table, "day#2026-11-22")) == twice
-    assert Tally.from_item(item(table, "day#2026-11-23")) == CALL
-    assert Tally.from_item(item(table, "month#2026-11")) == twice + CALL
+    assert tally_from_item(item(table, "day#2026-11-22")) == twice
+    assert tally_from_item(item(table, "day#2026-11-23")) == CALL
+    assert tally_from_item(item(table, "month#2026-11")) == twice + CALL
     summary = store.summary(CHAT, NOON)
     assert (summary.day, summary.month) == ("2026-11-22", "2026-11")
     assert summary.today == twice and summary.total == twice + CALL
     assert summary.total.cost_usd == Decimal("0.0045")  # exact: Decimal, not float
 
 
-def test_days_follow_the_users_time_zone_and_expire(store: UsageStore, table: str) -> None:
+def test_days_follow_the_users_time_zone_and_expire(store: DynamoUsageStore, table: str) -> None:
     late = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)  # already December 1st in Paris
     store.add(CHAT, CALL, late)
     day = item(table, "day#2026-12-01")
@@ -93,7 +95,7 @@ def test_days_follow_the_users_time_zone_and_expire(store: UsageStore, table: st
     assert "expires_at" not in (item(table, "total") or {})  # months and totals are kept
 
 
-def test_concurrent_adds_lose_nothing(store: UsageStore) -> None:
+def test_concurrent_adds_lose_nothing(store: DynamoUsageStore) -> None:
     # Each add is one transaction of ADDs, which AWS (and the local moto server) applies
     # atomically; a transaction conflict is tried again.
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -103,7 +105,7 @@ def test_concurrent_adds_lose_nothing(store: UsageStore) -> None:
 
 def test_usage_is_saved_with_the_turn_or_not_at_all(table: str) -> None:
     counter = RequestCounter()  # before the clients: they copy the session's handlers
-    store = UsageStore(table, dynamodb_client(), timezone="UTC")
+    store = DynamoUsageStore(table, dynamodb_client(), timezone="UTC")
     sessions = DynamoSessionStore(table, dynamodb_client())
     history = sessions.load("telegram:1", 50)
     stale = sessions.load("telegram:1", 50)
@@ -121,7 +123,7 @@ def test_usage_is_saved_with_the_turn_or_not_at_all(table: str) -> None:
     assert store.summary(CHAT, NOON).total == CALL
 
 
-def test_chats_and_the_operators_report(store: UsageStore, table: str) -> None:
+def test_chats_and_the_operators_report(store: DynamoUsageStore, table: str) -> None:
     assert usage_report(store, None, NOON) == "No usage recorded yet."
     DynamoSessionStore(table, dynamodb_client()).append(
         DynamoSessionStore(table, dynamodb_client()).load("telegram:5", 5),
@@ -150,14 +152,14 @@ def update_job(chat: int = CHAT) -> TelegramUpdateJob:
     )
 
 
-def meter_with(store: UsageStore) -> tuple[UsageMeter, RecordedMetrics]:
+def meter_with(store: DynamoUsageStore) -> tuple[UsageMeter, RecordedMetrics]:
     recorded = RecordedMetrics()
-    return UsageMeter(store, clock=lambda: NOON, port=recorded), recorded
+    return UsageMeter(store, recorded, clock=lambda: NOON), recorded
 
 
 def test_a_saved_turn_writes_its_usage_once(table: str) -> None:
     counter = RequestCounter()
-    store = UsageStore(table, dynamodb_client(), timezone="Europe/Paris")
+    store = DynamoUsageStore(table, dynamodb_client(), timezone="Europe/Paris")
     meter, recorded = meter_with(store)
     model = meter.metered(
         ScriptedModel(
@@ -184,7 +186,7 @@ def test_a_saved_turn_writes_its_usage_once(table: str) -> None:
     assert ("ToolCalls", "tool", "list_dir", 1) in recorded.by
 
 
-def test_a_continued_turn_is_one_turn(store: UsageStore) -> None:
+def test_a_continued_turn_is_one_turn(store: DynamoUsageStore) -> None:
     meter, _ = meter_with(store)
     model = meter.metered(
         ScriptedModel(ModelReply("part 1", usage=usage(10, 1)), ModelReply("2", usage=usage(10, 1)))
@@ -196,7 +198,7 @@ def test_a_continued_turn_is_one_turn(store: UsageStore) -> None:
     assert (total.turns, total.model_calls) == (1, 2)
 
 
-def test_jobs_without_a_save_write_at_their_end(store: UsageStore) -> None:
+def test_jobs_without_a_save_write_at_their_end(store: DynamoUsageStore) -> None:
     meter, recorded = meter_with(store)
     decision = ModelReply(None, (ToolCall("d", "heartbeat_decision", "{}"),), usage=usage(50, 5))
     model = meter.metered(ScriptedModel(decision))
@@ -209,7 +211,7 @@ def test_jobs_without_a_save_write_at_their_end(store: UsageStore) -> None:
     assert recorded.named("Turns") == [] and recorded.named("ModelCalls") == [1]
 
 
-def test_unknown_tools_and_unpriced_calls(store: UsageStore) -> None:
+def test_unknown_tools_and_unpriced_calls(store: DynamoUsageStore) -> None:
     meter, recorded = meter_with(store)
     invented = ToolCall("c1", "rm_rf_" + "x" * 40, "{}")  # not offered: one bounded name
     model = meter.metered(
@@ -227,7 +229,7 @@ def test_unknown_tools_and_unpriced_calls(store: UsageStore) -> None:
     assert ("ToolCalls", "tool", "unknown", 1) in recorded.by
 
 
-def test_failures_are_counted_by_kind(store: UsageStore) -> None:
+def test_failures_are_counted_by_kind(store: DynamoUsageStore) -> None:
     meter, recorded = meter_with(store)
     model = meter.metered(ScriptedModel(outage(), ModelReply("ok", usage=usage(10, 1))))
     with pytest.raises(TelegramError), meter.job(update_job()):
@@ -248,7 +250,7 @@ def test_failures_are_counted_by_kind(store: UsageStore) -> None:
 
 def test_a_job_for_no_chat_writes_nothing(table: str) -> None:
     counter = RequestCounter()
-    meter, _ = meter_with(UsageStore(table, dynamodb_client(), timezone="UTC"))
+    meter, _ = meter_with(DynamoUsageStore(table, dynamodb_client(), timezone="UTC"))
     try:
         with meter.job(TelegramUpdateJob(update={"update_id": 2, "edited_message": {}})):
             pass
@@ -258,12 +260,12 @@ def test_a_job_for_no_chat_writes_nothing(table: str) -> None:
 
 
 def test_the_usage_command(
-    store: UsageStore,
+    store: DynamoUsageStore,
     table: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from nanobot_lambda.cli import main
+    from nanobot_lambda.operator.cli import main
 
     monkeypatch.delenv("SESSIONS_TABLE", raising=False)
     assert main(["usage"]) == 2

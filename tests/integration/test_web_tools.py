@@ -18,9 +18,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from nanobot_lambda.local.http import JsonHttpServer
-from nanobot_lambda.netguard import FetchLimits
-from nanobot_lambda.tools import Tool, ToolError
+from nanobot_lambda.adapters.web.netguard import FetchLimits
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.operator.local.http import JsonHttpServer
 from nanobot_lambda.tools.web import FRAME_TAG, UNTRUSTED_NOTE, web_tools
 from tests.support.web_server import Reply, WebServer, make_certificates
 

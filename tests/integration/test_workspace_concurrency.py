@@ -10,13 +10,13 @@ from collections.abc import Callable
 import boto3
 import pytest
 
-from nanobot_lambda.aws import s3_client
-from nanobot_lambda.local.cfn import TemplateContext
-from nanobot_lambda.memory import HISTORY_FILE, append_history, split_entries
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.adapters.aws.clients import s3_client
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.memory import HISTORY_FILE, append_history, split_entries
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.tools.files import file_tools
-from nanobot_lambda.workspace import S3Workspace
 
 WRITERS = 12
 
@@ -95,7 +95,7 @@ def test_concurrent_history_appends_all_land(bucket: str) -> None:
 def test_concurrent_appends_across_a_rollover_lose_nothing(
     bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("nanobot_lambda.memory.ROLLOVER_BYTES", 300)
+    monkeypatch.setattr("nanobot_lambda.core.memory.ROLLOVER_BYTES", 300)
     seed = container(bucket)
     for n in range(8):  # past the rollover size
         append_history(seed, f"[2026-11-01 09:{n:02d}] early entry {n}")

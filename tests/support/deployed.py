@@ -16,8 +16,8 @@ from contextlib import contextmanager
 import boto3
 import pytest
 
-from nanobot_lambda.local.bot_api import LocalBotApi
-from nanobot_lambda.local.cfn import TemplateContext
+from nanobot_lambda.operator.local.bot_api import LocalBotApi
+from nanobot_lambda.operator.local.cfn import TemplateContext
 
 BOT_TOKEN_PARAMETER = "/it/telegram-bot-token"
 SECRET_TOKEN_PARAMETER = "/it/telegram-secret-token"

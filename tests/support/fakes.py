@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
-from nanobot_lambda.cronjobs import CronJob
-from nanobot_lambda.model import ModelError, ModelReply, ToolCall
-from nanobot_lambda.workspace import Entry, WorkspaceFile, WriteConflict
+from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
+from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
+from nanobot_lambda.core.jobs import AnyJob
+from nanobot_lambda.core.model import ModelReply, ToolCall
+from nanobot_lambda.core.ports import StoredWrite
+from nanobot_lambda.core.usage import Tally, UsageSummary
+from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
 
 class MemoryWorkspace:
@@ -142,6 +150,9 @@ class MemoryJobStore:
             key=lambda job: job.created_at,
         )
 
+    def all_jobs(self) -> list[CronJob]:
+        return sorted(self.jobs.values(), key=lambda job: (job.chat_id, job.created_at))
+
     def delete(self, chat_id: int, job_id: str) -> bool:
         self.fired.pop((chat_id, job_id), None)
         return self.jobs.pop((chat_id, job_id), None) is not None
@@ -197,16 +208,148 @@ class MemorySchedules:
         self.schedules.pop(job.job_id, None)
 
 
-class RecordingBot:
-    """The parts of TelegramBot the scheduler and tools use, recording what was sent."""
+class RecordingChannel:
+    """The Channel port, recording every message sent as (chat_id, text, thread_id); messages
+    are split into parts as Telegram's are (the real renderer)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[int, str, int | None]] = []
+        self.typing_in: list[int] = []
+        self.fail_with: ChannelError | None = None  # raised by the next send
+        self.me = BotUser(id=7000000001, username="nano_lambda_bot")
 
-    def send_text(self, chat_id: int, markdown: str, *, thread_id: int | None = None) -> list[int]:
-        self.sent.append((chat_id, markdown, thread_id))
-        return [len(self.sent)]
+    def message_parts(self, text: str) -> list[str]:
+        return render_messages(text)
 
-    def send_html(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
-        self.sent.append((chat_id, html, thread_id))
+    def send_part(self, chat_id: int, part: str, *, thread_id: int | None = None) -> int:
+        if self.fail_with is not None:
+            error, self.fail_with = self.fail_with, None
+            raise error
+        self.sent.append((chat_id, part, thread_id))
         return len(self.sent)
+
+    def send_text(self, chat_id: int, text: str, *, thread_id: int | None = None) -> list[int]:
+        return [
+            self.send_part(chat_id, part, thread_id=thread_id) for part in self.message_parts(text)
+        ]
+
+    @contextmanager
+    def typing(self, chat_id: int, *, thread_id: int | None = None) -> Iterator[None]:
+        self.typing_in.append(chat_id)
+        yield
+
+    def get_me(self) -> BotUser:
+        return self.me
+
+    @property
+    def texts(self) -> list[str]:
+        return [html_to_plain_text(text) for _, text, _ in self.sent]
+
+
+@dataclass(frozen=True)
+class BotUser:
+    id: int
+    username: str | None
+
+
+class RecordingMetrics:
+    """The MetricsPort, recording (name, value, unit) and (name, dimension, key, value)."""
+
+    def __init__(self) -> None:
+        self.added: list[tuple[str, float, str]] = []
+        self.added_by: list[tuple[str, str, str, float]] = []
+
+    def add(self, name: str, value: float, unit: str = "Count") -> None:
+        self.added.append((name, value, unit))
+
+    def add_by(self, name: str, dimension: str, key: str, value: float) -> None:
+        self.added_by.append((name, dimension, key, value))
+
+    def total(self, name: str) -> float:
+        return sum(value for added, value, _ in self.added if added == name)
+
+
+class MemoryUsageStore:
+    """A UsageStore in a dict: (chat, period) -> Tally, periods in UTC. Its `updates` are
+    writes a MemorySessionStore applies with the turn it saves."""
+
+    def __init__(self) -> None:
+        self.tallies: dict[tuple[int, str], Tally] = {}
+
+    @staticmethod
+    def _periods(at: datetime) -> tuple[str, str, str]:
+        return f"day#{at:%Y-%m-%d}", f"month#{at:%Y-%m}", "total"
+
+    def updates(self, chat_id: int, tally: Tally, at: datetime) -> list[StoredWrite]:
+        return [{"apply": lambda: self.add(chat_id, tally, at)}]
+
+    def add(self, chat_id: int, tally: Tally, at: datetime) -> None:
+        for period in self._periods(at):
+            self.tallies[(chat_id, period)] = self.tallies.get((chat_id, period), Tally()) + tally
+
+    def summary(self, chat_id: int, at: datetime) -> UsageSummary:
+        day, month, total = self._periods(at)
+        return UsageSummary(
+            chat_id,
+            day[4:],
+            month[6:],
+            today=self.tallies.get((chat_id, day), Tally()),
+            this_month=self.tallies.get((chat_id, month), Tally()),
+            total=self.tallies.get((chat_id, total), Tally()),
+        )
+
+    def chats(self) -> list[int]:
+        return sorted({chat for chat, _ in self.tallies})
+
+
+class MemoryQueue:
+    """The TurnQueue, recording (job, group, dedup_id); `fail` makes enqueue raise."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.sent: list[tuple[AnyJob, str, str]] = []
+        self.fail = fail
+
+    def enqueue(self, job: AnyJob, group: str, dedup_id: str) -> str:
+        if self.fail:
+            raise StorageError("SqsTurnQueue.enqueue: unreachable")
+        self.sent.append((job, group, dedup_id))
+        return f"message-{len(self.sent)}"
+
+    @property
+    def jobs(self) -> list[AnyJob]:
+        return [job for job, _, _ in self.sent]
+
+
+class MemoryStopFlags:
+    """StopFlags in a dict: session key -> time requested (ms); `fail` makes request raise."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.flags: dict[str, int] = {}
+        self.requested: list[str] = []
+        self.fail = fail
+
+    def request(self, session_key: str, at_ms: int | None = None) -> None:
+        if self.fail:
+            raise StorageError("DynamoStopFlags.request: unreachable")
+        self.requested.append(session_key)
+        self.flags[session_key] = at_ms or 0
+
+    def requested_since(self, session_key: str, since_ms: int) -> bool:
+        return session_key in self.flags and self.flags[session_key] >= since_ms
+
+    def clear(self, session_key: str) -> bool:
+        return self.flags.pop(session_key, None) is not None
+
+
+class MemoryLedger:
+    """The UpdateLedger in memory: the first delivery of each update id runs."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+
+    def once(self, update: dict[str, Any], enqueue: Callable[[], str]) -> bool:
+        if update["update_id"] in self.seen:
+            return False
+        enqueue()
+        self.seen.add(update["update_id"])
+        return True

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nanobot_lambda.local.bot_api import ApiError, LocalBotApi
+from nanobot_lambda.operator.local.bot_api import ApiError, LocalBotApi
 
 
 @dataclass

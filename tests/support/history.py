@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from nanobot_lambda.memory import HistoryEntry, split_entries
-from nanobot_lambda.workspace import NotText, Workspace
+from nanobot_lambda.core.memory import HistoryEntry, split_entries
+from nanobot_lambda.core.ports import Workspace
+from nanobot_lambda.core.workspace import NotText
 
 
 def read_history(workspace: Workspace, paths: list[str]) -> list[HistoryEntry]:

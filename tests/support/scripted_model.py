@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from nanobot_lambda.local.http import JsonHttpServer
+from nanobot_lambda.operator.local.http import JsonHttpServer
 
 
 @dataclass

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from nanobot_lambda.local.http import BackgroundHttpServer
+from nanobot_lambda.operator.local.http import BackgroundHttpServer
 
 
 @dataclass

@@ -6,11 +6,12 @@ import threading
 
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.agent import AgentLoop, Resume, for_saving, tool_hint, truncate
-from nanobot_lambda.model import ModelError, ModelReply, ToolCall, Usage
-from nanobot_lambda.reasoning import strip_thinking
-from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.agent import AgentLoop, Resume, for_saving, tool_hint, truncate
+from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.model import ModelReply, ToolCall, Usage
+from nanobot_lambda.core.reasoning import strip_thinking
+from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, outage, text, tool
 

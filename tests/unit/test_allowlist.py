@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nanobot_lambda.allowlist import AllowList
+from nanobot_lambda.core.allowlist import AllowList
 
 
 def test_exact_id() -> None:

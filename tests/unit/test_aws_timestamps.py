@@ -5,7 +5,7 @@ from __future__ import annotations
 import botocore.utils
 import pytest
 
-from nanobot_lambda.aws import parse_timestamp
+from nanobot_lambda.adapters.aws.clients import parse_timestamp
 
 FORMATS = [
     "2026-01-01T10:00:00.000Z",  # S3's XML (LastModified of every listed key)

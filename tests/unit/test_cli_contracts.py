@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError, NoCredentialsError
 
-from nanobot_lambda.allowlist import AllowList
-from nanobot_lambda.cli import build_parser, main
-from nanobot_lambda.cli.common import describe_failure
-from nanobot_lambda.jobs import (
+from nanobot_lambda.adapters.telegram.client import TelegramError
+from nanobot_lambda.adapters.telegram.inbound import Accepted, Ignored, classify, to_inbound
+from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.core.jobs import (
     AnnouncementJob,
     AnyJob,
     ContinuationJob,
@@ -21,22 +23,20 @@ from nanobot_lambda.jobs import (
     SubagentJob,
     TelegramUpdateJob,
 )
-from nanobot_lambda.local.cfn import load_template
-from nanobot_lambda.ops.deployment import (
+from nanobot_lambda.operator.cli import build_parser, main
+from nanobot_lambda.operator.cli.common import describe_failure
+from nanobot_lambda.operator.local.cfn import load_template
+from nanobot_lambda.operator.ops.deployment import (
     BOT_TOKEN_PARAMETER,
     SECRET_TOKEN_PARAMETER,
     STACK_OUTPUTS,
     OperatorError,
     valid_secret_token,
 )
-from nanobot_lambda.ops.dlq import describe
-from nanobot_lambda.ops.doctor import STACK_SETTINGS
-from nanobot_lambda.ops.webhook_admin import ALLOWED_UPDATES
-from nanobot_lambda.ops.workspace_sync import MANIFEST, syncable
-from nanobot_lambda.settings import ConfigError
-from nanobot_lambda.telegram.client import TelegramError
-from nanobot_lambda.telegram.inbound import Accepted, Ignored, classify, to_inbound
-from nanobot_lambda.telegram.models import Update
+from nanobot_lambda.operator.ops.dlq import describe
+from nanobot_lambda.operator.ops.doctor import STACK_SETTINGS
+from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
+from nanobot_lambda.operator.ops.workspace_sync import MANIFEST, syncable
 from tests.conftest import TEMPLATE, all_telegram_fixture_names, telegram_update
 
 
@@ -170,7 +170,7 @@ def test_the_module_runs_as_the_script(tmp_path: Path) -> None:
     import sys
 
     completed = subprocess.run(
-        [sys.executable, "-m", "nanobot_lambda.cli", "--help"],
+        [sys.executable, "-m", "nanobot_lambda.operator.cli", "--help"],
         capture_output=True,
         text=True,
         check=False,

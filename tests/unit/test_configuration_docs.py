@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.local.cfn import load_template
+from nanobot_lambda.operator.local.cfn import load_template
 from nanobot_lambda.settings import (
     AgentSettings,
     OperatorSettings,

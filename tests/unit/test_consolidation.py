@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda import workspace as workspace_module
-from nanobot_lambda.consolidation import (
+from nanobot_lambda.core import workspace as workspace_module
+from nanobot_lambda.core.consolidation import (
     MAX_TRANSCRIPT_TOOL_CHARS,
     SAVE_MEMORY,
     SAVE_MEMORY_TOOL,
@@ -18,9 +18,9 @@ from nanobot_lambda.consolidation import (
     Consolidator,
     transcript,
 )
-from nanobot_lambda.memory import HISTORY_FILE, MEMORY_FILE
-from nanobot_lambda.model import ModelReply
-from nanobot_lambda.sessions import (
+from nanobot_lambda.core.memory import HISTORY_FILE, MEMORY_FILE
+from nanobot_lambda.core.model import ModelReply
+from nanobot_lambda.core.sessions import (
     Message,
     SessionConflict,
     SessionHistory,

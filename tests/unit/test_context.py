@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nanobot_lambda import texts
-from nanobot_lambda.context import (
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.context import (
     MAX_FILE_CHARS,
     SECTION_SEPARATOR,
     TRUNCATION_MARKER,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.files import MAX_LIST_ENTRIES, file_tools
 from tests.support.fakes import MemoryWorkspace
 

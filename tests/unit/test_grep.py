@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.tools import ToolError, ToolRegistry
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.bounded_regex import MAX_PATTERN_CHARS, bound
 from nanobot_lambda.tools.files import MAX_GREP_FILES, MAX_GREP_LINE_CHARS, Grep, file_tools
 from tests.support.fakes import MemoryWorkspace

@@ -10,20 +10,20 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.jobs import TelegramUpdateJob, parse_job
-from nanobot_lambda.media import MediaResolver
-from nanobot_lambda.settings import AgentSettings
-from nanobot_lambda.telegram.client import TelegramError
-from nanobot_lambda.telegram.formatting import render_messages
-from nanobot_lambda.telegram.html_check import parse_telegram_html, telegram_length
-from nanobot_lambda.telegram.inbound import (
+from nanobot_lambda.adapters.telegram.client import TelegramError
+from nanobot_lambda.adapters.telegram.formatting import render_messages
+from nanobot_lambda.adapters.telegram.html_check import parse_telegram_html, telegram_length
+from nanobot_lambda.adapters.telegram.inbound import (
     InboundMessage,
     addressed_to_bot,
     is_group_chat,
     to_inbound,
 )
-from nanobot_lambda.telegram.models import Update, User
-from nanobot_lambda.webhook import MAX_JOB_BYTES
+from nanobot_lambda.adapters.telegram.media import MediaResolver
+from nanobot_lambda.adapters.telegram.models import Update, User
+from nanobot_lambda.core.jobs import TelegramUpdateJob, parse_job
+from nanobot_lambda.entry.webhook import MAX_JOB_BYTES
+from nanobot_lambda.settings import AgentSettings
 from tests.support.fakes import MemoryWorkspace
 from tests.support.hostile_updates import ALLOW_FROM, CASES, Case
 from tests.support.settings import AGENT_ENV

@@ -6,9 +6,7 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.allowlist import AllowList
-from nanobot_lambda.telegram.inbound import (
+from nanobot_lambda.adapters.telegram.inbound import (
     QUOTE_MAX_CHARS,
     Accepted,
     addressed_to_bot,
@@ -22,7 +20,9 @@ from nanobot_lambda.telegram.inbound import (
     replies_to_bot,
     strip_bot_mention,
 )
-from nanobot_lambda.telegram.models import Message, MessageEntity, Update
+from nanobot_lambda.adapters.telegram.models import Message, MessageEntity, Update
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.allowlist import AllowList
 from tests.conftest import telegram_update
 
 BOT_ID = 7000000001

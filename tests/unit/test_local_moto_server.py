@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from nanobot_lambda.local.moto_server import AtomicRequests, service_of
+from nanobot_lambda.operator.local.moto_server import AtomicRequests, service_of
 
 
 def signed_for(service: str) -> dict[str, Any]:

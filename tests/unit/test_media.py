@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.context import ContextBuilder, RuntimeContext
-from nanobot_lambda.media import (
-    LitellmTranscriber,
+from nanobot_lambda.adapters.llm.transcription import LitellmTranscriber, transcriber_for
+from nanobot_lambda.adapters.telegram.client import FileTooLarge, TelegramError
+from nanobot_lambda.adapters.telegram.media import (
     MediaResolver,
     UserContent,
     choose_photo,
@@ -20,13 +19,13 @@ from nanobot_lambda.media import (
     looks_like_text,
     mime_type,
     sniff_image,
-    transcriber_for,
 )
-from nanobot_lambda.model import ToolCall
+from nanobot_lambda.adapters.telegram.models import Message, PhotoSize, Update, User
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.context import ContextBuilder, RuntimeContext
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import AgentSettings, InputSettings
-from nanobot_lambda.telegram.client import FileTooLarge, TelegramError
-from nanobot_lambda.telegram.models import Message, PhotoSize, Update, User
-from nanobot_lambda.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from tests.conftest import telegram_update
 from tests.support.fakes import MemoryWorkspace

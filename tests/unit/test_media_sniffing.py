@@ -8,9 +8,9 @@ import zipfile
 
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.media import human_size, mime_type, sniff
-from nanobot_lambda.telegram.client import FileTooLarge
+from nanobot_lambda.adapters.telegram.client import FileTooLarge
+from nanobot_lambda.adapters.telegram.media import human_size, mime_type, sniff
+from nanobot_lambda.core import texts
 from tests.support.fakes import MemoryWorkspace
 from tests.unit.test_media import (
     GIF,

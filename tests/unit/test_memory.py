@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from nanobot_lambda import memory
-from nanobot_lambda import workspace as workspace_module
-from nanobot_lambda.memory import (
+from nanobot_lambda.core import memory
+from nanobot_lambda.core import workspace as workspace_module
+from nanobot_lambda.core.memory import (
     HISTORY_ARCHIVE,
     HISTORY_FILE,
     HISTORY_HEADER,
@@ -20,7 +20,7 @@ from nanobot_lambda.memory import (
     history_files,
     split_entries,
 )
-from nanobot_lambda.workspace import WriteConflict
+from nanobot_lambda.core.workspace import WriteConflict
 from tests.support.fakes import MemoryWorkspace
 from tests.support.history import read_history
 
@@ -322,9 +322,9 @@ def test_guard_empty_proposal_is_none(proposed: str) -> None:
 def test_guard_refuses_a_drastic_shrink_and_warns(caplog: pytest.LogCaptureFixture) -> None:
     current = big_memory()
     proposed = current[: int(len(current) * 0.4)]
-    with caplog.at_level(logging.WARNING, logger="nanobot_lambda.memory"):
+    with caplog.at_level(logging.WARNING, logger="nanobot_lambda.core.memory"):
         assert guard_memory_update(current, proposed) is None
-    [record] = [r for r in caplog.records if r.name == "nanobot_lambda.memory"]
+    [record] = [r for r in caplog.records if r.name == "nanobot_lambda.core.memory"]
     assert record.levelno == logging.WARNING
     assert "refused" in record.getMessage()
     assert str(len(current)) in record.getMessage()

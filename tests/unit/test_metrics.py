@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda import metrics
+from nanobot_lambda.adapters.aws import metrics as emf
+from nanobot_lambda.core import telemetry
 
 
 @pytest.fixture(autouse=True)
 def clean_metrics() -> Iterator[None]:
-    metrics.metrics.clear_metrics()
+    emf.metrics.clear_metrics()
     yield
-    metrics.metrics.clear_metrics()
+    emf.metrics.clear_metrics()
 
 
 def emitted(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
@@ -25,14 +26,19 @@ def emitted(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
 def test_named_helpers_fill_one_record_flushed_by_the_handler(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    @metrics.metrics.log_metrics
+    @emf.metrics.log_metrics
     def handler(event: dict[str, Any], context: object) -> str:
-        metrics.turn(1234.5)
-        metrics.model_usage(
-            calls=2, prompt_tokens=900, completion_tokens=40, cached_tokens=300, cost_usd=0.002
+        telemetry.turn(1234.5, emf.EMF)
+        telemetry.model_usage(
+            calls=2,
+            prompt_tokens=900,
+            completion_tokens=40,
+            cached_tokens=300,
+            cost_usd=0.002,
+            port=emf.EMF,
         )
-        metrics.duplicate_suppressed()
-        metrics.dlq_sent()
+        telemetry.duplicate_suppressed(emf.EMF)
+        telemetry.dlq_sent(emf.EMF)
         return "done"
 
     assert handler({}, None) == "done"
@@ -57,8 +63,8 @@ def test_named_helpers_fill_one_record_flushed_by_the_handler(
 
 
 def test_breakdowns_are_records_of_their_own(capsys: pytest.CaptureFixture[str]) -> None:
-    metrics.tool_calls({"read_file": 2, "grep": 1})
-    metrics.error("model_error")
+    telemetry.tool_calls({"read_file": 2, "grep": 1}, emf.EMF)
+    telemetry.error("model_error", emf.EMF)
     records = emitted(capsys)
     dimensions = [(r["_aws"]["CloudWatchMetrics"][0]["Dimensions"], r) for r in records]
     assert [(dims, r.get("tool"), r.get("kind")) for dims, r in dimensions] == [
@@ -67,13 +73,13 @@ def test_breakdowns_are_records_of_their_own(capsys: pytest.CaptureFixture[str])
         ([["kind", "service"]], None, "model_error"),
     ]
     assert [r.get("ToolCalls", r.get("Errors")) for r in records] == [[1.0], [2.0], [1.0]]
-    assert metrics.metrics.metric_set["ToolCalls"]["Value"] == [3.0]  # the total, flushed later
+    assert emf.metrics.metric_set["ToolCalls"]["Value"] == [3.0]  # the total, flushed later
 
 
 def test_errors_of_a_decorated_handler_are_counted_and_raised(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    @metrics.count_errors("scheduler_failed")
+    @emf.count_errors("scheduler_failed")
     def handler() -> None:
         raise ValueError("broken")
 
@@ -88,7 +94,7 @@ def test_disabled_metrics_are_not_even_collected(
 ) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     for _ in range(150):  # Powertools alone would print at 100 values
-        metrics.turn(10)
-    metrics.error("turn_failed")
-    assert metrics.metrics.metric_set == {}
+        telemetry.turn(10, emf.EMF)
+    telemetry.error("turn_failed", emf.EMF)
+    assert emf.metrics.metric_set == {}
     assert capsys.readouterr().out == ""

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.paths import PathError, normalize_path
-from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.paths import PathError, normalize_path
+from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
 from tests.support.hostile_paths import NORMALISED, REFUSED, tool_calls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nanobot_lambda.reasoning import strip_thinking
+from nanobot_lambda.core.reasoning import strip_thinking
 
 EXPLAINER = (
     "Models like DeepSeek-R1 wrap their reasoning in <think> tags before they answer.\n\n"

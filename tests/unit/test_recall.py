@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nanobot_lambda import recall
-from nanobot_lambda.memory import HISTORY_FILE
-from nanobot_lambda.recall import HistoryRecall, tokenize
+from nanobot_lambda.core import recall
+from nanobot_lambda.core.memory import HISTORY_FILE
+from nanobot_lambda.core.recall import HistoryRecall, tokenize
 from tests.support.fakes import MemoryWorkspace
 
 DENTIST = "[2024-03-05 18:40] Booked the dentist, Dr. Moreau, for April 3rd at 9am."

@@ -13,11 +13,12 @@ from typing import Any, ClassVar
 import pytest
 from aws_lambda_powertools import Logger
 
-from nanobot_lambda.logs import configure_logging
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.redaction import REDACTED, Redactor, redact
+from nanobot_lambda.adapters.aws.logs import configure_logging
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.redaction import REDACTED, Redactor, redact
+from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.settings import AgentSettings, WebhookSettings
-from nanobot_lambda.tools import Tool, ToolError, ToolRegistry
 from tests.support.settings import AGENT_ENV
 
 BOT_TOKEN = "123456:SECRET-bot-token-xyz"

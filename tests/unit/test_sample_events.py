@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nanobot_lambda.jobs import parse_job
-from nanobot_lambda.telegram.models import Update
+from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.core.jobs import parse_job
 from tests.conftest import ROOT
 
 EVENTS = ROOT / "events"

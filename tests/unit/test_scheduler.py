@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
-from nanobot_lambda.cronjobs import CronJob
-from nanobot_lambda.jobs import CronTaskJob
-from nanobot_lambda.scheduler import SchedulerService, heartbeat_tasks
-from nanobot_lambda.workspace import default_workspace_files
-from tests.support.fakes import MemoryJobStore, MemoryWorkspace, RecordingBot
+from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.heartbeat import heartbeat_tasks
+from nanobot_lambda.core.jobs import CronTaskJob
+from nanobot_lambda.core.workspace import default_workspace_files
+from nanobot_lambda.entry.scheduler import SchedulerService
+from tests.support.fakes import (
+    MemoryJobStore,
+    MemoryQueue,
+    MemoryWorkspace,
+    RecordingChannel,
+    RecordingMetrics,
+)
 
 
 @pytest.mark.parametrize(
@@ -39,27 +45,19 @@ def test_tasks_are_kept() -> None:
     assert heartbeat_tasks(text) == "- [ ] Check the weather in Paris\nRemind me to stretch"
 
 
-class MemoryQueue:
-    def __init__(self) -> None:
-        self.sent: list[tuple[Any, str, str]] = []
-
-    def enqueue(self, job: Any, group: str, dedup_id: str) -> str:
-        self.sent.append((job, group, dedup_id))
-        return "id"
-
-
 def service(
     files: dict[str, str | bytes],
     chat_id: int | None = 111,
     jobs: MemoryJobStore | None = None,
-    bot: RecordingBot | None = None,
+    bot: RecordingChannel | None = None,
 ) -> tuple[SchedulerService, MemoryQueue]:
     queue = MemoryQueue()
     scheduler = SchedulerService(
         workspace=MemoryWorkspace(files),
-        queue=queue,  # type: ignore[arg-type]
-        jobs=jobs or MemoryJobStore(),  # type: ignore[arg-type]
-        bot=bot or RecordingBot(),  # type: ignore[arg-type]
+        queue=queue,
+        jobs=jobs or MemoryJobStore(),
+        channel=bot or RecordingChannel(),
+        metrics=RecordingMetrics(),
         heartbeat_chat_id=chat_id,
         clock=lambda: datetime(2026, 11, 22, 9, 30, tzinfo=UTC),
     )
@@ -133,7 +131,7 @@ def fire(scheduler: SchedulerService, at: str = "2026-11-22T09:00:00Z") -> dict[
 
 
 def test_a_reminder_goes_straight_to_the_chat() -> None:
-    jobs, bot = MemoryJobStore(), RecordingBot()
+    jobs, bot = MemoryJobStore(), RecordingChannel()
     jobs.put(job())
     scheduler, queue = service({}, jobs=jobs, bot=bot)
     assert fire(scheduler) == {"status": "sent"}
@@ -144,7 +142,7 @@ def test_a_reminder_goes_straight_to_the_chat() -> None:
 
 
 def test_a_task_is_queued_as_a_turn_in_its_own_group() -> None:
-    jobs, bot = MemoryJobStore(), RecordingBot()
+    jobs, bot = MemoryJobStore(), RecordingChannel()
     jobs.put(job("task"))
     scheduler, queue = service({}, jobs=jobs, bot=bot)
     assert fire(scheduler) == {"status": "queued"}
@@ -157,14 +155,14 @@ def test_a_task_is_queued_as_a_turn_in_its_own_group() -> None:
 
 
 def test_a_removed_job_fires_into_nothing() -> None:
-    bot = RecordingBot()
+    bot = RecordingChannel()
     scheduler, queue = service({}, bot=bot)
     assert fire(scheduler) == {"status": "removed"}
     assert bot.sent == [] and queue.sent == []
 
 
 def test_a_duplicate_delivery_does_nothing_the_second_time() -> None:
-    jobs, bot = MemoryJobStore(), RecordingBot()
+    jobs, bot = MemoryJobStore(), RecordingChannel()
     jobs.put(job())
     scheduler, _ = service({}, jobs=jobs, bot=bot)
     assert fire(scheduler) == {"status": "sent"}
@@ -177,14 +175,14 @@ def test_a_failed_send_is_released_so_the_retry_delivers() -> None:
     jobs = MemoryJobStore()
     jobs.put(job())
 
-    class FlakyBot(RecordingBot):
+    class FlakyBot(RecordingChannel):
         calls = 0
 
-        def send_html(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
+        def send_part(self, chat_id: int, part: str, *, thread_id: int | None = None) -> int:
             self.calls += 1
             if self.calls == 1:
                 raise ConnectionError("telegram unreachable")
-            return super().send_html(chat_id, html, thread_id=thread_id)
+            return super().send_part(chat_id, part, thread_id=thread_id)
 
     bot = FlakyBot()
     scheduler, _ = service({}, jobs=jobs, bot=bot)
@@ -201,12 +199,12 @@ def test_a_long_reminder_cut_short_resumes_at_its_first_part_not_yet_accepted() 
     long = "\n\n".join(f"Part {n}: " + " ".join(["stretch"] * 400) for n in range(1, 4))
     jobs.put(replace(job(), message=long))
 
-    class DiesAtPartThree(RecordingBot):
-        def send_html(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
-            if html.startswith("Part 3") and not getattr(self, "failed", False):
+    class DiesAtPartThree(RecordingChannel):
+        def send_part(self, chat_id: int, part: str, *, thread_id: int | None = None) -> int:
+            if part.startswith("Part 3") and not getattr(self, "failed", False):
                 self.failed = True
                 raise ConnectionError("the invocation timed out")
-            return super().send_html(chat_id, html, thread_id=thread_id)
+            return super().send_part(chat_id, part, thread_id=thread_id)
 
     bot = DiesAtPartThree()
     scheduler, _ = service({}, jobs=jobs, bot=bot)

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.schedules import ScheduleError, ScheduleSpec, build_schedule, describe, next_run
+from nanobot_lambda.core.schedules import (
+    ScheduleError,
+    ScheduleSpec,
+    build_schedule,
+    describe,
+    next_run,
+)
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)  # a Monday; 14:00 in Paris
 

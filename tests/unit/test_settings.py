@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nanobot_lambda.settings import (
-    AgentSettings,
-    ConfigError,
-    SchedulerSettings,
-    WebhookSettings,
-)
+from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings
 from tests.support.settings import AGENT_ENV
 
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/turns.fifo"

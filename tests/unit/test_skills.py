@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from nanobot_lambda import texts
-from nanobot_lambda.skills import (
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.skills import (
     BODY_DESCRIPTION_CHARS,
     Skill,
     _warn_once,
@@ -346,13 +346,13 @@ def test_lenient_read_warning_is_logged_once_and_kept_out_of_the_prompt(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     _warn_once.cache_clear()  # other tests read the same skill in this process
-    with caplog.at_level(logging.WARNING, logger="nanobot_lambda.skills"):
+    with caplog.at_level(logging.WARNING, logger="nanobot_lambda.core.skills"):
         skills = load_skills({"skills/pdf-tools/SKILL.md": PDF_TOOLS}, {}, no_bins)
         load_skills({"skills/pdf-tools/SKILL.md": PDF_TOOLS}, {}, no_bins)  # the next turn
     pdf = next(skill for skill in skills if skill.name == "pdf-tools")
     assert pdf.warning is not None
     assert "mapping values are not allowed here at line 3" in pdf.warning
-    [record] = [r for r in caplog.records if r.name == "nanobot_lambda.skills"]
+    [record] = [r for r in caplog.records if r.name == "nanobot_lambda.core.skills"]
     assert record.levelno == logging.WARNING
     message = record.getMessage()
     assert "skills/pdf-tools/SKILL.md" in message
@@ -417,7 +417,7 @@ def test_requires_of_nulls_only_requires_nothing() -> None:
 def test_frontmatter_unreadable_line_by_line_keeps_todays_behaviour(
     frontmatter: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="nanobot_lambda.skills"):
+    with caplog.at_level(logging.WARNING, logger="nanobot_lambda.core.skills"):
         skill = parse(skill_md(frontmatter))
     assert skill.error is not None and "not valid YAML" in skill.error
     assert skill.warning is None
@@ -425,7 +425,7 @@ def test_frontmatter_unreadable_line_by_line_keeps_todays_behaviour(
     assert skill.description == "Do the thing."
     (element,) = summary_elements(render_skills_summary([skill]))
     assert element.findtext("error") == skill.error
-    assert not [r for r in caplog.records if r.name == "nanobot_lambda.skills"]
+    assert not [r for r in caplog.records if r.name == "nanobot_lambda.core.skills"]
 
 
 # Requirements

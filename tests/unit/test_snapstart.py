@@ -9,8 +9,8 @@ import boto3
 import pytest
 from pydantic import SecretStr
 
-from nanobot_lambda import snapstart
-from nanobot_lambda.telegram.client import TelegramBot
+from nanobot_lambda.adapters.aws import snapstart
+from nanobot_lambda.adapters.telegram.client import TelegramBot
 from tests.support.runtime_hooks import RuntimeHooks
 
 

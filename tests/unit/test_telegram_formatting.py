@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 import regex
 
-from nanobot_lambda.telegram.formatting import (
+from nanobot_lambda.adapters.telegram.formatting import (
     TELEGRAM_TEXT_LIMIT,
     html_to_plain_text,
     markdown_to_telegram_html,
     render_messages,
     split_telegram_html,
 )
-from nanobot_lambda.telegram.html_check import (
+from nanobot_lambda.adapters.telegram.html_check import (
     TelegramHtmlError,
     parse_telegram_html,
     telegram_length,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nanobot_lambda.telegram.html_check import (
+from nanobot_lambda.adapters.telegram.html_check import (
     Tag,
     TelegramHtmlError,
     parse_telegram_html,

@@ -14,8 +14,9 @@ from typing import Any, get_args
 
 import pytest
 
-from nanobot_lambda import metrics
-from nanobot_lambda.local.cfn import QueueMapping, TemplateContext, load_template
+from nanobot_lambda.adapters.aws import metrics as emf
+from nanobot_lambda.core import telemetry
+from nanobot_lambda.operator.local.cfn import QueueMapping, TemplateContext, load_template
 from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -489,7 +490,8 @@ def test_the_agent_turn_alarm_also_sees_turns_failed_inside_a_batch(
     template: dict[str, Any],
 ) -> None:
     # A failed turn is a batch item failure, not a Lambda error: the alarm adds the function's
-    # own Errors of the kinds that fail a turn, as metrics.py emits them (namespace, service).
+    # own Errors of the kinds that fail a turn, as adapters/aws/metrics.py emits them (namespace,
+    # service).
     alarm = alarms(template, MetricsNamespace="bot")["AgentTurnErrorsAlarm"]
     (summed,) = [metric for metric in alarm["Metrics"] if metric["ReturnData"]]
     watched = {
@@ -506,7 +508,7 @@ def test_the_agent_turn_alarm_also_sees_turns_failed_inside_a_batch(
         )
         for stat in watched.values()
     }
-    retried_kinds = ("telegram_error", "turn_failed")  # the kinds SQS retries (metrics.py)
+    retried_kinds = ("telegram_error", "turn_failed")  # the kinds SQS retries (core/telemetry.py)
     assert series == {
         ("AWS/Lambda", "Errors", (("FunctionName", REFS["AgentTurnFunction"]),)),
         *(("bot", "Errors", (("kind", kind), ("service", "nanobot"))) for kind in retried_kinds),
@@ -514,8 +516,8 @@ def test_the_agent_turn_alarm_also_sees_turns_failed_inside_a_batch(
     assert {stat["Stat"] for stat in watched.values()} == {"Sum"}
     assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
     service = template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
-    assert service == metrics.DEFAULT_SERVICE == "nanobot"
-    assert set(retried_kinds) <= set(get_args(metrics.ErrorKind))
+    assert service == emf.DEFAULT_SERVICE == "nanobot"
+    assert set(retried_kinds) <= set(get_args(telemetry.ErrorKind))
 
 
 def test_alarm_email_is_optional(template: dict[str, Any]) -> None:

@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.tools import Tool, ToolRegistry
-from nanobot_lambda.tools.schema import ArgumentError, validate
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.tool_schema import ArgumentError, validate
+from nanobot_lambda.core.tools import Tool, ToolRegistry
 
 
 def problems(schema: dict[str, Any], value: Any) -> list[str]:

@@ -9,11 +9,12 @@ from typing import Any, ClassVar
 
 import pytest
 
-from nanobot_lambda import tracing
-from nanobot_lambda.model import ModelError, ModelReply, ToolCall
-from nanobot_lambda.tools import Tool, ToolRegistry
-from nanobot_lambda.usage import MeteredModel, UsageMeter
-from tests.support.fakes import ScriptedModel, outage
+from nanobot_lambda.core import telemetry
+from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.model import ModelReply, ToolCall
+from nanobot_lambda.core.tools import Tool, ToolRegistry
+from nanobot_lambda.core.usage import MeteredModel, UsageMeter
+from tests.support.fakes import MemoryUsageStore, RecordingMetrics, ScriptedModel, outage
 from tests.unit.test_scheduler import service
 
 
@@ -47,9 +48,9 @@ class RecordingProvider:
 @pytest.fixture
 def provider() -> Iterator[RecordingProvider]:
     recording = RecordingProvider()
-    tracing.use(SimpleNamespace(disabled=False, provider=recording))  # type: ignore[arg-type]
+    telemetry.use(SimpleNamespace(disabled=False, provider=recording))  # type: ignore[arg-type]
     yield recording
-    tracing.use(SimpleNamespace(disabled=True, provider=None))  # type: ignore[arg-type]
+    telemetry.use(SimpleNamespace(disabled=True, provider=None))  # type: ignore[arg-type]
 
 
 class Echo(Tool):
@@ -62,7 +63,7 @@ class Echo(Tool):
 
 
 def test_model_and_tool_calls_get_subsegments(provider: RecordingProvider) -> None:
-    meter = UsageMeter(store=None)  # type: ignore[arg-type]  # no job: nothing is written
+    meter = UsageMeter(MemoryUsageStore(), RecordingMetrics())  # no job: nothing is written
     model = MeteredModel(ScriptedModel(ModelReply("hi"), outage()), meter)
     model.complete([], [])
     with pytest.raises(ModelError):
@@ -80,7 +81,7 @@ def test_model_and_tool_calls_get_subsegments(provider: RecordingProvider) -> No
 
 def test_a_disabled_tracer_traces_nothing() -> None:
     unused = RecordingProvider()
-    tracing.use(SimpleNamespace(disabled=True, provider=unused))  # type: ignore[arg-type]
+    telemetry.use(SimpleNamespace(disabled=True, provider=unused))  # type: ignore[arg-type]
     assert ToolRegistry([Echo()]).execute(ToolCall("c1", "echo", "{}")) == "echoed"
     assert unused.subsegments == []
 

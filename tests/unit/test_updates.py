@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from nanobot_lambda.allowlist import AllowList
-from nanobot_lambda.telegram.inbound import Accepted, Ignored, Rejected, classify, to_inbound
-from nanobot_lambda.telegram.models import Update
+from nanobot_lambda.adapters.telegram.inbound import (
+    Accepted,
+    Ignored,
+    Rejected,
+    classify,
+    to_inbound,
+)
+from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.core.allowlist import AllowList
 from tests.conftest import all_telegram_fixture_names, telegram_update
 
 OWNER = AllowList.parse("111111111")

@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from nanobot_lambda import texts
-from nanobot_lambda.jobs import (
+from nanobot_lambda.adapters.aws.logs import CORRELATION_KEYS, correlation_ids
+from nanobot_lambda.adapters.aws.usage import DynamoUsageStore, transaction_conflict
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.errors import StorageError
+from nanobot_lambda.core.jobs import (
     AnnouncementJob,
     ContinuationJob,
     CronTaskJob,
@@ -20,9 +23,8 @@ from nanobot_lambda.jobs import (
     TelegramUpdateJob,
     chat_of,
 )
-from nanobot_lambda.logs import CORRELATION_KEYS, correlation_ids
-from nanobot_lambda.model import Usage
-from nanobot_lambda.usage import Tally, UsageStore, describe, transaction_conflict
+from nanobot_lambda.core.model import Usage
+from nanobot_lambda.core.usage import Tally, describe
 
 
 def test_a_calls_usage_becomes_a_tally() -> None:
@@ -128,20 +130,21 @@ def test_only_pure_conflicts_are_tried_again() -> None:
     assert not transaction_conflict(cancelled("None", "None"))
 
     dynamo = FlakyDynamo(cancelled("TransactionConflict"), cancelled("None", "TransactionConflict"))
-    UsageStore("t", dynamo, timezone="UTC").add(1, Tally(turns=1), datetime.now(UTC))  # type: ignore[arg-type]
+    DynamoUsageStore("t", dynamo, timezone="UTC").add(1, Tally(turns=1), datetime.now(UTC))  # type: ignore[arg-type]
     assert dynamo.calls == 3
 
     failing = FlakyDynamo(*[cancelled("TransactionConflict")] * 3)
-    with pytest.raises(ClientError):
-        UsageStore("t", failing, timezone="UTC").add(1, Tally(turns=1), datetime.now(UTC))  # type: ignore[arg-type]
+    with pytest.raises(StorageError) as raised:
+        DynamoUsageStore("t", failing, timezone="UTC").add(1, Tally(turns=1), datetime.now(UTC))  # type: ignore[arg-type]
     assert failing.calls == 3
+    assert isinstance(raised.value.__cause__, ClientError)
 
 
 def test_correlated_keys_last_as_long_as_the_job(capsys: pytest.CaptureFixture[str]) -> None:
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-    from nanobot_lambda.logs import correlated
+    from nanobot_lambda.adapters.aws.logs import correlated
 
     logger = Logger(service="correlation-test")
 

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.netguard import (
+from nanobot_lambda.adapters.web.netguard import (
     AddressGuard,
     FetchError,
     FetchLimits,
@@ -24,8 +23,10 @@ from nanobot_lambda.netguard import (
     SafeFetcher,
     address_refusal,
 )
-from nanobot_lambda.settings import AgentSettings, ConfigError
-from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.web import WebFetch, is_readable_type
 from tests.support.settings import AGENT_ENV
 

@@ -5,56 +5,18 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
-from nanobot_lambda.allowlist import AllowList
-from nanobot_lambda.jobs import TelegramUpdateJob
-from nanobot_lambda.local.stack import http_event
-from nanobot_lambda.webhook import MAX_BODY_BYTES, Webhook
+from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.entry.webhook import MAX_BODY_BYTES, Webhook
+from nanobot_lambda.operator.local.stack import http_event
 from tests.conftest import telegram_update
+from tests.support.fakes import MemoryLedger, MemoryQueue, MemoryStopFlags, RecordingMetrics
 
 SECRET = "webhook-secret-123"
-
-
-class MemoryQueue:
-    def __init__(self, fail: bool = False) -> None:
-        self.sent: list[tuple[TelegramUpdateJob, str, str]] = []
-        self.fail = fail
-
-    def enqueue(self, job: TelegramUpdateJob, group: str, dedup_id: str) -> str:
-        if self.fail:
-            raise ConnectionError("sqs unreachable")
-        self.sent.append((job, group, dedup_id))
-        return "message-id"
-
-
-class MemoryStopFlags:
-    def __init__(self, fail: bool = False) -> None:
-        self.requested: list[str] = []
-        self.fail = fail
-
-    def request(self, session_key: str, at_ms: int | None = None) -> None:
-        if self.fail:
-            raise ConnectionError("dynamodb unreachable")
-        self.requested.append(session_key)
-
-
-class MemoryLedger:
-    """UpdateOnce in memory: the first delivery of each update id runs."""
-
-    def __init__(self) -> None:
-        self.seen: set[int] = set()
-
-    def once(self, update: dict[str, Any], enqueue: Callable[[], str]) -> bool:
-        if update["update_id"] in self.seen:
-            return False
-        enqueue()
-        self.seen.add(update["update_id"])
-        return True
 
 
 def make_webhook(
@@ -63,9 +25,10 @@ def make_webhook(
     return Webhook(
         SecretStr(SECRET),
         AllowList.parse(allow),
-        queue,  # type: ignore[arg-type]
-        flags or MemoryStopFlags(),  # type: ignore[arg-type]
+        queue,
+        flags or MemoryStopFlags(),
         MemoryLedger(),
+        RecordingMetrics(),
     )
 
 

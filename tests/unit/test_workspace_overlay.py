@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from nanobot_lambda import workspace as workspace_module
-from nanobot_lambda.model import ToolCall
-from nanobot_lambda.skills import builtin_skill_files
-from nanobot_lambda.tools import ToolRegistry
+from nanobot_lambda.core import workspace as workspace_module
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.skills import builtin_skill_files
+from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.core.workspace import Entry, WithBuiltinFiles, replace_file, update_text
 from nanobot_lambda.tools.files import file_tools
-from nanobot_lambda.workspace import Entry, WithBuiltinFiles, replace_file, update_text
 from tests.support.fakes import MemoryWorkspace
 
 BUILTINS = {

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal
 
-from nanobot_lambda.allowlist import AllowList
-from nanobot_lambda.cronjobs import CronJob, JobStore, ScheduleClient
-from nanobot_lambda.jobs import SubagentJob, TurnQueue
-from nanobot_lambda.outbox import Outbox
-from nanobot_lambda.schedules import ScheduleError, build_schedule, next_run
-from nanobot_lambda.tools import Tool, ToolError
+from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.jobs import SubagentJob
+from nanobot_lambda.core.ports import JobStore, Outbox, Schedules, TurnQueue
+from nanobot_lambda.core.schedules import ScheduleError, build_schedule, next_run
+from nanobot_lambda.core.tools import Tool
 
 TurnOrigin = Literal["user", "cron", "heartbeat", "subagent", "announcement"]
 
@@ -27,7 +28,7 @@ class TurnScope:
     chat_id: int
     thread_id: int | None
     origin: TurnOrigin
-    outbox: Outbox  # the turn's messages, each sent once (outbox.py)
+    outbox: Outbox  # the turn's messages, each sent once (entry/agent_turn/delivery.py)
     sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
 
 
@@ -71,7 +72,7 @@ class CronTool(Tool):
         self,
         current: CurrentTurn,
         store: JobStore,
-        schedules: ScheduleClient,
+        schedules: Schedules,
         *,
         timezone: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),

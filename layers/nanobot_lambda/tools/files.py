@@ -14,17 +14,18 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from nanobot_lambda.paths import PathError, normalize_path
-from nanobot_lambda.tools import Tool, ToolError
-from nanobot_lambda.tools.bounded_regex import MAX_PATTERN_CHARS, PatternRefused, bound
-from nanobot_lambda.workspace import (
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.paths import PathError, normalize_path
+from nanobot_lambda.core.ports import Workspace
+from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.core.workspace import (
     NotText,
-    Workspace,
     WorkspaceFile,
     WriteConflict,
     replace_file,
     update_text,
 )
+from nanobot_lambda.tools.bounded_regex import MAX_PATTERN_CHARS, PatternRefused, bound
 
 MAX_READ_CHARS = 40_000
 DEFAULT_READ_LINES = 2_000

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal
 
 import requests
 
-from nanobot_lambda.netguard import (
+from nanobot_lambda.adapters.web.netguard import (
     AddressGuard,
     FetchError,
     FetchLimits,
@@ -31,7 +31,8 @@ from nanobot_lambda.netguard import (
     SafeFetcher,
     resolve_host,
 )
-from nanobot_lambda.tools import Tool, ToolError
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.tools import Tool
 
 logger = logging.getLogger(__name__)
 # readability logs a traceback at ERROR for every page it cannot parse; html_page falls back.

@@ -1,0 +1,39 @@
+"""botocore's failures, mapped at the edge: what an AWS adapter does not handle itself leaves it
+as a `StorageError` (the botocore exception kept as its `__cause__`, for the logs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import ParamSpec, TypeVar
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from nanobot_lambda.core.errors import NanobotError, StorageError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def aws_errors(method: Callable[P, R]) -> Callable[P, R]:
+    """Decorate an adapter method: botocore's exceptions come out as StorageError (the
+    adapter's own errors, already the core's, pass through)."""
+
+    @wraps(method)
+    def mapped(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except NanobotError:
+            raise
+        except ClientError as error:
+            raise StorageError(f"{method.__qualname__}: {error_code(error)}") from error
+        except BotoCoreError as error:
+            raise StorageError(f"{method.__qualname__}: {type(error).__name__}") from error
+
+    return mapped

@@ -1,0 +1,205 @@
+"""Sessions in DynamoDB: one item per message, so a session can grow for years.
+
+Items of a session (partition `pk` = session key):
+- `msg#<12-digit seq>`: one chat message as JSON, append-only;
+- `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns`). It sorts after every
+  `msg#` item, so one Query, newest first, returns the header and the recent window together;
+- `~turn#<turn id>`: an unfinished turn's progress (`adapters/aws/journal.py`), returned by
+  the same Query.
+
+Appending a turn is one TransactWriteItems: the new messages plus the header, conditional on
+`next_seq` being what was loaded, with whatever other writes the turn folds in (its journal
+closing, its usage counts).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
+from nanobot_lambda.adapters.aws.journal import TURN_PREFIX, parse_turn_item
+from nanobot_lambda.core.ports import StoredWrite
+from nanobot_lambda.core.sessions import (
+    RECENT_TURNS,
+    Message,
+    SessionConflict,
+    SessionHistory,
+    align_to_user_turn,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+MESSAGE_PREFIX = "msg#"
+META_KEY = "~meta"
+TRANSACTION_LIMIT = 100
+# Unfinished turns the session Query reads past before the header (rarely more than one).
+OPEN_TURNS_READ = 4
+
+
+def _seq(item: dict[str, Any]) -> int:
+    return int(item["sk"]["S"][len(MESSAGE_PREFIX) :])
+
+
+def _sort_key(seq: int) -> str:
+    return f"{MESSAGE_PREFIX}{seq:012d}"
+
+
+def _number(item: dict[str, Any] | None, name: str) -> int:
+    if item is None or name not in item:
+        return 0
+    return int(item[name]["N"])
+
+
+class DynamoSessionStore:
+    def __init__(self, table: str, dynamodb: DynamoDBClient) -> None:
+        self._table = table
+        self._dynamodb = dynamodb
+
+    @aws_errors
+    def load(self, key: str, limit: int) -> SessionHistory:
+        response = self._dynamodb.query(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": key}},
+            ScanIndexForward=False,
+            Limit=limit + 1 + OPEN_TURNS_READ,  # unfinished turns, the header, the window
+        )
+        items: list[dict[str, Any]] = list(response.get("Items", []))
+        open_turns = [
+            parse_turn_item(item) for item in items if item["sk"]["S"].startswith(TURN_PREFIX)
+        ]
+        meta = next((item for item in items if item["sk"]["S"] == META_KEY), None)
+        cursor = _number(meta, "consolidated_upto")
+        newest_first = [
+            json.loads(item["message"]["S"])
+            for item in items
+            if item["sk"]["S"].startswith(MESSAGE_PREFIX) and _seq(item) >= cursor
+        ][:limit]
+        recent = [value["S"] for value in (meta or {}).get("recent_turns", {}).get("L", [])]
+        return SessionHistory(
+            key,
+            align_to_user_turn(newest_first[::-1]),
+            next_seq=_number(meta, "next_seq"),
+            consolidated_upto=cursor,
+            recent_turns=tuple(recent),
+            open_turns={progress.turn_id: progress for progress in open_turns},
+        )
+
+    @aws_errors
+    def append(
+        self,
+        history: SessionHistory,
+        messages: list[Message],
+        *,
+        turn_id: str | None = None,
+        also: Sequence[StoredWrite] = (),
+    ) -> None:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        chunk_size = TRANSACTION_LIMIT - 1 - len(also)  # room for the header and `also`
+        starts = list(range(0, len(messages), chunk_size)) or [0]
+        for start in starts:
+            chunk = messages[start : start + chunk_size]
+            last = start == starts[-1]
+            first = history.next_seq
+            items: list[TransactWriteItemTypeDef] = [
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": {
+                            "pk": {"S": history.key},
+                            "sk": {"S": _sort_key(first + offset)},
+                            "message": {"S": json.dumps(message, ensure_ascii=False)},
+                            "created_at": {"S": now},
+                        },
+                        "ConditionExpression": "attribute_not_exists(sk)",
+                    }
+                }
+                for offset, message in enumerate(chunk)
+            ]
+            recent = history.recent_turns
+            if last and turn_id is not None:
+                recent = (*recent, turn_id)[-RECENT_TURNS:]
+            items.append(self._header_update(history.key, first, first + len(chunk), recent))
+            if last:
+                items.extend(also)  # type: ignore[arg-type]  # the other stores' writes
+            try:
+                self._dynamodb.transact_write_items(TransactItems=items)
+            except ClientError as error:
+                if error_code(error) == "TransactionCanceledException":
+                    raise SessionConflict(history.key) from None
+                raise
+            history.next_seq += len(chunk)
+            history.messages.extend(chunk)
+            history.recent_turns = recent
+
+    def _header_update(
+        self, key: str, expected: int, new: int, recent_turns: tuple[str, ...]
+    ) -> TransactWriteItemTypeDef:
+        condition = "next_seq = :expected"
+        if expected == 0:
+            condition = "attribute_not_exists(next_seq) OR next_seq = :expected"
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": {"pk": {"S": key}, "sk": {"S": META_KEY}},
+                "UpdateExpression": "SET next_seq = :new, recent_turns = :recent",
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": {
+                    ":expected": {"N": str(expected)},
+                    ":new": {"N": str(new)},
+                    ":recent": {"L": [{"S": turn} for turn in recent_turns]},
+                },
+            }
+        }
+
+    @aws_errors
+    def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
+        if end <= start:
+            return []
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :first AND :last",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": key},
+                ":first": {"S": _sort_key(start)},
+                ":last": {"S": _sort_key(end - 1)},
+            },
+        }
+        found: list[tuple[int, Message]] = []
+        while True:
+            response = self._dynamodb.query(**arguments)
+            found.extend(
+                (_seq(item), json.loads(item["message"]["S"])) for item in response["Items"]
+            )
+            if "LastEvaluatedKey" not in response:
+                return found
+            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    @aws_errors
+    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
+        condition = "consolidated_upto = :expected"
+        if expected == 0:
+            condition = "attribute_not_exists(consolidated_upto) OR consolidated_upto = :expected"
+        try:
+            self._dynamodb.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": key}, "sk": {"S": META_KEY}},
+                UpdateExpression="SET consolidated_upto = :new",
+                ConditionExpression=condition,
+                ExpressionAttributeValues={
+                    ":expected": {"N": str(expected)},
+                    ":new": {"N": str(new)},
+                },
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True

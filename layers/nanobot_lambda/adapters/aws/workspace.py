@@ -1,0 +1,192 @@
+"""The workspace in S3: every key under `workspace/` in the workspace bucket.
+
+Paths given here are already workspace-relative and normalised (`core/paths.py`); this adapter
+adds the prefix, so nothing outside `workspace/` is ever read or written. Writes are
+conditional (`If-Match` on the ETag that was read, or `If-None-Match: *` for a new file), which
+is what `core.workspace.update_text` relies on; a lost race is a `WriteConflict`.
+
+Cost: a container keeps the files it has read, keyed by ETag. `refresh()` at the start of a turn
+lists the workspace once; reads of listed files whose ETag has not changed then cost no request,
+and absent files are known absent. So a warm turn on an unchanged workspace makes one S3 request
+however many bootstrap files and skills there are. The listing stops after `skills/`: folders
+sorting after it (such as `uploads/`, where media lands) are read on demand, not listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from nanobot_lambda.adapters.aws.errors import aws_errors, error_code
+from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+WORKSPACE_PREFIX = "workspace/"
+# Workspace paths up to and including the skills/ folder are listed by refresh().
+LISTED_UNTIL = "skills/\U0010ffff"
+MAX_CACHED_FILE_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class _Listed:
+    etag: str
+    size: int
+
+
+_UNKNOWN = _Listed(etag="", size=-1)  # listed path whose current version must be fetched
+
+
+class S3Workspace:
+    def __init__(self, bucket: str, s3: S3Client, prefix: str = WORKSPACE_PREFIX) -> None:
+        self._bucket = bucket
+        self._s3 = s3
+        self._prefix = prefix
+        self._cache: dict[str, WorkspaceFile] = {}
+        self._listing: dict[str, _Listed] | None = None
+
+    def _key(self, path: str) -> str:
+        return self._prefix + path
+
+    @aws_errors
+    def refresh(self) -> None:
+        """List the workspace (up to skills/) so that unchanged cached files cost no request."""
+        listing: dict[str, _Listed] = {}
+        arguments = {"Bucket": self._bucket, "Prefix": self._prefix}
+        while True:
+            page = self._s3.list_objects_v2(**arguments)  # type: ignore[arg-type]
+            beyond = False
+            for item in page.get("Contents", []):
+                path = item["Key"][len(self._prefix) :]
+                if path > LISTED_UNTIL:
+                    beyond = True
+                    break
+                listing[path] = _Listed(item["ETag"], item["Size"])
+            if beyond or not page.get("IsTruncated"):
+                break
+            arguments["ContinuationToken"] = page["NextContinuationToken"]
+        self._listing = listing
+        for path in [path for path in self._cache if path <= LISTED_UNTIL]:
+            if path not in listing or listing[path].etag != self._cache[path].etag:
+                del self._cache[path]
+
+    def _listed(self, path: str) -> tuple[bool, _Listed | None]:
+        """(whether the listing covers `path`, its entry if it exists)."""
+        if self._listing is None or path > LISTED_UNTIL:
+            return False, None
+        return True, self._listing.get(path)
+
+    @aws_errors
+    def read(self, path: str, *, fresh: bool = False) -> WorkspaceFile | None:
+        if not fresh:
+            covered, listed = self._listed(path)
+            if covered and listed is None:
+                return None
+            cached = self._cache.get(path)
+            if cached is not None and listed is not None and listed.etag == cached.etag:
+                return cached
+        try:
+            response = self._s3.get_object(Bucket=self._bucket, Key=self._key(path))
+        except ClientError as error:
+            if error_code(error) in ("NoSuchKey", "404"):
+                self._cache.pop(path, None)
+                if self._listing is not None and path <= LISTED_UNTIL:
+                    self._listing.pop(path, None)  # now known to be absent
+                return None
+            raise
+        file = WorkspaceFile(path, response["Body"].read(), response["ETag"])
+        self._remember(file)
+        return file
+
+    @aws_errors
+    def write(
+        self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False
+    ) -> str:
+        conditions: dict[str, str] = {}
+        if if_match is not None:
+            conditions["IfMatch"] = if_match
+        if if_none_match:
+            conditions["IfNoneMatch"] = "*"
+        try:
+            response = self._s3.put_object(
+                Bucket=self._bucket,
+                Key=self._key(path),
+                Body=data,
+                ContentType=_content_type(path),
+                **conditions,  # type: ignore[arg-type]
+            )
+        except ClientError as error:
+            if error_code(error) in (
+                "PreconditionFailed",
+                "ConditionalRequestConflict",
+                "412",
+                "409",
+            ):
+                self._forget(path)
+                raise WriteConflict(path) from None
+            raise
+        self._remember(WorkspaceFile(path, data, response["ETag"]))
+        return response["ETag"]
+
+    def _remember(self, file: WorkspaceFile) -> None:
+        """Cache what the per-turn listing revalidates (up to skills/); other paths, such as
+        uploads/, are read from S3 each time and never pile up in the container's memory."""
+        covered, _ = self._listed(file.path)
+        if not covered or self._listing is None:
+            return
+        self._listing[file.path] = _Listed(file.etag, len(file.data))
+        if len(file.data) <= MAX_CACHED_FILE_BYTES:
+            self._cache[file.path] = file
+
+    def _forget(self, path: str) -> None:
+        """The stored version is unknown (a write lost a race): the next read goes to S3."""
+        self._cache.pop(path, None)
+        if self._listing is not None and path <= LISTED_UNTIL:
+            self._listing[path] = _UNKNOWN
+
+    @aws_errors
+    def list_dir(self, path: str) -> list[Entry]:
+        prefix = self._key(f"{path}/" if path else "")
+        folders: list[Entry] = []
+        files: list[Entry] = []
+        paginator = self._s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix, Delimiter="/"):
+            for common in page.get("CommonPrefixes", []):
+                name = common["Prefix"][len(self._prefix) :].rstrip("/")
+                folders.append(Entry(name, 0, True))
+            for item in page.get("Contents", []):
+                name = item["Key"][len(self._prefix) :]
+                if name and not name.endswith("/"):
+                    files.append(Entry(name, item["Size"], False))
+        return folders + files
+
+    @aws_errors
+    def list_files(self, path: str) -> list[Entry]:
+        folder = f"{path}/" if path else ""
+        if self._listing is not None and folder + "\U0010ffff" <= LISTED_UNTIL:
+            # The turn's listing covers this whole folder: no request.
+            return [
+                Entry(name, listed.size, False)
+                for name, listed in sorted(self._listing.items())
+                if name.startswith(folder)
+            ]
+        prefix = self._key(folder)
+        files: list[Entry] = []
+        paginator = self._s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self._bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                name = item["Key"][len(self._prefix) :]
+                if name and not name.endswith("/"):
+                    files.append(Entry(name, item["Size"], False))
+        return files
+
+
+def _content_type(path: str) -> str:
+    if path.endswith((".md", ".txt")):
+        return "text/markdown; charset=utf-8" if path.endswith(".md") else "text/plain"
+    if path.endswith(".json"):
+        return "application/json"
+    return "application/octet-stream"

@@ -1,0 +1,231 @@
+"""A small Telegram Bot API client over requests.
+
+The bot token is part of every Bot API URL, file download URLs included, so URLs are never
+logged and no exception that could carry one leaves this module: `TelegramError` holds only the
+method, the status and Telegram's description (with the token masked, should Telegram ever echo
+it).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote
+
+import requests
+from pydantic import SecretStr
+
+from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
+from nanobot_lambda.adapters.telegram.models import User
+from nanobot_lambda.core.errors import ChannelError
+
+logger = logging.getLogger(__name__)
+# urllib3 logs request paths (which contain the token) at DEBUG.
+logging.getLogger("urllib3").setLevel(logging.WARNING)
+
+TYPING_REFRESH_SECONDS = 4.5  # Telegram shows "typing…" for 5 s per sendChatAction
+MAX_RETRY_AFTER_SECONDS = 30
+DOWNLOAD_CHUNK_BYTES = 64 * 1024
+
+
+class TelegramError(ChannelError):
+    """A Bot API call failed: the method, Telegram's status and description (never a URL)."""
+
+    @property
+    def is_parse_error(self) -> bool:
+        return self.status == 400 and "can't parse entities" in self.description.lower()
+
+
+class FileTooLarge(TelegramError):
+    """A file is larger than the caller accepts (or than Telegram lets bots download)."""
+
+
+class TelegramBot:
+    def __init__(
+        self,
+        token: SecretStr,
+        api_base: str = "https://api.telegram.org",
+        *,
+        session: requests.Session | None = None,
+        timeout: tuple[float, float] = (3.05, 30.0),
+        max_attempts: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._token = token.get_secret_value()
+        self._base = f"{api_base.rstrip('/')}/bot{self._token}"
+        # Downloads: https://api.telegram.org/file/bot<token>/<file_path>, as secret as the token.
+        self._file_base = f"{api_base.rstrip('/')}/file/bot{self._token}"
+        self._me: User | None = None
+        self._me_lock = threading.Lock()
+        self._session = session or requests.Session()
+        self._timeout = timeout
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+
+    def _mask(self, text: str) -> str:
+        return text.replace(self._token, "<bot-token>") if self._token else text
+
+    def call(self, method: str, *, attempts: int | None = None, **params: Any) -> Any:
+        """Call a Bot API method; retries 429 (honouring retry_after), 5xx and network errors."""
+        payload = {key: value for key, value in params.items() if value is not None}
+        attempts = attempts or self._max_attempts
+        for attempt in range(1, attempts + 1):
+            last = attempt == attempts
+            failure = None
+            try:
+                response = self._session.post(
+                    f"{self._base}/{method}", json=payload, timeout=self._timeout
+                )
+            except requests.RequestException as error:
+                # The exception text includes the URL, hence the token: keep only its type, and
+                # raise outside the handler so that it is not even kept as __context__.
+                failure = TelegramError(method, None, type(error).__name__)
+            if failure is not None:
+                if last:
+                    raise failure
+                self._sleep(0.5 * 2 ** (attempt - 1))
+                continue
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"ok": False, "description": f"HTTP {response.status_code}"}
+            if body.get("ok"):
+                return body.get("result")
+            status = int(body.get("error_code") or response.status_code)
+            description = self._mask(str(body.get("description", "")))
+            if status == 429 and not last:
+                retry_after = (body.get("parameters") or {}).get("retry_after", 1)
+                self._sleep(min(float(retry_after), MAX_RETRY_AFTER_SECONDS))
+                continue
+            if status >= 500 and not last:
+                self._sleep(0.5 * 2 ** (attempt - 1))
+                continue
+            raise TelegramError(method, status, description)
+        raise AssertionError("unreachable")
+
+    def get_me(self) -> User:
+        """The bot's own user (id, username), asked once per container and then cached."""
+        with self._me_lock:
+            if self._me is None:
+                self._me = User.model_validate(self.call("getMe"))
+            return self._me
+
+    def get_file(self, file_id: str) -> tuple[str, int | None]:
+        """(file_path, file_size) for a file the bot received; 400 for files over 20 MB."""
+        try:
+            result = self.call("getFile", file_id=file_id)
+        except TelegramError as error:
+            if error.status == 400 and "too big" in error.description.lower():
+                raise FileTooLarge("getFile", error.status, error.description) from None
+            raise
+        file_path = (result or {}).get("file_path")
+        if not file_path:
+            raise TelegramError("getFile", None, "no file_path in the answer")
+        size = result.get("file_size")
+        return str(file_path), int(size) if size is not None else None
+
+    def download(self, file_path: str, max_bytes: int) -> bytes:
+        """The file's bytes, streamed; raises FileTooLarge as soon as it passes `max_bytes`.
+
+        The download URL holds the token: no error raised here carries it (nor the path).
+        Network errors and 5xx are retried like API calls.
+        """
+        url = f"{self._file_base}/{quote(file_path.lstrip('/'), safe='/')}"
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                return self._download_once(url, max_bytes)
+            except requests.RequestException as error:
+                # Raised below, outside the handler: the URL must not survive as __context__.
+                failure = TelegramError("download", None, type(error).__name__)
+            except TelegramError as error:
+                failure = error
+            retryable = failure.status is None or failure.status >= 500
+            if attempt == self._max_attempts or isinstance(failure, FileTooLarge) or not retryable:
+                raise failure
+            self._sleep(0.5 * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
+
+    def _download_once(self, url: str, max_bytes: int) -> bytes:
+        with self._session.get(url, stream=True, timeout=self._timeout) as response:
+            if response.status_code != 200:
+                try:
+                    description = str(response.json().get("description", ""))
+                except ValueError:
+                    description = ""
+                description = self._mask(description or f"HTTP {response.status_code}")
+                raise TelegramError("download", response.status_code, description)
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise FileTooLarge("download", None, f"file is larger than {max_bytes} bytes")
+            received = bytearray()
+            for chunk in response.iter_content(DOWNLOAD_CHUNK_BYTES):
+                received += chunk
+                if len(received) > max_bytes:
+                    raise FileTooLarge("download", None, f"file is larger than {max_bytes} bytes")
+            return bytes(received)
+
+    def send_text(self, chat_id: int, markdown: str, *, thread_id: int | None = None) -> list[int]:
+        """Send a Markdown answer as one or more HTML messages; returns their message ids.
+
+        A chunk Telegram refuses to parse as HTML is re-sent as plain text, so the user always
+        gets the words even when the formatting fails.
+        """
+        return [
+            self.send_part(chat_id, chunk, thread_id=thread_id)
+            for chunk in self.message_parts(markdown)
+        ]
+
+    def message_parts(self, text: str) -> list[str]:
+        """The Telegram HTML messages the Markdown `text` goes out as (see formatting.py)."""
+        return render_messages(text)
+
+    def send_part(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
+        """Send one message of Telegram HTML within the length limit; returns its message id.
+        If Telegram refuses to parse the HTML, the same text goes out as plain text."""
+        params = {"chat_id": chat_id, "message_thread_id": thread_id}
+        try:
+            result = self.call("sendMessage", text=html, parse_mode="HTML", **params)
+        except TelegramError as error:
+            if not error.is_parse_error:
+                raise
+            logger.warning("Telegram refused the HTML of a message; resending as plain text")
+            result = self.call("sendMessage", text=html_to_plain_text(html), **params)
+        return int(result["message_id"])
+
+    def send_chat_action(
+        self, chat_id: int, action: str = "typing", *, thread_id: int | None = None
+    ) -> None:
+        # One attempt: a lost typing indicator is not worth a retry that delays the answer.
+        self.call(
+            "sendChatAction",
+            attempts=1,
+            chat_id=chat_id,
+            action=action,
+            message_thread_id=thread_id,
+        )
+
+    @contextmanager
+    def typing(self, chat_id: int, *, thread_id: int | None = None) -> Iterator[None]:
+        """Show "typing…" in the chat until the block ends (refreshed in a background thread)."""
+        stop = threading.Event()
+
+        def keep_typing() -> None:
+            while not stop.is_set():
+                try:
+                    self.send_chat_action(chat_id, thread_id=thread_id)
+                except TelegramError as error:
+                    logger.debug("typing indicator failed: %s", error.status)
+                    return
+                stop.wait(TYPING_REFRESH_SECONDS)
+
+        worker = threading.Thread(target=keep_typing, name="typing", daemon=True)
+        worker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            worker.join(timeout=1)

@@ -1,0 +1,418 @@
+"""Decide what an Update means for the bot: a message to answer, one to ignore, or a stranger.
+
+Both the webhook (to decide what to enqueue) and agent_turn (to rebuild the message from the
+queued update) use `classify`, so the two can never disagree about what a message says.
+
+agent_turn then applies what the webhook cannot know (it has no bot token, hence no bot
+identity): the group policy (`addressed_to_bot`), the bot's own @mention stripped from the text
+(`strip_bot_mention`), and the context of replies and forwards (`context_lines`). These are pure
+functions of the message and the bot's id and username.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import ValidationError
+
+from nanobot_lambda.adapters.telegram.models import Chat, Message, MessageEntity, Update, User
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.allowlist import AllowList
+
+
+def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
+    """The session (and SQS message group) of a chat, or of one topic of a forum chat."""
+    key = f"telegram:{chat_id}"
+    return key if thread_id is None else f"{key}:{thread_id}"
+
+
+_COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?(?:\s|$)")
+GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})
+QUOTE_MAX_CHARS = 500
+NAME_MAX_CHARS = 100
+# What a Telegram user can send (Bot API: text 4096, caption 1024 characters).
+TEXT_MAX_CHARS = 4096
+CAPTION_MAX_CHARS = 1024
+GroupPolicy = Literal["mention", "open"]
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    update_id: int
+    chat_id: int
+    chat_type: str
+    message_id: int
+    sender_id: int
+    sender_username: str | None
+    thread_id: int | None
+    text: str
+
+    @property
+    def command(self) -> str | None:
+        """`new` for "/new", "/new@my_bot" or "/NEW extra words"; None for other text."""
+        match = _COMMAND.match(self.text)
+        return match.group(1).lower() if match else None
+
+    @property
+    def session_key(self) -> str:
+        """One conversation: a chat, or one topic of a forum chat. Also the SQS message group."""
+        return session_key_for(self.chat_id, self.thread_id)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    message: InboundMessage
+
+
+@dataclass(frozen=True)
+class Ignored:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An allowed-kind message from a sender not on the allow-list."""
+
+    sender_id: int
+    chat_id: int
+
+
+Decision = Accepted | Ignored | Rejected
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Who sent something: a user, or a chat posting on its own behalf (`sender_chat`)."""
+
+    id: int
+    username: str | None
+    is_bot: bool = False
+
+
+def sender_of(message: Message) -> Sender | None:
+    """The chat a message was sent on behalf of (an anonymous group admin, a linked channel, a
+    user posting as a channel; `from` is then a placeholder bot), else its `from`."""
+    if message.sender_chat is not None:
+        return Sender(message.sender_chat.id, message.sender_chat.username)
+    if message.sender is not None:
+        return Sender(message.sender.id, message.sender.username, message.sender.is_bot)
+    return None
+
+
+def too_long(message: Message) -> bool:
+    """Longer than any text or caption a Telegram user can send: not from Telegram."""
+    return len(message.text or "") > TEXT_MAX_CHARS or len(message.caption or "") > (
+        CAPTION_MAX_CHARS
+    )
+
+
+def to_inbound(update: Update) -> InboundMessage | Ignored:
+    """The message the bot should answer in this update, or why there is none."""
+    message = update.message
+    if message is None:
+        return Ignored(f"update kind {update.kind}")
+    sender = sender_of(message)
+    if sender is None:
+        return Ignored("message without a sender")
+    if sender.is_bot:
+        return Ignored("message from a bot")
+    if too_long(message):
+        return Ignored("text longer than Telegram allows")
+    text = message_text(message)
+    if not text:
+        return Ignored("message without content")
+    return InboundMessage(
+        update_id=update.update_id,
+        chat_id=message.chat.id,
+        chat_type=message.chat.type,
+        message_id=message.message_id,
+        sender_id=sender.id,
+        sender_username=sender.username,
+        thread_id=message.message_thread_id if message.is_topic_message else None,
+        text=text,
+    )
+
+
+def _acting(update: Update) -> tuple[Sender, Chat | None] | Ignored:
+    """Who acts in an update the allow-list judges, and in which chat."""
+    if update.channel_post is not None or update.edited_channel_post is not None:
+        # No person sends these; the bot talks in private chats and groups only.
+        return Ignored("channel post")
+    query = update.callback_query
+    if query is not None:
+        chat = query.message.chat if query.message is not None else None
+        return Sender(query.sender.id, query.sender.username, query.sender.is_bot), chat
+    message = update.message or update.edited_message or update.business_message
+    if message is None:
+        return Ignored(f"update kind {update.kind}")
+    sender = sender_of(message)
+    if sender is None:
+        return Ignored("message without a sender")
+    return sender, message.chat
+
+
+def classify(update: Update, allow_list: AllowList) -> Decision:
+    """The webhook's decision: answer (Accepted), drop quietly (Ignored), or refuse (Rejected).
+
+    The allow-list (rules in `allowlist.py`) is applied to every update a person sends, before
+    looking at what it is: a stranger's command, edit or button press is refused alike.
+    """
+    acting = _acting(update)
+    if isinstance(acting, Ignored):
+        return acting
+    sender, chat = acting
+    if sender.is_bot:
+        return Ignored("message from a bot")
+    group_id = chat.id if chat is not None and chat.type in GROUP_CHAT_TYPES else None
+    if not allow_list.allows(sender.id, sender.username, group_id=group_id):
+        return Rejected(sender_id=sender.id, chat_id=chat.id if chat is not None else sender.id)
+    inbound = to_inbound(update)
+    return inbound if isinstance(inbound, Ignored) else Accepted(inbound)
+
+
+def message_text(message: Message) -> str:
+    """The message as plain text: its text or caption after a short note for each attachment.
+
+    The webhook's test for "has content", and the quote of a replied-to message. What the model
+    sees of the files themselves (images, transcriptions, stored documents) is `media.py`'s.
+    """
+    parts = [note for note in [*_file_notes(message), *other_attachment_notes(message)] if note]
+    body = message.text or message.caption
+    if body:
+        parts.append(body)
+    return "\n".join(parts).strip()
+
+
+def _file_notes(message: Message) -> list[str]:
+    notes = []
+    if message.photo:
+        notes.append("[photo]")
+    if message.voice:
+        notes.append(f"[voice message, {message.voice.duration or 0} s]")
+    if message.audio:
+        notes.append(f"[audio: {message.audio.file_name or 'untitled'}]")
+    if message.document:
+        document = message.document
+        notes.append(
+            f"[document: {document.file_name or 'unnamed'} "
+            f"({document.mime_type or 'unknown type'}, {document.file_size or 0} bytes)]"
+        )
+    return notes
+
+
+def other_attachment_notes(message: Message) -> list[str]:
+    """Notes for what the bot does not download: videos, stickers, locations, contacts."""
+    notes = []
+    if message.video or message.video_note or message.animation:
+        notes.append("[video]")
+    if message.sticker:
+        notes.append(f"[sticker {message.sticker.emoji or ''}]".replace(" ]", "]"))
+    if message.location:
+        notes.append(f"[location: {message.location.latitude}, {message.location.longitude}]")
+    if message.contact:
+        contact = message.contact
+        name = " ".join(filter(None, [contact.first_name, contact.last_name]))
+        notes.append(f"[contact: {name}, {contact.phone_number}]")
+    return notes
+
+
+# -- groups: is the message for the bot? ------------------------------------------------------
+
+
+def is_group_chat(message: Message) -> bool:
+    return message.chat.type in GROUP_CHAT_TYPES
+
+
+def entity_span(text_units: int, entity: MessageEntity) -> tuple[int, int]:
+    """An entity's (start, end) in UTF-16 code units (how Telegram counts), clamped to the
+    text: offsets that are negative or past the end select nothing rather than wrap around."""
+    start = min(max(entity.offset, 0), text_units)
+    end = min(max(entity.offset + entity.length, start), text_units)
+    return start, end
+
+
+def entity_text(text: str, entity: MessageEntity) -> str:
+    """The part of `text` an entity covers."""
+    units = text.encode("utf-16-le")
+    start, end = entity_span(len(units) // 2, entity)
+    return units[start * 2 : end * 2].decode("utf-16-le", errors="ignore")
+
+
+def _text_and_entities(message: Message) -> tuple[str, list[MessageEntity]]:
+    if message.text is not None:
+        return message.text, message.entities
+    return message.caption or "", message.caption_entities
+
+
+def _is_handle(text: str, entity: MessageEntity, bot_username: str | None) -> bool:
+    return (
+        entity.type == "mention"
+        and bool(bot_username)
+        and entity_text(text, entity).lower() == f"@{bot_username}".lower()
+    )
+
+
+def mentions_bot(message: Message, *, bot_id: int, bot_username: str | None) -> bool:
+    """An `@bot_username` mention, or a text mention (a name linked to the bot's account)."""
+    text, entities = _text_and_entities(message)
+    for entity in entities:
+        if _is_handle(text, entity, bot_username):
+            return True
+        if entity.type == "text_mention" and entity.user is not None and entity.user.id == bot_id:
+            return True
+    return False
+
+
+def replied_message(message: Message) -> Message | None:
+    """The message this one replies to. In a forum topic every message "replies" to the topic's
+    first message; that implicit reply is not one."""
+    reply = message.reply_to_message
+    if reply is None:
+        return None
+    if message.is_topic_message and reply.message_id == message.message_thread_id:
+        return None
+    return reply
+
+
+def replies_to_bot(message: Message, *, bot_id: int) -> bool:
+    reply = replied_message(message)
+    return reply is not None and reply.sender is not None and reply.sender.id == bot_id
+
+
+def command_target(message: Message) -> tuple[str, str | None] | None:
+    """(command, bot it names or None) for "/cmd" or "/cmd@some_bot"; None for other text."""
+    match = _COMMAND.match(message.text or "")
+    return (match.group(1).lower(), match.group(2)) if match else None
+
+
+def addressed_to_bot(
+    message: Message, *, bot_id: int, bot_username: str | None, policy: GroupPolicy
+) -> bool:
+    """Whether the bot should act on this message.
+
+    Private chats: always. Groups and supergroups: a command for this bot ("/cmd" or
+    "/cmd@this_bot", never "/cmd@other_bot"); otherwise, with the `mention` policy, only a
+    message that mentions the bot or replies to one of its messages; with `open`, every message.
+    """
+    if not is_group_chat(message):
+        return True
+    command = command_target(message)
+    if command is not None:
+        target = command[1]
+        return target is None or (bot_username or "").lower() == target.lower()
+    if policy == "open":
+        return True
+    return mentions_bot(message, bot_id=bot_id, bot_username=bot_username) or replies_to_bot(
+        message, bot_id=bot_id
+    )
+
+
+def has_mention(message: Message) -> bool:
+    """Whether the message has any @mention (then the bot's username is needed to strip it)."""
+    return any(entity.type == "mention" for entity in _text_and_entities(message)[1])
+
+
+def strip_bot_mention(message: Message, bot_username: str | None) -> str:
+    """The text or caption without the bot's own @mentions ("@bot, hi" -> "hi").
+
+    A message that is nothing but the mention keeps it, so the model still sees something.
+    """
+    text, entities = _text_and_entities(message)
+    units = text.encode("utf-16-le")
+    spans = sorted(
+        entity_span(len(units) // 2, entity)
+        for entity in entities
+        if _is_handle(text, entity, bot_username)
+    )
+    if not spans:
+        return text
+
+    def between(start: int, end: int) -> str:
+        return units[start * 2 : end * 2].decode("utf-16-le", errors="ignore")
+
+    result = between(0, spans[0][0])
+    cursor = spans[0][1]
+    for start, end in spans[1:]:
+        result = _after_mention(result, between(cursor, start))
+        cursor = max(cursor, end)
+    result = _after_mention(result, between(cursor, len(units) // 2))
+    return result.strip() or text.strip()
+
+
+def _after_mention(before: str, piece: str) -> str:
+    """Join the text after a removed mention: drop the "," or ":" it had, and a double space."""
+    piece = piece.lstrip(",:;")
+    if not before or before[-1].isspace():
+        piece = piece.lstrip(" ")
+    return before + piece
+
+
+# -- context: what the message replies to, where it was forwarded from ------------------------
+
+
+def display_name(user: User) -> str:
+    """One short line: names are chosen by strangers too (a forwarded message's author)."""
+    name = shorten(
+        " ".join(part for part in (user.first_name, user.last_name) if part), NAME_MAX_CHARS
+    )
+    return name or (f"@{user.username}" if user.username else f"user {user.id}")
+
+
+def _author(message: Message) -> str:
+    if message.sender_chat is not None and message.sender_chat.title:
+        # a channel, or a group's anonymous admin
+        return shorten(message.sender_chat.title, NAME_MAX_CHARS)
+    if message.sender is not None:
+        return display_name(message.sender)
+    return "someone"
+
+
+def shorten(text: str, limit: int = QUOTE_MAX_CHARS) -> str:
+    """One line, at most `limit` characters (an ellipsis marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def forward_origin_name(origin: Mapping[str, object] | None) -> str | None:
+    """Who a forwarded message came from (MessageOrigin: user, hidden_user, chat, channel)."""
+    if not origin:
+        return None
+    kind = origin.get("type")
+    name = ""
+    try:
+        if kind == "user" and isinstance(origin.get("sender_user"), dict):
+            name = display_name(User.model_validate(origin["sender_user"]))
+        elif kind == "hidden_user":
+            name = str(origin.get("sender_user_name") or "")
+        elif kind in ("chat", "channel"):
+            chat = origin.get("sender_chat" if kind == "chat" else "chat")
+            if isinstance(chat, dict):
+                parsed = Chat.model_validate(chat)
+                name = parsed.title or (f"@{parsed.username}" if parsed.username else "")
+    except ValidationError:
+        name = ""
+    signature = origin.get("author_signature")
+    if signature:
+        name = f"{name} ({signature})" if name else str(signature)
+    return shorten(name, NAME_MAX_CHARS) or "someone"
+
+
+def context_lines(message: Message, *, bot_id: int | None) -> list[str]:
+    """Lines for the model before the message text: what it replies to, where it came from."""
+    lines = []
+    reply = replied_message(message)
+    if reply is not None:
+        quote = shorten(message_text(reply))
+        if quote:
+            from_bot = bot_id is not None and reply.sender is not None and reply.sender.id == bot_id
+            if from_bot:
+                lines.append(texts.render("reply_context_bot", quote=quote))
+            else:
+                lines.append(texts.render("reply_context", who=_author(reply), quote=quote))
+    origin = forward_origin_name(message.forward_origin)
+    if origin is not None:
+        lines.append(texts.render("forward_context", origin=origin))
+    return lines

@@ -1,0 +1,257 @@
+"""The tool-calling loop: ask the model, run the tools it asks for, repeat until it answers.
+
+Tool calls are recognised by their presence, not by `finish_reason` (providers disagree on it).
+Calls of one reply run concurrently when they are independent (reads, or writes to distinct
+paths). A model failure raises `ModelError` out of the loop: the caller apologises and saves
+nothing, so an error never becomes an assistant message in the session. Between iterations the
+loop asks `should_stop` (the user's /stop) and ends early, keeping what was done.
+
+A turn can outlive one Lambda invocation: after each iteration `on_iteration` records what was
+done, a turn resumes from such a record (`resume`), and when `time_left` says too little time
+remains for another model call the loop returns a `suspended` outcome for the caller to continue
+in a fresh invocation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.model import ModelReply, ToolCall, Usage
+from nanobot_lambda.core.ports import ChatModel
+from nanobot_lambda.core.reasoning import strip_thinking
+from nanobot_lambda.core.tools import ToolRegistry
+
+logger = logging.getLogger(__name__)
+
+MAX_PARALLEL_TOOLS = 8
+_HINT_ICONS = {
+    "read_file": "📖",
+    "write_file": "✏️",
+    "edit_file": "✏️",
+    "list_dir": "📁",
+    "grep": "🔎",
+    "web_search": "🔎",
+    "web_fetch": "🌐",
+    "cron": "⏰",
+    "message": "💬",
+    "spawn": "🧵",
+}
+
+Progress = Callable[[str], None]
+StopCheck = Callable[[], bool]
+IterationDone = Callable[["TurnOutcome"], None]
+TimeLeft = Callable[[], float]
+
+
+def truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return (
+        f"{text[:limit]}\n[… {len(text) - limit} more characters cut; read in parts or narrow it]"
+    )
+
+
+def tool_hint(call: ToolCall) -> str:
+    """A one-line hint such as `🔎 grep("lisbon")`, from the call's first string argument."""
+    arguments = call.json_object() or {}
+    first = next((value for value in arguments.values() if isinstance(value, str)), "")
+    shown = first if len(first) <= 40 else first[:39] + "…"
+    return f'{_HINT_ICONS.get(call.name, "🔧")} {call.name}("{shown}")'
+
+
+@dataclass
+class TurnOutcome:
+    reply: str
+    new_messages: list[dict[str, Any]]
+    tool_calls: int = 0
+    iterations: int = 0
+    hit_iteration_limit: bool = False
+    stopped: bool = False
+    suspended: bool = False  # out of time: to be continued from the last recorded iteration
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a recorded turn left off: its new messages after `iterations` iterations. They
+    end with the final answer when the turn recorded it before sending it (see `answer`)."""
+
+    messages: list[dict[str, Any]]
+    iterations: int
+
+    @property
+    def answer(self) -> str | None:
+        """The recorded final answer: a last assistant message without tool calls."""
+        last = self.messages[-1] if self.messages else {}
+        if last.get("role") == "assistant" and not last.get("tool_calls"):
+            return str(last.get("content") or "")
+        return None
+
+
+class AgentLoop:
+    def __init__(
+        self,
+        model: ChatModel,
+        tools: ToolRegistry,
+        max_iterations: int,
+        *,
+        tool_result_max_chars: int = 16_000,
+        tool_hints: bool = False,
+    ) -> None:
+        self._model = model
+        self._tools = tools
+        self._max_iterations = max_iterations
+        self._tool_result_max_chars = tool_result_max_chars
+        self._tool_hints = tool_hints
+
+    def run(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        on_progress: Progress | None = None,
+        should_stop: StopCheck | None = None,
+        resume: Resume | None = None,
+        on_iteration: IterationDone | None = None,
+        time_left: TimeLeft | None = None,
+    ) -> TurnOutcome:
+        """Run one turn from `messages` (system, history, user). Returns what to send and save.
+
+        `new_messages` are the assistant and tool messages the turn produced (including those
+        of `resume`), ready to save after the user message. `on_progress` receives text to show
+        while the turn goes on. `time_left` gives the seconds a model call may still take in
+        this invocation; at zero or below, the turn is suspended.
+        """
+        outcome = TurnOutcome(reply="", new_messages=[])
+        if resume is not None:
+            outcome.new_messages = list(resume.messages)
+            outcome.iterations = resume.iterations
+            if resume.answer is not None:
+                outcome.reply = resume.answer  # recorded before it was sent: finish sending it
+                return outcome
+        definitions = self._tools.definitions()
+        while outcome.iterations < self._max_iterations:
+            if outcome.iterations and should_stop is not None and should_stop():
+                logger.info("turn stopped by the user after %d steps", outcome.iterations)
+                return self._finish(outcome, texts.load("stopped"), stopped=True)
+            budget = None if time_left is None else time_left()
+            if budget is not None and budget <= 0:
+                return self._suspend(outcome)
+            try:
+                reply = self._model.complete(
+                    [*messages, *outcome.new_messages], definitions, timeout=budget
+                )
+            except ModelError:
+                if time_left is not None and time_left() <= 0:
+                    return self._suspend(outcome)  # cut short by the deadline, not the provider
+                raise
+            outcome.iterations += 1
+            outcome.usage += reply.usage
+            if not reply.tool_calls:
+                answer = strip_thinking(reply.content or "") or texts.load("empty_reply")
+                return self._finish(outcome, answer)
+            self._report_progress(reply, on_progress)
+            self._run_tools(reply, outcome)
+            if on_iteration is not None:
+                on_iteration(outcome)
+
+        logger.warning("turn stopped at the tool iteration limit (%d)", self._max_iterations)
+        limit_text = texts.render("iteration_limit", limit=self._max_iterations)
+        outcome.hit_iteration_limit = True
+        return self._finish(outcome, limit_text)
+
+    def _suspend(self, outcome: TurnOutcome) -> TurnOutcome:
+        logger.info("turn suspended after %d steps: out of time", outcome.iterations)
+        outcome.suspended = True
+        return outcome
+
+    def _finish(self, outcome: TurnOutcome, text: str, *, stopped: bool = False) -> TurnOutcome:
+        outcome.reply = text
+        outcome.stopped = stopped
+        outcome.new_messages.append({"role": "assistant", "content": text})
+        return outcome
+
+    def _report_progress(self, reply: ModelReply, on_progress: Progress | None) -> None:
+        if on_progress is None:
+            return
+        lines = []
+        text = strip_thinking(reply.content or "")
+        if text:
+            lines.append(text)
+        if self._tool_hints:
+            lines += [tool_hint(call) for call in reply.tool_calls]
+        if lines:
+            on_progress("\n".join(lines))
+
+    def _run_tools(self, reply: ModelReply, outcome: TurnOutcome) -> None:
+        assistant: dict[str, Any] = {
+            "role": "assistant",
+            "content": strip_thinking(reply.content or "") or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in reply.tool_calls
+            ],
+        }
+        if reply.reasoning_content:
+            assistant["reasoning_content"] = reply.reasoning_content
+        if reply.thinking_blocks:
+            assistant["thinking_blocks"] = list(reply.thinking_blocks)
+        outcome.new_messages.append(assistant)
+        calls = list(reply.tool_calls)
+        outcome.tool_calls += len(calls)
+        for call in calls:
+            logger.info("tool call", extra={"tool": call.name})
+        if len(calls) > 1 and self._independent(calls):
+            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_TOOLS, len(calls))) as pool:
+                results = list(pool.map(self._tools.execute, calls))
+        else:
+            results = [self._tools.execute(call) for call in calls]
+        for call, result in zip(calls, results, strict=True):
+            outcome.new_messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "name": call.name,
+                    "content": truncate(result, self._tool_result_max_chars),
+                }
+            )
+
+    def _independent(self, calls: list[ToolCall]) -> bool:
+        """True when no writing call shares its target with another call of the batch."""
+        targets: list[tuple[bool, object]] = []
+        for call in calls:
+            writes = self._tools.mutates(call.name)
+            target = (call.json_object() or {}).get("path")
+            if writes and not isinstance(target, str):
+                return False  # a write with no known target: run everything in order
+            targets.append((writes, target))
+        for index, (writes, target) in enumerate(targets):
+            for other_writes, other_target in targets[index + 1 :]:
+                if (writes or other_writes) and target == other_target:
+                    return False
+        return True
+
+
+_SAVED_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name", "ts")
+
+
+def for_saving(message: dict[str, Any], max_tool_chars: int = 2_000) -> dict[str, Any]:
+    """The message as stored: tool results shortened (the model saw them longer), reasoning
+    dropped (providers only need it within the turn that produced it)."""
+    saved = {
+        key: value for key, value in message.items() if key in _SAVED_FIELDS or key.endswith("_id")
+    }
+    content = saved.get("content")
+    if saved.get("role") == "tool" and isinstance(content, str) and len(content) > max_tool_chars:
+        kept = content[:max_tool_chars]
+        saved["content"] = f"{kept}\n[… {len(content) - len(kept)} chars not saved]"
+    return saved

@@ -1,0 +1,146 @@
+"""Build what the model sees, the nanobot way: a system prompt, the history, the new message.
+
+The system prompt holds only what changes when the workspace changes, in a fixed order:
+identity, bootstrap files, memory, the always-on skills in full, and a summary of every skill
+(progressive disclosure: the model reads a skill's SKILL.md when it needs it). Two turns in a
+row therefore send byte-identical prefixes and provider prompt caching works. Time, chat and
+recalled history go in a runtime-context block on the user message instead; that block is
+never saved to the session.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.ports import Workspace
+from nanobot_lambda.core.skills import (
+    SKILLS_DIR,
+    Which,
+    load_skills,
+    render_active_skills,
+    render_skills_summary,
+)
+from nanobot_lambda.core.workspace import NotText
+
+BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
+MEMORY_FILE = "memory/MEMORY.md"
+SECTION_SEPARATOR = "\n\n---\n\n"
+MAX_FILE_CHARS = 20_000
+MAX_BOOTSTRAP_CHARS = 60_000
+TRUNCATION_MARKER = "\n[… truncated: read the file for the rest]"
+
+
+@dataclass(frozen=True)
+class RuntimeContext:
+    now: datetime
+    timezone: str
+    channel: str
+    chat_id: str
+    recalled: tuple[str, ...] = ()  # HISTORY entries relevant to this message
+
+    def render(self) -> str:
+        local = self.now.astimezone(ZoneInfo(self.timezone))
+        recall = ""
+        if self.recalled:
+            entries = "\n".join(f"- {entry}" for entry in self.recalled)
+            recall = "\n" + texts.render("recall", entries=entries)
+        return texts.render(
+            "runtime_context",
+            time=local.strftime("%Y-%m-%d %H:%M (%A)"),
+            timezone=f"{self.timezone}, UTC{local.strftime('%z')[:3]}:{local.strftime('%z')[3:]}",
+            channel=self.channel,
+            chat_id=self.chat_id,
+            recall=recall,
+        )
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
+
+
+class ContextBuilder:
+    def __init__(
+        self,
+        workspace: Workspace,
+        environ: Mapping[str, str] | None = None,
+        which: Which = shutil.which,
+    ) -> None:
+        self._workspace = workspace
+        self._environ = environ or {}  # what skills' `requires.env` is checked against
+        self._which = which
+
+    def _read(self, path: str) -> str:
+        file = self._workspace.read(path)
+        if file is None:
+            return ""
+        try:
+            return file.text.strip()
+        except NotText:
+            return ""
+
+    def system_prompt(self) -> str:
+        sections = [texts.load("identity")]
+        budget = MAX_BOOTSTRAP_CHARS
+        for name in BOOTSTRAP_FILES:
+            content = self._read(name)
+            if not content or budget <= 0:
+                continue
+            content = _cap(content, min(MAX_FILE_CHARS, budget))
+            budget -= len(content)
+            sections.append(f"## {name}\n\n{content}")
+        memory = self._read(MEMORY_FILE)
+        if memory:
+            sections.append(f"# Memory\n\n{_cap(memory, MAX_FILE_CHARS)}")
+        skills = load_skills(self._workspace_skills(), self._environ, self._which)
+        sections += [render_active_skills(skills), render_skills_summary(skills)]
+        return SECTION_SEPARATOR.join(section for section in sections if section)
+
+    def _workspace_skills(self) -> dict[str, str]:
+        """{"skills/<name>/SKILL.md": text} for the workspace's own skills."""
+        found = {}
+        for entry in self._workspace.list_files(SKILLS_DIR):
+            parts = entry.path.split("/")
+            if len(parts) == 3 and parts[2] == "SKILL.md":
+                file = self._workspace.read(entry.path)
+                if file is not None:
+                    try:
+                        found[entry.path] = file.text
+                    except NotText:
+                        found[entry.path] = ""
+        return found
+
+    def messages(
+        self,
+        history: list[dict[str, Any]],
+        user_content: str | list[dict[str, Any]],
+        runtime: RuntimeContext,
+    ) -> list[dict[str, Any]]:
+        """The request: system prompt, history (as saved), and the user message with metadata.
+
+        The user message is text, or content parts (text and images); with parts, the
+        runtime-context block is the first text part.
+        """
+        content: str | list[dict[str, Any]]
+        if isinstance(user_content, str):
+            content = f"{runtime.render()}\n\n{user_content}"
+        else:
+            content = [{"type": "text", "text": runtime.render()}, *user_content]
+        return [
+            {"role": "system", "content": self.system_prompt()},
+            *(_for_model(message) for message in history),
+            {"role": "user", "content": content},
+        ]
+
+
+_MODEL_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def _for_model(message: dict[str, Any]) -> dict[str, Any]:
+    """A saved message without the bookkeeping fields providers would reject."""
+    return {key: value for key, value in message.items() if key in _MODEL_FIELDS}

@@ -1,0 +1,108 @@
+"""What goes on the turn queue: a versioned envelope per job kind (a public contract: jobs
+already queued or dead-lettered must still parse).
+
+The queue (`adapters/aws/queue.py`: SQS FIFO) keeps per-chat order (one group per session key)
+with cross-chat parallelism, and drops a re-sent job with the same deduplication id within five
+minutes.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Job(BaseModel):
+    # defer_build: the webhook only ever builds TelegramUpdateJob's serializer, and only
+    # agent_turn builds the parser of every kind (cold-start cost, see bench/cold_import.py).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    version: Literal[1] = 1
+
+
+class TelegramUpdateJob(_Job):
+    """A Telegram update accepted by the webhook, kept whole so agent_turn sees what it saw."""
+
+    kind: Literal["telegram_update"] = "telegram_update"
+    update: dict[str, Any]
+
+
+class HeartbeatJob(_Job):
+    """The heartbeat found tasks in HEARTBEAT.md: run them and report to `chat_id`."""
+
+    kind: Literal["heartbeat"] = "heartbeat"
+    chat_id: int
+    tasks: str
+    fired_at: str
+
+
+class CronTaskJob(_Job):
+    """A scheduled task came due: run `message` as a prompt, report to the owner chat."""
+
+    kind: Literal["cron_task"] = "cron_task"
+    job_id: str
+    chat_id: int
+    thread_id: int | None = None
+    name: str
+    message: str
+    fired_at: str | None = None  # the schedule's time: one firing, one turn
+
+
+class SubagentJob(_Job):
+    """A background task started with the spawn tool: a durable queued job, not a thread."""
+
+    kind: Literal["subagent"] = "subagent"
+    subagent_id: str
+    chat_id: int
+    thread_id: int | None = None
+    label: str
+    task: str
+
+
+class AnnouncementJob(_Job):
+    """A subagent finished: tell the origin chat's agent, which tells the user."""
+
+    kind: Literal["announcement"] = "announcement"
+    subagent_id: str
+    chat_id: int
+    thread_id: int | None = None
+    label: str
+    succeeded: bool
+    result: str
+
+
+StartJob = TelegramUpdateJob | HeartbeatJob | CronTaskJob | SubagentJob | AnnouncementJob
+
+
+class ContinuationJob(_Job):
+    """A turn ran out of Lambda time: go on with `job`'s turn from its journal (part 2, 3…)."""
+
+    kind: Literal["continuation"] = "continuation"
+    job: Annotated[StartJob, Field(discriminator="kind")]
+    part: int
+
+
+AnyJob = StartJob | ContinuationJob
+TurnJob = Annotated[AnyJob, Field(discriminator="kind")]
+
+
+@cache
+def _job_adapter() -> TypeAdapter[AnyJob]:
+    return TypeAdapter(TurnJob)
+
+
+def parse_job(body: str) -> AnyJob:
+    """Parse a queue message body; raises pydantic.ValidationError for anything else."""
+    return _job_adapter().validate_json(body)
+
+
+def chat_of(job: AnyJob) -> int | None:
+    """The chat a job is for; None for a queued update that holds no message."""
+    if isinstance(job, ContinuationJob):
+        job = job.job
+    if isinstance(job, TelegramUpdateJob):
+        chat = (job.update.get("message") or {}).get("chat") or {}
+        chat_id = chat.get("id")
+        return chat_id if isinstance(chat_id, int) else None
+    return job.chat_id

@@ -1,0 +1,77 @@
+"""What the agent loop exchanges with an LLM, independent of litellm: tool calls, usage,
+replies, and tool definitions in the OpenAI format litellm takes for every provider.
+
+The model itself is the `ChatModel` port (core/ports.py); the litellm adapter lives in
+`adapters/llm/litellm_model.py`, and only agent_turn imports it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it; validated by the tool registry
+
+    def json_object(self) -> dict[str, Any] | None:
+        """The arguments as a JSON object; None when they are not valid JSON or not an object."""
+        try:
+            parsed = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None
+        if self.cost_usd is not None or other.cost_usd is not None:
+            cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
+            cost,
+        )
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    # Reasoning some providers require back with the assistant message that called tools
+    # (Anthropic thinking blocks with their signatures; reasoning_content of DeepSeek, Kimi…).
+    reasoning_content: str | None = None
+    thinking_blocks: tuple[dict[str, Any], ...] = ()
+
+    def call_to(self, name: str) -> ToolCall | None:
+        """The reply's call to `name` (the answer to a forced tool call), if it made one."""
+        return next((call for call in self.tool_calls if call.name == name), None)
+
+
+ToolChoice = str | dict[str, Any] | None
+
+
+def function_tool(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool definition in the (OpenAI) format litellm takes for every provider."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+def force_tool(name: str) -> dict[str, Any]:
+    """A `tool_choice` that makes the model call `name` (structured output through a tool)."""
+    return {"type": "function", "function": {"name": name}}

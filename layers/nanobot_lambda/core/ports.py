@@ -1,0 +1,311 @@
+"""Everything the core touches, as Protocols: the ports.
+
+The adapters implement them (S3, DynamoDB, SQS and EventBridge Scheduler under `adapters/aws`,
+litellm under `adapters/llm`, the Bot API under `adapters/telegram`); the test fakes in
+`tests/support/fakes.py` implement them in memory. The core imports nothing else of the
+outside world, and every failure an adapter cannot handle itself reaches the core as one of
+the errors in `core/errors.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from nanobot_lambda.core.cron import CronJob
+    from nanobot_lambda.core.jobs import AnyJob
+    from nanobot_lambda.core.journal import TurnProgress
+    from nanobot_lambda.core.model import ModelReply, ToolChoice
+    from nanobot_lambda.core.sessions import Message, SessionHistory
+    from nanobot_lambda.core.usage import Tally, UsageSummary
+    from nanobot_lambda.core.workspace import Entry, WorkspaceFile
+
+StoredWrite = Mapping[str, Any]
+"""A write one store prepared for another to make in the same transaction (a turn's journal
+closing, its usage counts, saved with its messages). Opaque to the core: it only passes it on."""
+
+
+# -- storage -------------------------------------------------------------------------------
+
+
+class Workspace(Protocol):
+    """The assistant's files, by workspace-relative, normalised path (see `core/paths.py`)."""
+
+    def refresh(self) -> None:
+        """Start of a turn: revalidate what the container has cached."""
+        ...
+
+    def read(self, path: str, *, fresh: bool = False) -> WorkspaceFile | None:
+        """The file, or None. `fresh` bypasses any cache (used after a write conflict)."""
+        ...
+
+    def write(
+        self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False
+    ) -> str:
+        """Store `data`; returns the new ETag. Raises WriteConflict when a condition fails."""
+        ...
+
+    def list_dir(self, path: str) -> list[Entry]:
+        """Immediate children of a folder ('' is the root), folders first."""
+        ...
+
+    def list_files(self, path: str) -> list[Entry]:
+        """Every file under a folder ('' is the root), recursively, sorted by path."""
+        ...
+
+
+class SessionStore(Protocol):
+    """Conversations, one message at a time (see `core/sessions.py`)."""
+
+    def load(self, key: str, limit: int) -> SessionHistory:
+        """The header, the unconsolidated window (at most `limit` messages, starting at a user
+        message) and the session's unfinished turns, in one read."""
+        ...
+
+    def append(
+        self,
+        history: SessionHistory,
+        messages: list[Message],
+        *,
+        turn_id: str | None = None,
+        also: Sequence[StoredWrite] = (),
+    ) -> None:
+        """Save `messages` after the history in one transaction (per 99 messages); `turn_id`
+        joins `recent_turns` and the `also` writes are made with the last one. Raises
+        SessionConflict when another writer changed the session since it was loaded."""
+        ...
+
+    def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
+        """Messages with start <= seq < end, oldest first."""
+        ...
+
+    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
+        """Move `consolidated_upto` from `expected` to `new`; False if it had moved already."""
+        ...
+
+
+class TurnJournal(Protocol):
+    """Each unfinished turn's progress (see `core/journal.py`)."""
+
+    def get(self, session_key: str, turn_id: str) -> TurnProgress:
+        """The turn's record, for turns whose session load does not return it."""
+        ...
+
+    def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
+        """Record the completed iterations, with the sends recorded so far."""
+        ...
+
+    def record_send(self, session_key: str, progress: TurnProgress, number: int) -> None:
+        """Record that message `number` of the turn was sent in full."""
+        ...
+
+    def record_part(
+        self, session_key: str, progress: TurnProgress, number: int, part: int, text: str
+    ) -> None:
+        """Record that `part` of message `number` was sent (with the first, the text)."""
+        ...
+
+    def finish(self, session_key: str, progress: TurnProgress) -> list[StoredWrite]:
+        """The writes that close the turn's record, made with the transaction saving it."""
+        ...
+
+    def discard(self, session_key: str, progress: TurnProgress) -> None:
+        """Forget an unfinished turn's record (the user was told it failed)."""
+        ...
+
+    def mark_done(self, session_key: str, progress: TurnProgress) -> None:
+        """A turn that saves no session: record that it is done, replacing its progress."""
+        ...
+
+
+class StopFlags(Protocol):
+    """/stop requests, raised by the webhook the moment /stop arrives."""
+
+    def request(self, session_key: str, at_ms: int | None = None) -> None: ...
+
+    def requested_since(self, session_key: str, since_ms: int) -> bool: ...
+
+    def clear(self, session_key: str) -> bool:
+        """Remove the flag; True if there was one."""
+        ...
+
+
+class TurnQueue(Protocol):
+    """The FIFO queue of jobs for agent_turn, ordered per group."""
+
+    def enqueue(self, job: AnyJob, group: str, dedup_id: str) -> str:
+        """Queue `job` in `group`; a second job with the same `dedup_id` (within five minutes)
+        is dropped. Returns the message id."""
+        ...
+
+
+class UpdateLedger(Protocol):
+    """The webhook's record of the updates it queued (Telegram re-sends for about a day)."""
+
+    def once(self, update: dict[str, Any], enqueue: Callable[[], str]) -> bool:
+        """Run `enqueue` unless this update was queued before; True when it ran now. Raises
+        what `enqueue` raises (a retry then runs it), and UpdateInProgress when another
+        delivery is queueing the same update."""
+        ...
+
+
+class JobStore(Protocol):
+    """Scheduled jobs, background-task records and the owner's latest private chat."""
+
+    def put(self, job: CronJob) -> None: ...
+
+    def get(self, chat_id: int, job_id: str) -> CronJob | None: ...
+
+    def for_chat(self, chat_id: int) -> list[CronJob]: ...
+
+    def all_jobs(self) -> list[CronJob]:
+        """Every chat's jobs (for the operator; the bot itself only lists per chat)."""
+        ...
+
+    def delete(self, chat_id: int, job_id: str) -> bool: ...
+
+    def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> int | None:
+        """None if this firing was handled already or the job is gone; otherwise how many
+        parts of its message an earlier, failed attempt of this firing delivered."""
+        ...
+
+    def record_firing_part(self, chat_id: int, job_id: str, scheduled_time: str, part: int) -> None:
+        """Record that the channel accepted `part` of this firing's message."""
+        ...
+
+    def release_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> None:
+        """Undo a claim whose work failed, so that the retry of this firing runs it."""
+        ...
+
+    def record_run(self, job: CronJob, *, at: str, status: str) -> None: ...
+
+    def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None: ...
+
+    def finish_subagent(self, chat_id: int, subagent_id: str) -> None: ...
+
+    def running_subagents(self, chat_id: int, *, now: int) -> int: ...
+
+    def remember_private_chat(self, chat_id: int) -> None: ...
+
+    def latest_private_chat(self) -> int | None: ...
+
+
+class Schedules(Protocol):
+    """The jobs' schedules (EventBridge Scheduler), which fire the scheduler function."""
+
+    def create(self, job: CronJob) -> None: ...
+
+    def delete(self, job: CronJob) -> None:
+        """Delete the job's schedule; one already gone is not an error."""
+        ...
+
+
+class UsageStore(Protocol):
+    """Usage counts per chat: per day, per month and in total (see `core/usage.py`)."""
+
+    def updates(self, chat_id: int, tally: Tally, at: datetime) -> list[StoredWrite]:
+        """The writes that add `tally`, to be made with the transaction saving a turn."""
+        ...
+
+    def add(self, chat_id: int, tally: Tally, at: datetime) -> None: ...
+
+    def summary(self, chat_id: int, at: datetime) -> UsageSummary: ...
+
+    def chats(self) -> list[int]:
+        """Every chat with recorded usage (for the operator)."""
+        ...
+
+
+# -- the chat channel ----------------------------------------------------------------------
+
+
+class BotIdentity(Protocol):
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def username(self) -> str | None: ...
+
+
+class Channel(Protocol):
+    """Where the assistant talks: Telegram's Bot API."""
+
+    def message_parts(self, text: str) -> list[str]:
+        """The messages the Markdown `text` goes out as, within the channel's length limit."""
+        ...
+
+    def send_part(self, chat_id: int, part: str, *, thread_id: int | None = None) -> int:
+        """Send one of `message_parts`; returns its message id."""
+        ...
+
+    def send_text(self, chat_id: int, text: str, *, thread_id: int | None = None) -> list[int]:
+        """Send Markdown `text` in as many messages as it takes (not journaled)."""
+        ...
+
+    def typing(self, chat_id: int, *, thread_id: int | None = None) -> AbstractContextManager[None]:
+        """Show "typing…" in the chat while the context is open."""
+        ...
+
+    def get_me(self) -> BotIdentity: ...
+
+
+class Outbox(Protocol):
+    """A turn's messages to the chat, each sent at most once however often the turn runs."""
+
+    def send(
+        self, chat_id: int, text: str, thread_id: int | None = None, *, record: bool = True
+    ) -> bool:
+        """Send `text` (or what an earlier run of the turn did not send of it); False when
+        the chat blocked the bot."""
+        ...
+
+
+class MediaSource(Protocol):
+    """Files users sent, fetched from the channel."""
+
+    def get_me(self) -> BotIdentity: ...
+
+    def get_file(self, file_id: str) -> tuple[str, int | None]:
+        """(file path, size if known) for a file the bot received."""
+        ...
+
+    def download(self, file_path: str, max_bytes: int) -> bytes: ...
+
+
+# -- models --------------------------------------------------------------------------------
+
+
+class ChatModel(Protocol):
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        tool_choice: ToolChoice = None,
+        timeout: float | None = None,
+    ) -> ModelReply:
+        """One completion, within `timeout` seconds when given (fallbacks included).
+        Raises ModelError when the provider (and every fallback) fails."""
+        ...
+
+
+class Transcriber(Protocol):
+    def transcribe(self, filename: str, data: bytes) -> str:
+        """The speech in the audio as text. Raises on any failure."""
+        ...
+
+
+# -- telemetry -----------------------------------------------------------------------------
+
+
+class MetricsPort(Protocol):
+    def add(self, name: str, value: float, unit: str = "Count") -> None:
+        """Add a value to the invocation's record."""
+        ...
+
+    def add_by(self, name: str, dimension: str, key: str, value: float) -> None:
+        """Emit a count with one extra dimension (`dimension`=`key`)."""
+        ...

@@ -1,0 +1,88 @@
+"""The tool abstraction and the registry that validates and runs the model's tool calls
+(the tools themselves are in `nanobot_lambda/tools/`).
+
+Whatever goes wrong in a tool call (bad JSON, unknown tool, invalid arguments, a failing tool)
+comes back to the model as an `Error: …` result it can act on; the loop goes on. Every result
+passes through `redaction.redact` before the model sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from nanobot_lambda.core import telemetry
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.model import ToolCall, function_tool
+from nanobot_lambda.core.redaction import redact
+from nanobot_lambda.core.tool_schema import ArgumentError, validate
+
+logger = logging.getLogger(__name__)
+
+
+class Tool(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    parameters: ClassVar[dict[str, Any]]  # JSON schema of the arguments object
+    # Whether a call changes state. Calls that only read run concurrently; a call that writes
+    # runs alone unless it names a `path` no other call of the same reply names.
+    mutates: ClassVar[bool] = False
+
+    @abstractmethod
+    def run(self, *args: Any, **arguments: Any) -> str:
+        """Run with validated keyword arguments; raise ToolError for failures the model can fix."""
+
+    def definition(self) -> dict[str, Any]:
+        return function_tool(self.name, self.description, self.parameters)
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[Tool]) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def mutates(self, name: str) -> bool:
+        tool = self._tools.get(name)
+        return tool is not None and tool.mutates
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return [tool.definition() for tool in self._tools.values()]
+
+    def execute(self, call: ToolCall) -> str:
+        """The call's result as the model will see it: never with a secret in it (a file or
+        page that holds the bot token or an API key shows `[REDACTED]` instead)."""
+        with telemetry.span("tool", tool=call.name if call.name in self._tools else "unknown"):
+            return redact(self._run(call))
+
+    def _run(self, call: ToolCall) -> str:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return (
+                f"Error: there is no tool named '{call.name}'. "
+                f"Available tools: {', '.join(self._tools)}."
+            )
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError as error:
+            return f"Error: the arguments are not valid JSON ({error.msg}). Send a JSON object."
+        if not isinstance(arguments, dict):
+            return "Error: the arguments must be a JSON object."
+        try:
+            arguments = validate(tool.parameters, arguments)
+        except ArgumentError as error:
+            return f"Error: invalid arguments for {call.name}: " + "; ".join(error.problems) + "."
+        try:
+            return tool.run(**arguments)
+        except ToolError as error:
+            return f"Error: {error}"
+        except Exception as error:
+            logger.exception("tool %s failed", call.name)
+            return (
+                f"Error: {call.name} failed unexpectedly ({type(error).__name__}). "
+                "Try again, or use another approach."
+            )

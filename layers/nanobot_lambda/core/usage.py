@@ -1,0 +1,272 @@
+"""What the assistant uses, per chat: turns, model and tool calls, tokens, and money.
+
+Every model call of agent_turn goes through `MeteredModel`, so the chat's turns, the heartbeat's
+decision, consolidation and background tasks are all counted, each attributed to the chat of
+the job that made it (`UsageMeter.job`). A job counts as one turn when the agent loop got at
+least one answer from the model (a turn continued in another invocation counts once); a command
+such as /new, or a heartbeat that decided to skip, is not a turn, though its model calls are
+counted. Cost is litellm's `completion_cost`, known
+only for models in its price list: calls without a price are counted as `unpriced_calls`.
+
+The store keeps a day's, a month's and the total figures per chat, each changed atomically, so
+jobs of one chat running side by side (forum topics, background tasks) never lose each other's
+counts (`adapters/aws/usage.py`: DynamoDB `ADD`s). A turn that saves its messages folds its
+usage into the transaction that saves them (`UsageMeter.folded`: no extra request); what other
+jobs use (heartbeat, background tasks, /new, consolidation after the save, a failed turn) is
+written on its own when the job ends. Usage is never worth failing a job: a write that fails is
+logged and dropped.
+
+Each job's figures also go to the metrics port (CloudWatch, see `core/telemetry.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from nanobot_lambda.core import telemetry, texts
+from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
+from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, chat_of
+from nanobot_lambda.core.model import ModelReply, ToolChoice, Usage
+from nanobot_lambda.core.ports import ChatModel, MetricsPort, StoredWrite, UsageStore
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_TOOL = "unknown"  # a call to a tool the model was not offered (bounds the dimension)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Counts that add up. Each field is an attribute of the usage items."""
+
+    turns: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0  # cached tokens included
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)  # of the calls with a known price
+    unpriced_calls: int = 0  # model calls litellm had no price for
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(
+            **{item.name: getattr(self, item.name) + getattr(other, item.name) for item in FIELDS}
+        )
+
+    @property
+    def empty(self) -> bool:
+        return self == Tally()
+
+    @property
+    def cost_known(self) -> bool:
+        return self.model_calls > self.unpriced_calls
+
+    @classmethod
+    def of_call(cls, usage: Usage) -> Tally:
+        priced = usage.cost_usd is not None
+        return cls(
+            model_calls=1,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+            cost_usd=Decimal(repr(usage.cost_usd)) if usage.cost_usd is not None else Decimal(0),
+            unpriced_calls=0 if priced else 1,
+        )
+
+
+FIELDS = fields(Tally)  # the attributes a store keeps per period
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    chat_id: int
+    day: str
+    month: str
+    today: Tally
+    this_month: Tally
+    total: Tally
+
+
+# -- the texts -------------------------------------------------------------------------------
+
+
+def describe(tally: Tally) -> str:
+    """One period's figures: turns, calls, tokens in (cached) and out, cost."""
+    if tally.empty:
+        return texts.load("usage_none")
+    return texts.render(
+        "usage_period",
+        turns=f"{tally.turns:,}",
+        model_calls=f"{tally.model_calls:,}",
+        tool_calls=f"{tally.tool_calls:,}",
+        prompt_tokens=f"{tally.prompt_tokens:,}",
+        cached_tokens=f"{tally.cached_tokens:,}",
+        completion_tokens=f"{tally.completion_tokens:,}",
+        cost=_cost(tally),
+    )
+
+
+def _cost(tally: Tally) -> str:
+    if not tally.cost_known:
+        return texts.load("usage_cost_unknown")
+    cost = f"${tally.cost_usd:.4f}"
+    if tally.unpriced_calls:
+        return texts.render("usage_cost_partial", cost=cost, unpriced=tally.unpriced_calls)
+    return cost
+
+
+def periods(summary: UsageSummary) -> str:
+    """Today, this month and all time, a line each."""
+    return texts.render(
+        "usage_periods",
+        day=summary.day,
+        month=summary.month,
+        today=describe(summary.today),
+        this_month=describe(summary.this_month),
+        total=describe(summary.total),
+    )
+
+
+def usage_report(store: UsageStore, chat_id: int | None, at: datetime) -> str:
+    """The operator's view (`nanobot-lambda usage`): one chat, or every chat with usage."""
+    chats = [chat_id] if chat_id is not None else store.chats()
+    if not chats:
+        return "No usage recorded yet."
+    return "\n\n".join(f"chat {chat}\n{periods(store.summary(chat, at))}" for chat in chats)
+
+
+# -- counting --------------------------------------------------------------------------------
+
+
+@dataclass
+class _JobUsage:
+    chat_id: int | None = None
+    continued: bool = False  # a turn's continuation: the turn was counted by its first part
+    started: float = field(default_factory=time.monotonic)
+    used: Tally = field(default_factory=Tally)  # the whole job, for the metrics
+    unwritten: Tally = field(default_factory=Tally)  # not yet in DynamoDB
+    tools: Counter[str] = field(default_factory=Counter)
+
+
+class UsageMeter:
+    """Counts what each job of agent_turn uses and writes it to the job's chat."""
+
+    def __init__(
+        self,
+        store: UsageStore,
+        metrics: MetricsPort,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._metrics = metrics
+        self._job = _JobUsage()
+
+    def metered(self, model: ChatModel) -> ChatModel:
+        return MeteredModel(model, self)
+
+    @contextmanager
+    def job(self, job: AnyJob) -> Iterator[None]:
+        """Count the job's usage for its chat; write what is still unwritten when it ends."""
+        self._job = _JobUsage(chat_of(job), continued=isinstance(job, ContinuationJob))
+        try:
+            yield
+        except Exception as error:
+            telemetry.error(
+                "telegram_error" if isinstance(error, ChannelError) else "turn_failed",
+                self._metrics,
+            )
+            raise
+        finally:
+            self._finish_job()
+
+    @contextmanager
+    def folded(self) -> Iterator[list[StoredWrite]]:
+        """The unwritten usage as transaction items, for the write that saves the turn; counted
+        as written once that write succeeds."""
+        job = self._job
+        if job.chat_id is None or job.unwritten.empty:
+            yield []
+            return
+        yield self._store.updates(job.chat_id, job.unwritten, self._clock())
+        job.unwritten = Tally()
+
+    def report(self, chat_id: int) -> str:
+        """The /usage answer."""
+        return texts.render("usage", periods=periods(self._store.summary(chat_id, self._clock())))
+
+    # -- what MeteredModel reports ---------------------------------------------------------
+
+    def answered(self, reply: ModelReply, *, offered: list[dict[str, Any]], agent: bool) -> None:
+        """A model call returned. `agent`: a call of the agent loop (not a forced tool call
+        for structured output), whose tool calls the loop will run."""
+        job = self._job
+        counted = Tally.of_call(reply.usage)
+        if agent:
+            names = {definition["function"]["name"] for definition in offered}
+            for call in reply.tool_calls:
+                job.tools[call.name if call.name in names else UNKNOWN_TOOL] += 1
+            turn = 0 if job.used.turns or job.continued else 1
+            counted += Tally(turns=turn, tool_calls=len(reply.tool_calls))
+        job.used += counted
+        job.unwritten += counted
+
+    def failed(self) -> None:
+        telemetry.error("model_error", self._metrics)
+
+    def _finish_job(self) -> None:
+        job, self._job = self._job, _JobUsage()
+        used = job.used
+        if used.turns:
+            telemetry.turn((time.monotonic() - job.started) * 1000, self._metrics)
+        if used.model_calls:
+            telemetry.model_usage(
+                calls=used.model_calls,
+                prompt_tokens=used.prompt_tokens,
+                completion_tokens=used.completion_tokens,
+                cached_tokens=used.cached_tokens,
+                cost_usd=float(used.cost_usd) if used.cost_known else None,
+                port=self._metrics,
+            )
+        telemetry.tool_calls(job.tools, self._metrics)
+        if job.chat_id is None or job.unwritten.empty:
+            return
+        try:
+            self._store.add(job.chat_id, job.unwritten, self._clock())
+        except StorageError as error:
+            logger.warning("usage not recorded: %s", error)
+
+
+class MeteredModel:
+    """A `ChatModel` that reports each call to the meter, in a trace subsegment of its own."""
+
+    def __init__(self, model: ChatModel, meter: UsageMeter) -> None:
+        self._model = model
+        self._meter = meter
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        tool_choice: ToolChoice = None,
+        timeout: float | None = None,
+    ) -> ModelReply:
+        with telemetry.span("model"):
+            try:
+                reply = self._model.complete(
+                    messages, tools, tool_choice=tool_choice, timeout=timeout
+                )
+            except ModelError:
+                self._meter.failed()
+                raise
+        self._meter.answered(reply, offered=tools, agent=tool_choice is None)
+        return reply

@@ -1,0 +1,83 @@
+"""A turn's messages to the chat, each part sent at most once across runs of the same turn.
+
+Messages are numbered in the order the turn sends them; a message longer than the channel's
+limit goes out as several messages, its parts. Each part is recorded in the turn's journal as
+soon as the channel accepts it, before the next one is sent: a message whose number is recorded
+was delivered by an earlier run (before a crash or a continuation) and is skipped, and a message
+cut short resumes at its first part not yet accepted, with the text its first parts came from.
+The last part of the final answer is recorded by the transaction that saves the turn
+(`record=False` here), which costs nothing extra.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from nanobot_lambda.core.errors import ChannelError
+from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.core.ports import Channel, TurnJournal
+
+logger = logging.getLogger(__name__)
+
+
+def deliver(channel: Channel, chat_id: int, text: str, thread_id: int | None = None) -> bool:
+    """Send a message, unjournaled; False when the user blocked the bot (nothing to retry)."""
+    try:
+        channel.send_text(chat_id, text, thread_id=thread_id)
+    except ChannelError as error:
+        return _dropped_if_blocked(error, chat_id)
+    return True
+
+
+def _dropped_if_blocked(error: ChannelError, chat_id: int) -> bool:
+    """False for a chat that blocked the bot (nothing to retry); any other error is raised."""
+    if not error.blocked:
+        raise error
+    logger.warning("chat %s blocked the bot; message dropped", chat_id)
+    return False
+
+
+class JournaledOutbox:
+    """The `Outbox` of one run of a turn."""
+
+    def __init__(
+        self, channel: Channel, journal: TurnJournal, journal_key: str, progress: TurnProgress
+    ) -> None:
+        self._channel = channel
+        self._journal = journal
+        self._key = journal_key
+        self._progress = progress
+        self.count = progress.sends  # messages sent up to the recorded point of the turn
+        self._rendered: tuple[str, list[str]] = ("", [])
+
+    def parts(self, text: str) -> list[str]:
+        """The messages `text` goes out as (rendered once for the checks and the send)."""
+        if self._rendered[0] != text:
+            self._rendered = (text, self._channel.message_parts(text))
+        return self._rendered[1]
+
+    def send(
+        self, chat_id: int, text: str, thread_id: int | None = None, *, record: bool = True
+    ) -> bool:
+        """Send what an earlier run of this turn did not send of this message; False if the
+        chat blocked the bot. `record=False`: the caller records the last part itself."""
+        self.count += 1
+        number, progress = self.count, self._progress
+        if number in progress.sent:
+            logger.info("message %d of the turn was sent by an earlier run: skipped", number)
+            return True
+        # A message an earlier run began finishes with its own text, whatever was asked now.
+        text = progress.text_of(number) or text
+        parts = self.parts(text)
+        for part, rendered in enumerate(parts, start=1):
+            if (number, part) in progress.parts:
+                continue
+            try:
+                self._channel.send_part(chat_id, rendered, thread_id=thread_id)
+            except ChannelError as error:
+                return _dropped_if_blocked(error, chat_id)
+            if part < len(parts):
+                self._journal.record_part(self._key, progress, number, part, text)
+            elif record:
+                self._journal.record_send(self._key, progress, number)
+        return True

@@ -1,0 +1,98 @@
+"""agent_turn's side of the queue: one SQS record is one job, and what a failure does to it.
+
+A record whose turn raises is reported to SQS as a batch item failure, which retries it. Before
+that:
+- it is made visible again after a short backoff (`RETRY_BACKOFF_SECONDS`, doubled per attempt)
+  instead of the queue's 30-minute visibility timeout, so a failing message holds up its chat
+  (FIFO order) for seconds rather than half an hour;
+- on its last attempt (`TURN_MAX_RECEIVE_COUNT`, the queue's maxReceiveCount) the chat is told
+  once that the message could not be processed. SQS then moves it to the dead-letter queue,
+  where `nanobot-lambda dlq list|replay` shows and re-drives it. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Protocol
+
+from nanobot_lambda.core.jobs import AnyJob, parse_job
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from mypy_boto3_sqs import SQSClient
+
+logger = logging.getLogger(__name__)
+
+MAX_BACKOFF_SECONDS = 900
+
+
+class JobRunner(Protocol):
+    def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None: ...
+
+    def give_up(self, job: AnyJob) -> None: ...
+
+
+class RecordRunner:
+    def __init__(
+        self,
+        turns: JobRunner,
+        sqs: SQSClient,
+        queue_url: str,
+        *,
+        max_receive_count: int,
+        backoff_seconds: int,
+        on_last_failure: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._turns = turns
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._max_receive_count = max_receive_count
+        self._backoff_seconds = backoff_seconds
+        self._on_last_failure = on_last_failure
+
+    def run(self, record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
+        """Powertools' record handler (it passes `lambda_context` by that name)."""
+        receives = int(record.attributes.approximate_receive_count or 1)
+        log = {"message_id": record.message_id, "receive_count": receives}
+        last_attempt = receives >= self._max_receive_count
+        try:
+            job = parse_job(record.body)
+        except ValueError:
+            # Not a job (pydantic's ValidationError is a ValueError): retrying cannot help,
+            # but the dead-letter queue keeps it for a person to look at.
+            logger.error(
+                "queue message is not a job; it will reach the dead-letter queue", extra=log
+            )
+            self._after_failure(record, receives, last_attempt)
+            raise
+        remaining = lambda_context.get_remaining_time_in_millis if lambda_context else None
+        try:
+            self._turns.process(job, remaining)
+        except Exception:
+            if last_attempt:
+                logger.exception(
+                    "turn failed for the last time: to the dead-letter queue", extra=log
+                )
+                self._turns.give_up(job)
+            else:
+                logger.exception("turn failed; SQS will retry it", extra=log)
+            self._after_failure(record, receives, last_attempt)
+            raise
+
+    def _after_failure(self, record: SQSRecord, receives: int, last_attempt: bool) -> None:
+        if last_attempt:
+            self._on_last_failure()
+            return
+        delay = min(self._backoff_seconds * 2 ** (receives - 1), MAX_BACKOFF_SECONDS)
+        try:
+            self._sqs.change_message_visibility(
+                QueueUrl=self._queue_url,
+                ReceiptHandle=record.receipt_handle,
+                VisibilityTimeout=delay,
+            )
+        except Exception as error:
+            # The retry then waits for the queue's visibility timeout: later, not lost.
+            logger.warning("could not shorten the retry delay (%s)", type(error).__name__)

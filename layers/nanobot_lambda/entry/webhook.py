@@ -1,0 +1,187 @@
+"""The webhook's logic: authenticate, parse, decide, enqueue. Answer fast; never lose an update.
+
+Status codes are chosen for Telegram's retry behaviour: anything we deliberately drop gets 200
+(so Telegram stops re-sending it), a failed enqueue gets 503 (so Telegram retries and nothing is
+lost), bad requests get 4xx. Message text is never logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import SecretStr, ValidationError
+
+from nanobot_lambda.adapters.telegram.inbound import Accepted, Ignored, Rejected, classify
+from nanobot_lambda.adapters.telegram.models import Update, clean_update
+from nanobot_lambda.core import telemetry
+from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.errors import UpdateInProgress
+from nanobot_lambda.core.jobs import TelegramUpdateJob
+from nanobot_lambda.core.ports import MetricsPort, StopFlags, TurnQueue, UpdateLedger
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1_000_000
+MAX_JOB_BYTES = 256 * 1024  # SQS's classic message size limit (what moto and older regions allow)
+SECRET_HEADER = "x-telegram-bot-api-secret-token"  # noqa: S105 - a header name
+
+
+@dataclass(frozen=True)
+class WebhookResponse:
+    status: int
+    body: dict[str, Any]
+
+    def to_http(self) -> dict[str, Any]:
+        """The API Gateway HTTP API / Function URL (payload 2.0) response."""
+        return {
+            "statusCode": self.status,
+            "headers": {"content-type": "application/json"},
+            "body": json.dumps(self.body),
+        }
+
+
+def _reply(code: int, **body: Any) -> WebhookResponse:
+    return WebhookResponse(code, {"ok": code < 400, **body})
+
+
+class Webhook:
+    def __init__(
+        self,
+        secret_token: SecretStr,
+        allow_list: AllowList,
+        queue: TurnQueue,
+        stop_flags: StopFlags,
+        ledger: UpdateLedger,
+        metrics: MetricsPort,
+    ) -> None:
+        self._secret = secret_token.get_secret_value().encode()
+        self._ledger = ledger
+        self._allow_list = allow_list
+        self._queue = queue
+        self._stop_flags = stop_flags
+        self._metrics = metrics
+        if allow_list.allows_nobody:
+            logger.warning("ALLOW_FROM is empty: every sender will be refused")
+
+    def handle(self, event: Mapping[str, Any]) -> WebhookResponse:
+        """Handle one HTTP request (API Gateway HTTP API / Function URL, payload format 2.0).
+
+        Every request gets a defined answer, whatever it holds: 405 for other methods, 401
+        without the secret, 413 for a body over the cap (before decoding it), 400 for a body
+        that is not an Update in JSON, 200 for updates ignored or refused, 200/503 for the
+        queued ones.
+        """
+        headers = _lowercase(event.get("headers"))
+        method = _lowercase(_lowercase(event.get("requestContext")).get("http")).get("method")
+        if str(method or "POST").upper() != "POST":
+            return _reply(405, error="method not allowed")
+        presented = str(headers.get(SECRET_HEADER, "")).encode("utf-8", errors="replace")
+        if not hmac.compare_digest(presented, self._secret):
+            logger.warning("webhook request refused: missing or wrong secret token")
+            return _reply(401, error="unauthorized")
+
+        raw_body = event.get("body") or ""
+        if not isinstance(raw_body, str):
+            return _reply(400, error="unreadable body")
+        if len(raw_body) > MAX_BODY_BYTES * 4 // 3 + 4:  # checked before decoding anything
+            return _reply(413, error="body too large")
+        body = _decode_body(raw_body, event.get("isBase64Encoded") is True)
+        if body is None or len(body) > MAX_BODY_BYTES:
+            return _reply(413 if body is not None else 400, error="unreadable body")
+        content_type = str(headers.get("content-type", "")).split(";")[0].strip().lower()
+        if content_type != "application/json":
+            return _reply(400, error="content type must be application/json")
+
+        try:
+            payload = clean_update(json.loads(body, parse_constant=_refuse_constant))
+            update = Update.model_validate(payload)
+        except (ValueError, ValidationError, RecursionError) as error:
+            # The body may hold private text: log only what kind of problem it was.
+            logger.warning("webhook body is not a Telegram Update (%s)", type(error).__name__)
+            return _reply(400, error="not a Telegram Update")
+
+        return self._dispatch(update, payload)
+
+    def _dispatch(self, update: Update, payload: dict[str, Any]) -> WebhookResponse:
+        decision = classify(update, self._allow_list)
+        log = {"update_id": update.update_id, "update_kind": update.kind}
+        if isinstance(decision, Ignored):
+            logger.info("update ignored: %s", decision.reason, extra=log)
+            return _reply(200, status="ignored")
+        if isinstance(decision, Rejected):
+            logger.info(
+                "update refused: sender %s is not in ALLOW_FROM (add the id to allow it)",
+                decision.sender_id,
+                extra={**log, "sender_id": decision.sender_id, "chat_id": decision.chat_id},
+            )
+            return _reply(200, status="refused")
+
+        assert isinstance(decision, Accepted)
+        message = decision.message
+        job = TelegramUpdateJob(update=payload)
+        if len(job.model_dump_json().encode()) > MAX_JOB_BYTES:
+            # Not something Telegram sends; retrying it would fail the same way.
+            logger.warning("update too large to queue: refused", extra=log)
+            return _reply(413, error="update too large")
+        if message.command == "stop":
+            self._raise_stop_flag(message.session_key, log)
+        try:
+            queued = self._ledger.once(
+                payload,
+                lambda: self._queue.enqueue(
+                    job, group=message.session_key, dedup_id=f"update-{update.update_id}"
+                ),
+            )
+        except UpdateInProgress:
+            logger.info("update is being queued by another delivery: retry later", extra=log)
+            return _reply(503, error="try again later")
+        except Exception as error:
+            # 5xx makes Telegram retry the update: nothing is lost while the queue is away.
+            logger.error(
+                "enqueue failed (%s): Telegram will retry", type(error).__name__, extra=log
+            )
+            return _reply(503, error="try again later")
+        if not queued:
+            # Telegram re-sent an update we queued before (beyond SQS's 5-minute dedup window).
+            logger.info("repeated update: already queued", extra=log)
+            telemetry.duplicate_suppressed(self._metrics)
+            return _reply(200, status="duplicate")
+        logger.info("update queued", extra={**log, "chat_id": message.chat_id})
+        return _reply(200, status="queued")
+
+    def _raise_stop_flag(self, session_key: str, log: dict[str, Any]) -> None:
+        """/stop must reach a running turn now, not after it (FIFO order): see
+        entry/agent_turn/commands.py."""
+        try:
+            self._stop_flags.request(session_key)
+        except Exception as error:
+            # The /stop itself is still queued: the user gets an answer either way.
+            logger.error("could not raise the stop flag (%s)", type(error).__name__, extra=log)
+
+
+def _lowercase(value: object) -> dict[str, Any]:
+    """A mapping's items with lower-cased keys (HTTP header names are case-insensitive);
+    anything else, e.g. a missing `headers`, as an empty dict."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(key).lower(): item for key, item in value.items()}
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _decode_body(raw: str, is_base64: bool) -> bytes | None:
+    if not is_base64:
+        return raw.encode("utf-8", errors="surrogatepass")
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        return None

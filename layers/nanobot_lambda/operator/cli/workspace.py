@@ -1,0 +1,144 @@
+"""`onboard` and `workspace pull|push`: the assistant's files in the workspace bucket."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.workspace import default_workspace_files, seed_workspace
+from nanobot_lambda.operator.cli.common import add_command, add_stack_option, deployment
+from nanobot_lambda.operator.ops.workspace_sync import MANIFEST, SyncReport, WorkspaceSync
+
+
+def register(commands: Any) -> None:
+    onboard = add_command(
+        commands,
+        "onboard",
+        help="write the default workspace files, keeping every file that exists",
+        description="Write the default workspace files (AGENTS.md, SOUL.md, USER.md, memory/, "
+        "...) to the workspace bucket of --stack (or WORKSPACE_BUCKET; with AWS_ENDPOINT_URL, "
+        "a local moto server's). A file that exists is never overwritten (conditional write, "
+        "If-None-Match: *): running it again writes nothing.",
+        examples=[
+            "nanobot-lambda onboard --stack nanobot-lambda",
+            "AWS_ENDPOINT_URL=http://localhost:5000 WORKSPACE_BUCKET=local-ws nanobot-lambda "
+            "onboard",
+        ],
+        handler=onboard_command,
+    )
+    add_stack_option(onboard)
+
+    group = add_command(
+        commands,
+        "workspace",
+        help="pull the workspace into a folder to edit it, push your edits back",
+        description="Sync the S3 workspace with a local folder, so you edit SOUL.md, USER.md or "
+        f"skills in your editor. pull records each file's version in DIR/{MANIFEST}; push "
+        "sends the files you changed, refusing any file the assistant changed in the "
+        "meantime (unless --force). Hidden files are not synced.",
+        examples=[
+            "nanobot-lambda workspace pull ./ws --stack nanobot-lambda",
+            "nanobot-lambda workspace push ./ws --stack nanobot-lambda",
+        ],
+    )
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    pull = add_command(
+        actions,
+        "pull",
+        help="download every workspace file into DIR",
+        description="Download every workspace file into DIR and record its version. Files "
+        "you changed in DIR since the last pull are not replaced (unless --force); files "
+        "deleted in the workspace are removed from DIR if you had not changed them.",
+        examples=[
+            "nanobot-lambda workspace pull ./ws --stack nanobot-lambda",
+            "nanobot-lambda workspace pull ./ws --force --stack nanobot-lambda",
+        ],
+        handler=pull_command,
+    )
+    push = add_command(
+        actions,
+        "push",
+        help="upload the files changed in DIR since the pull",
+        description="Upload the files of DIR that changed since the last pull, and new ones. "
+        "Each write is conditional on the workspace still holding the version pulled: a file "
+        "changed there since is refused (pull, merge, push again) unless --force. Files you "
+        "deleted in DIR are deleted in the workspace only with --delete (the bucket keeps old "
+        "versions for 30 days).",
+        examples=[
+            "nanobot-lambda workspace push ./ws --stack nanobot-lambda",
+            "nanobot-lambda workspace push ./ws --dry-run --stack nanobot-lambda",
+            "nanobot-lambda workspace push ./ws --delete --stack nanobot-lambda",
+        ],
+        handler=push_command,
+    )
+    for action in (pull, push):
+        action.add_argument("directory", metavar="DIR", type=Path, help="the local folder")
+        action.add_argument(
+            "--force", action="store_true", help="overwrite despite a conflicting change"
+        )
+        add_stack_option(action)
+    push.add_argument(
+        "--delete", action="store_true", help="delete in the workspace what you deleted in DIR"
+    )
+    push.add_argument("--dry-run", action="store_true", help="show what would be pushed")
+
+
+def _progress(line: str) -> None:
+    print(f"  {line}", flush=True)
+
+
+def onboard_command(arguments: argparse.Namespace) -> int:
+    target = deployment(arguments)
+    (bucket,) = target.require("workspace_bucket")
+    print(f"Writing the default workspace files to s3://{bucket}/workspace/ …", flush=True)
+    written = seed_workspace(S3Workspace(bucket, target.client("s3")))
+    for path in sorted(default_workspace_files()):
+        _progress(f"{'wrote' if path in written else 'kept '} {path}")
+    kept = len(default_workspace_files()) - len(written)
+    print(f"Wrote {len(written)} file(s); kept {kept} that already existed.")
+    return 0
+
+
+def _sync(arguments: argparse.Namespace) -> WorkspaceSync:
+    target = deployment(arguments)
+    (bucket,) = target.require("workspace_bucket")
+    return WorkspaceSync(bucket, target.client("s3"), arguments.directory, _progress)
+
+
+def _finish(report: SyncReport, summary: str) -> int:
+    for note in report.notes:
+        _progress(note)
+    for conflict in report.conflicts:
+        print(f"conflict: {conflict}", file=sys.stderr)
+    print(summary)
+    return 1 if report.conflicts else 0
+
+
+def pull_command(arguments: argparse.Namespace) -> int:
+    sync = _sync(arguments)
+    print(f"Pulling the workspace into {arguments.directory} …", flush=True)
+    report = sync.pull(force=arguments.force)
+    return _finish(
+        report,
+        f"Pulled {len(report.transferred)} file(s), removed {len(report.deleted)}, "
+        f"{report.unchanged} unchanged, {len(report.conflicts)} conflict(s).",
+    )
+
+
+def push_command(arguments: argparse.Namespace) -> int:
+    sync = _sync(arguments)
+    if not arguments.directory.is_dir():
+        print(f"error: {arguments.directory} is not a folder (pull into it first)", file=sys.stderr)
+        return 2
+    verb = "Would push" if arguments.dry_run else "Pushed"
+    report = sync.push(force=arguments.force, delete=arguments.delete, dry_run=arguments.dry_run)
+    if not report.transferred and not report.deleted and not report.conflicts:
+        return _finish(report, f"Nothing changed ({report.unchanged} file(s) as pulled).")
+    return _finish(
+        report,
+        f"{verb} {len(report.transferred)} file(s), deleted {len(report.deleted)}, "
+        f"{report.unchanged} unchanged, {len(report.conflicts)} conflict(s).",
+    )

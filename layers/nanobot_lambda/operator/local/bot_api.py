@@ -1,0 +1,353 @@
+"""A local Telegram Bot API over real HTTP, for `nanobot-lambda chat` and the tests.
+
+It accepts what the bot sends and refuses what Telegram refuses: an unknown token (401), HTML
+that Telegram cannot parse, and texts over 4096 characters (400, with Telegram's wording).
+Accepted messages are recorded and handed to `on_message` (the chat prints them).
+
+Files the bot "received" are registered with `add_file`; `getFile` and the download route
+`/file/bot<token>/<file_path>` serve them as Telegram does (400 for an unknown file_id or a file
+over the 20 MB bots may download).
+
+Incoming updates are queued with `push_update` and delivered the two ways Telegram offers:
+`getUpdates` (long polling; an update is confirmed, and dropped, once a call's offset passes
+it) while no webhook is set, 409 Conflict while one is. `setWebhook`, `getWebhookInfo` and
+`deleteWebhook` keep the webhook's settings as Telegram does (HTTPS URL only, secret token of
+A-Z a-z 0-9 _ -); nothing is POSTed to the webhook URL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any, cast
+from urllib.parse import parse_qsl, unquote
+
+from nanobot_lambda.adapters.telegram.formatting import TELEGRAM_TEXT_LIMIT
+from nanobot_lambda.adapters.telegram.html_check import (
+    TelegramHtmlError,
+    parse_telegram_html,
+    telegram_length,
+)
+from nanobot_lambda.operator.local.http import JsonHttpServer
+
+BOT_USER = {"id": 7000000001, "is_bot": True, "first_name": "Nano", "username": "nano_lambda_bot"}
+GET_FILE_MAX_BYTES = 20 * 1024 * 1024  # bots cannot download larger files
+GET_UPDATES_MAX_TIMEOUT = 50  # seconds a long poll may wait
+WEBHOOK_CONFLICT = (
+    "Conflict: can't use getUpdates method while webhook is active; "
+    "use deleteWebhook to delete the webhook first"
+)
+_SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    file_id: str
+    file_unique_id: str
+    file_path: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    chat_id: int
+    message_id: int
+    text: str  # as sent (HTML when parse_mode is HTML)
+    plain_text: str  # as the user would read it
+    parse_mode: str | None
+    thread_id: int | None
+
+
+@dataclass
+class WebhookState:
+    url: str = ""
+    secret_token: str | None = None
+    allowed_updates: list[str] | None = None
+    last_error_date: int | None = None
+    last_error_message: str | None = None
+    set_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, description: str, retry_after: int | None = None) -> None:
+        super().__init__(description)
+        self.code = code
+        self.description = description
+        self.retry_after = retry_after
+
+
+class LocalBotApi(JsonHttpServer):
+    def __init__(self, token: str, on_message: Callable[[SentMessage], None] | None = None) -> None:
+        super().__init__()
+        self.token = token
+        self.on_message = on_message
+        self.messages: list[SentMessage] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._message_ids = itertools.count(1000)
+        self._lock = threading.Lock()
+        self.files: dict[str, StoredFile] = {}  # by file_id
+        self.downloads: list[str] = []  # file paths served, in order
+        self.webhook = WebhookState()
+        self.pending: list[dict[str, Any]] = []  # updates not yet confirmed, oldest first
+        self._update_arrived = threading.Condition(self._lock)
+        self._closed = False
+
+    @property
+    def base_url(self) -> str:
+        return self.url
+
+    def add_file(
+        self,
+        file_id: str,
+        data: bytes,
+        file_path: str | None = None,
+        *,
+        file_unique_id: str | None = None,
+    ) -> StoredFile:
+        """Make a file the bot received downloadable (as after a user sent it)."""
+        stored = StoredFile(
+            file_id=file_id,
+            file_unique_id=file_unique_id or hashlib.sha256(file_id.encode()).hexdigest()[:12],
+            file_path=file_path or f"documents/file_{len(self.files)}",
+            data=data,
+        )
+        with self._lock:
+            self.files[file_id] = stored
+        return stored
+
+    def stop(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._update_arrived.notify_all()  # end pending long polls
+        super().stop()
+
+    # -- incoming updates ------------------------------------------------------------------
+
+    def push_update(self, update: dict[str, Any]) -> None:
+        """An update from a user: kept until confirmed through getUpdates."""
+        with self._lock:
+            self.pending.append(update)
+            self._update_arrived.notify_all()
+
+    def record_webhook_error(self, message: str, at: int | None = None) -> None:
+        """What Telegram reports after a failed delivery to the webhook."""
+        with self._lock:
+            self.webhook.last_error_date = int(time.time()) if at is None else at
+            self.webhook.last_error_message = message
+
+    def handle(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer one Bot API call; raise ApiError for the errors Telegram would return."""
+        if method == "getMe":
+            return BOT_USER
+        if method == "getFile":
+            return self._get_file(params)
+        if method == "sendChatAction":
+            _require(params, "chat_id", "action")
+            return True
+        if method == "sendMessage":
+            return self._send_message(params)
+        if method == "getUpdates":
+            return self._get_updates(params)
+        if method == "setWebhook":
+            return self._set_webhook(params)
+        if method == "getWebhookInfo":
+            return self._webhook_info()
+        if method == "deleteWebhook":
+            with self._lock:
+                self.webhook = WebhookState(set_calls=self.webhook.set_calls)
+                if _flag(params.get("drop_pending_updates")):
+                    self.pending.clear()
+                self._update_arrived.notify_all()
+            return True
+        raise ApiError(404, "Not Found: method not found")
+
+    def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset = int(params.get("offset") or 0)
+        limit = min(max(int(params.get("limit") or 100), 1), 100)
+        timeout = min(max(float(params.get("timeout") or 0), 0), GET_UPDATES_MAX_TIMEOUT)
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                if self.webhook.url:
+                    raise ApiError(409, WEBHOOK_CONFLICT)
+                # Calling with an offset confirms every update before it: they are gone.
+                self.pending = [u for u in self.pending if int(u["update_id"]) >= offset]
+                remaining = deadline - time.monotonic()
+                if self.pending or remaining <= 0 or self._closed:
+                    return list(self.pending[:limit])
+                self._update_arrived.wait(remaining)
+
+    def _set_webhook(self, params: dict[str, Any]) -> bool:
+        url = str(params.get("url") or "")
+        if url and not url.startswith("https://"):
+            raise ApiError(
+                400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook"
+            )
+        secret = params.get("secret_token")
+        if secret is not None and not _SECRET_TOKEN.fullmatch(str(secret)):
+            raise ApiError(400, "Bad Request: secret token contains unallowed characters")
+        allowed = params.get("allowed_updates")
+        if isinstance(allowed, str):  # form-encoded: a JSON-serialized array
+            allowed = json.loads(allowed)
+        with self._lock:
+            self.webhook.set_calls.append(dict(params))
+            self.webhook.url = url
+            self.webhook.secret_token = None if secret is None else str(secret)
+            if allowed is not None:
+                self.webhook.allowed_updates = [str(kind) for kind in allowed]
+            if _flag(params.get("drop_pending_updates")):
+                self.pending.clear()
+            self._update_arrived.notify_all()  # a waiting getUpdates now gets 409
+        return True
+
+    def _webhook_info(self) -> dict[str, Any]:
+        with self._lock:
+            info: dict[str, Any] = {
+                "url": self.webhook.url,
+                "has_custom_certificate": False,
+                "pending_update_count": len(self.pending),
+                "max_connections": 40,
+            }
+            if self.webhook.last_error_date is not None:
+                info["last_error_date"] = self.webhook.last_error_date
+                info["last_error_message"] = self.webhook.last_error_message
+            if self.webhook.allowed_updates is not None:
+                info["allowed_updates"] = list(self.webhook.allowed_updates)
+            return info
+
+    def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "chat_id", "text")
+        text = str(params["text"])
+        parse_mode = params.get("parse_mode")
+        plain = text
+        if parse_mode == "HTML":
+            try:
+                plain = parse_telegram_html(text)
+            except TelegramHtmlError as error:
+                raise ApiError(400, f"Bad Request: {error}") from None
+        elif parse_mode is not None:
+            raise ApiError(400, f"Bad Request: unsupported parse_mode {parse_mode}")
+        if not plain.strip():
+            raise ApiError(400, "Bad Request: message text is empty")
+        if telegram_length(plain) > TELEGRAM_TEXT_LIMIT:
+            raise ApiError(400, "Bad Request: message is too long")
+        thread = params.get("message_thread_id")
+        message = SentMessage(
+            chat_id=int(params["chat_id"]),
+            message_id=next(self._message_ids),
+            text=text,
+            plain_text=plain,
+            parse_mode=parse_mode,
+            thread_id=int(thread) if thread is not None else None,
+        )
+        with self._lock:
+            self.messages.append(message)
+        if self.on_message is not None:
+            self.on_message(message)
+        return {
+            "message_id": message.message_id,
+            "from": BOT_USER,
+            "chat": {"id": message.chat_id, "type": "private"},
+            "date": int(time.time()),
+            "text": plain,
+        }
+
+    def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "file_id")
+        stored = self.files.get(str(params["file_id"]))
+        if stored is None:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        if len(stored.data) > GET_FILE_MAX_BYTES:
+            raise ApiError(400, "Bad Request: file is too big")
+        return {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.file_unique_id,
+            "file_size": len(stored.data),
+            "file_path": stored.file_path,
+        }
+
+    def download(self, path: str) -> tuple[int, bytes | dict[str, Any]]:
+        """GET `/file/bot<token>/<file_path>`: the bytes, or Telegram's JSON error."""
+        route = unquote(path.partition("?")[0])
+        prefix = "/file/bot"
+        token, _, file_path = route[len(prefix) :].partition("/")
+        if token != self.token:
+            return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+        for stored in list(self.files.values()):
+            if stored.file_path == file_path and len(stored.data) <= GET_FILE_MAX_BYTES:
+                with self._lock:
+                    self.downloads.append(file_path)
+                return 200, stored.data
+        return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
+
+    def _request_handler(self) -> type[BaseHTTPRequestHandler]:
+        """The JSON handler, plus the file download route (raw bytes, GET)."""
+        api = self
+        json_handler: Any = super()._request_handler()
+
+        class Handler(json_handler):  # type: ignore[misc]
+            def do_GET(self) -> None:
+                if not self.path.startswith("/file/"):
+                    super().do_GET()
+                    return
+                status, payload = api.download(self.path)
+                if isinstance(payload, bytes):
+                    data, kind = payload, "application/octet-stream"
+                else:
+                    data, kind = json.dumps(payload).encode(), "application/json"
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return cast(type[BaseHTTPRequestHandler], Handler)
+
+    def answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any]:
+        """Route `/bot<token>/<method>`; parameters as JSON, form or query string."""
+        route, _, query = path.partition("?")
+        parts = route.strip("/").split("/")
+        if len(parts) != 2 or not parts[0].startswith("bot"):
+            return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
+        if "json" in headers.get("Content-Type", headers.get("content-type", "")):
+            loaded = json.loads(body or b"{}")
+            params = loaded if isinstance(loaded, dict) else {}
+        else:
+            params = dict(parse_qsl(body.decode() or query))
+        return self._dispatch(parts[0][3:], parts[1], params)
+
+    def _dispatch(self, token: str, method: str, params: dict[str, Any]) -> tuple[int, Any]:
+        if token != self.token:
+            return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+        with self._lock:
+            self.calls.append((method, params))
+        try:
+            return 200, {"ok": True, "result": self.handle(method, params)}
+        except ApiError as error:
+            body: dict[str, Any] = {
+                "ok": False,
+                "error_code": error.code,
+                "description": error.description,
+            }
+            if error.retry_after is not None:
+                body["parameters"] = {"retry_after": error.retry_after}
+            return error.code, body
+
+
+def _flag(value: object) -> bool:
+    return value is True or str(value).lower() == "true"
+
+
+def _require(params: dict[str, Any], *names: str) -> None:
+    for name in names:
+        if params.get(name) in (None, ""):
+            raise ApiError(400, f"Bad Request: {name} is empty")

@@ -1,0 +1,454 @@
+"""The whole deployment on one machine: moto as AWS, a local Bot API, the three handlers.
+
+Everything is derived from `infra/template.yaml`: the resources, their settings, and each
+function's environment. Secrets go where the deployed stack keeps them (SSM SecureStrings, on
+moto), so the functions resolve them the same way. The handlers are the deployed files,
+imported in-process; the agent_turn handler is fed by a poller that behaves like Lambda's SQS
+event source mapping.
+
+The functions see the environment the deployed ones would: the template's. The caller's
+environment (a shell or `.env` that also serves a deployed stack) only fills the settings the
+template leaves empty for tuning; what the local stack provides itself (its AWS, resources, bot
+token, webhook secret, allow-list) is never taken from it, and the variables the template does
+not declare (secret references such as `TELEGRAM_SECRET_TOKEN_PARAM`, an `AWS_PROFILE`) are
+hidden from the functions while the stack runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.workspace import seed_workspace
+from nanobot_lambda.entry.webhook import SECRET_HEADER
+from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentMessage
+from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
+from nanobot_lambda.operator.local.resources import create_resources
+from nanobot_lambda.operator.local.runtime import (
+    LocalLambdaContext,
+    QueuePoller,
+    load_handler_module,
+)
+from nanobot_lambda.operator.local.schedule_runner import ScheduleRunner
+from nanobot_lambda.settings import (
+    SECRET_REFERENCE_SUFFIXES,
+    SECRET_VARIABLES,
+    AgentSettings,
+    SchedulerSettings,
+    WebhookSettings,
+)
+
+REGION = "us-east-1"
+FUNCTIONS = {
+    "webhook": "WebhookFunction",
+    "agent_turn": "AgentTurnFunction",
+    "scheduler": "SchedulerFunction",
+}
+
+# Declared empty by the template, but provided by the local stack itself: its Telegram identity
+# (the local Bot API, or the token `poll` is given), its webhook secret, the model key (stored
+# in SSM from the model settings, as deployed) and its allow-list. Never taken from the caller.
+PROVIDED_BY_THE_STACK = frozenset(
+    {
+        "TELEGRAM_BOT_TOKEN",
+        "TELEGRAM_SECRET_TOKEN",
+        "TELEGRAM_API_BASE",
+        "LLM_API_KEY",
+        "ALLOW_FROM",
+        "HEARTBEAT_CHAT_ID",
+    }
+)
+
+
+def variables_the_functions_read() -> frozenset[str]:
+    """Every variable a function's settings read, secret references included."""
+    names = {
+        field.alias or name
+        for settings in (WebhookSettings, AgentSettings, SchedulerSettings)
+        for name, field in settings.model_fields.items()
+    }
+    names.update(
+        secret + suffix for secret in SECRET_VARIABLES for suffix in SECRET_REFERENCE_SUFFIXES
+    )
+    return frozenset(names)
+
+
+@dataclass(frozen=True)
+class LocalUser:
+    id: int = 100000001
+    username: str = "local_user"
+    first_name: str = "You"
+
+    def as_telegram(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "is_bot": False,
+            "first_name": self.first_name,
+            "username": self.username,
+            "language_code": "en",
+        }
+
+
+class LogSink(logging.Handler):
+    """Collects the functions' log records; echoes WARNING and up to a callback if given."""
+
+    def __init__(self, echo: Callable[[logging.LogRecord], None] | None = None) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self._echo = echo
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        if self._echo is not None and record.levelno >= logging.WARNING:
+            self._echo(record)
+
+    @property
+    def errors(self) -> list[logging.LogRecord]:
+        return [record for record in self.records if record.levelno >= logging.ERROR]
+
+
+class LocalStack:
+    def __init__(
+        self,
+        template_path: Path,
+        *,
+        model_env: Mapping[str, str],
+        user: LocalUser | None = None,
+        allow_from: str | None = None,
+        endpoint_url: str | None = None,
+        parameters: Mapping[str, str] | None = None,
+        on_message: Callable[[SentMessage], None] | None = None,
+        replace_log_output: bool = False,
+        on_log: Callable[[logging.LogRecord], None] | None = None,
+        bot_token: str | None = None,
+        telegram_api_base: str | None = None,
+    ) -> None:
+        """`telegram_api_base` given (with the bot's real `bot_token`): the functions talk to
+        that Bot API (real Telegram for `poll`) and no local Bot API is started."""
+        self.template_path = template_path
+        self.user = user or LocalUser()
+        self.bot_token = bot_token or f"100200300:local-{secrets.token_urlsafe(12)}"
+        self._telegram_api_base = telegram_api_base
+        self.secret_token = secrets.token_urlsafe(24)
+        self.prefix = f"nanobot-{uuid.uuid4().hex[:8]}"
+        self.log_sink = LogSink(on_log)
+        self._model_env = dict(model_env)
+        self._allow_from = str(self.user.id) if allow_from is None else allow_from
+        self._extra_parameters = dict(parameters or {})
+        self._endpoint_url = endpoint_url
+        self._on_message = on_message
+        self._replace_log_output = replace_log_output
+        # The variables this stack set, with the values they had before (None: unset).
+        self._replaced_environ: dict[str, str | None] = {}
+        self._moto: Any = None
+        self._update_ids = itertools.count(int(time.time()) % 100_000_000 * 10)
+        self.handlers: dict[str, ModuleType] = {}
+        self.environment: dict[str, dict[str, str]] = {}
+        self.schedule_clock: datetime | None = None  # None: real time
+        self._worker: threading.Thread | None = None
+        self._worker_stop = threading.Event()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> LocalStack:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        if self._endpoint_url is None:
+            from nanobot_lambda.operator.local.moto_server import start_moto_server
+
+            self._moto, self._endpoint_url = start_moto_server()
+        # The stack's AWS is moto: no caller's profile, service endpoint or credential applies.
+        self._unset_environ(name for name in os.environ if name.startswith("AWS_"))
+        self._set_environ(
+            AWS_ENDPOINT_URL=self._endpoint_url,
+            AWS_ACCESS_KEY_ID="local",
+            AWS_SECRET_ACCESS_KEY="local",  # noqa: S106 - moto accepts any credentials
+            AWS_SESSION_TOKEN="local",  # noqa: S106
+            AWS_DEFAULT_REGION=REGION,
+            AWS_REGION=REGION,
+            # No X-Ray daemon here: the Tracer stays inert (it also is outside Lambda).
+            POWERTOOLS_TRACE_DISABLED="true",
+        )
+        if self._replace_log_output:
+            # The CLI's quiet mode: no EMF metric records among the replies on the terminal.
+            self._set_environ(POWERTOOLS_METRICS_DISABLED="true")
+        if self._telegram_api_base is None:
+            self.bot_api = LocalBotApi(self.bot_token, self._on_message).start()
+        api_base = self._telegram_api_base or self.bot_api.base_url
+        self.template = TemplateContext(
+            load_template(self.template_path), parameters=self._template_parameters()
+        )
+        create_resources(self.template, self.prefix, REGION)
+        self._store_secrets()
+        for name, logical_id in FUNCTIONS.items():
+            environment = self.template.function_environment(logical_id)
+            # An empty template value means "unset, use the default": a value the caller has
+            # (from .env, or a test) stands, as `sam local invoke --env-vars` would, unless the
+            # stack provides that variable itself.
+            for variable, value in environment.items():
+                if (
+                    value == ""
+                    and variable not in PROVIDED_BY_THE_STACK
+                    and os.environ.get(variable)
+                ):
+                    environment[variable] = os.environ[variable]
+            environment["TELEGRAM_API_BASE"] = api_base
+            self.environment[name] = environment
+        # The functions read os.environ when imported: it holds their variables and none of the
+        # caller's for what the stack provides or the template does not declare.
+        declared = {
+            variable for environment in self.environment.values() for variable in environment
+        }
+        self._unset_environ(
+            variable
+            for variable in variables_the_functions_read() | PROVIDED_BY_THE_STACK
+            if variable not in declared
+        )
+        for environment in self.environment.values():
+            self._set_environ(**{k: v for k, v in environment.items() if os.environ.get(k) != v})
+        seed_workspace(self.workspace)
+        for name, logical_id in FUNCTIONS.items():
+            # SAM resolves CodeUri relative to the template's folder.
+            code_uri = self._function_property(logical_id, "CodeUri")
+            code_dir = (self.template_path.parent / code_uri).resolve()
+            self.handlers[name] = load_handler_module(code_dir, f"nanobot_local_{name}")
+        self._attach_log_sink()
+        # The template's event source mapping: which queue feeds agent_turn, how many at once.
+        mapping = self.template.queue_mapping(FUNCTIONS["agent_turn"])
+        self.poller = QueuePoller(
+            boto3.client("sqs"),
+            self.template.refs[mapping.queue],
+            self.handlers["agent_turn"].handler,
+            context=lambda: self._context("agent_turn"),
+            batch_size=mapping.batch_size,
+        )
+        # EventBridge Scheduler, played locally: moto stores schedules but never fires them.
+        self.schedules = ScheduleRunner(
+            boto3.client("scheduler"),
+            self.template.refs["ScheduleGroup"],
+            fire=self._invoke_scheduler,
+            now=lambda: self.schedule_clock or datetime.now(UTC),
+        )
+
+    def stop(self) -> None:
+        self.stop_background()
+        if hasattr(self, "bot_api"):
+            self.bot_api.stop()
+        if self._moto is not None:
+            self._moto.stop()
+            self._moto = None
+        for logger in self._function_loggers():
+            if self.log_sink in logger.handlers:
+                logger.removeHandler(self.log_sink)
+        for name, previous in self._replaced_environ.items():
+            if previous is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = previous
+        self._replaced_environ = {}
+
+    def _set_environ(self, **values: str) -> None:
+        """Set process variables, remembering the first previous value of each for stop()."""
+        for name, value in values.items():
+            self._replaced_environ.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def _unset_environ(self, names: Iterable[str]) -> None:
+        """Remove process variables until stop(), which puts back their previous values."""
+        for name in list(names):
+            if name in os.environ:
+                self._replaced_environ.setdefault(name, os.environ[name])
+                del os.environ[name]
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- configuration ---------------------------------------------------------------------
+
+    def _template_parameters(self) -> dict[str, str]:
+        parameters = {
+            "AllowFrom": self._allow_from,
+            "LlmModel": self._model_env.get("LLM_MODEL", ""),
+            "LlmApiBase": self._model_env.get("LLM_API_BASE", ""),
+            "HeartbeatChatId": str(self.user.id),
+        }
+        if self._model_env.get("LLM_API_KEY"):
+            parameters["LlmApiKeyParameter"] = "/nanobot-lambda/llm-api-key"
+        parameters.update(self._extra_parameters)
+        return parameters
+
+    def _store_secrets(self) -> None:
+        values = {
+            "TelegramBotTokenParameter": self.bot_token,
+            "TelegramSecretTokenParameter": self.secret_token,
+            "LlmApiKeyParameter": self._model_env.get("LLM_API_KEY", ""),
+        }
+        ssm = boto3.client("ssm")
+        for parameter, value in values.items():
+            name = self.template.parameters.get(parameter, "")
+            if name and value:
+                ssm.put_parameter(Name=name, Value=value, Type="SecureString", Overwrite=True)
+
+    def _function_property(self, logical_id: str, name: str) -> Any:
+        properties = self.template.template["Resources"][logical_id]["Properties"]
+        if name in properties:
+            return properties[name]
+        return self.template.template.get("Globals", {}).get("Function", {})[name]
+
+    def _function_loggers(self) -> list[logging.Logger]:
+        """The handlers' Powertools logger and the package's top logger (children propagate)."""
+        service = self.environment.get("webhook", {}).get("POWERTOOLS_SERVICE_NAME", "nanobot")
+        return [logging.getLogger(service), logging.getLogger("nanobot_lambda")]
+
+    def _attach_log_sink(self) -> None:
+        for logger in self._function_loggers():
+            if self._replace_log_output:
+                logger.handlers = []
+            logger.addHandler(self.log_sink)
+
+    def _context(self, name: str) -> LocalLambdaContext:
+        logical_id = FUNCTIONS[name]
+        return LocalLambdaContext(
+            f"{self.prefix}-{name}",
+            timeout_seconds=float(self._function_property(logical_id, "Timeout")),
+            memory_limit_in_mb=int(self._function_property(logical_id, "MemorySize")),
+        )
+
+    # -- using it --------------------------------------------------------------------------
+
+    @property
+    def workspace(self) -> S3Workspace:
+        return S3Workspace(self.template.refs["WorkspaceBucket"], boto3.client("s3"))
+
+    def text_update(self, text: str, *, chat_id: int | None = None) -> dict[str, Any]:
+        """A real-shaped Update for a text message from the local user in a private chat."""
+        update_id = next(self._update_ids)
+        user = self.user.as_telegram()
+        chat = {
+            "id": chat_id or self.user.id,
+            "first_name": self.user.first_name,
+            "username": self.user.username,
+            "type": "private",
+        }
+        return {
+            "update_id": update_id,
+            "message": {
+                "message_id": update_id % 1_000_000,
+                "from": user,
+                "chat": chat,
+                "date": int(time.time()),
+                "text": text,
+            },
+        }
+
+    def post_update(
+        self, update: Mapping[str, Any], *, secret: str | None = None
+    ) -> dict[str, Any]:
+        """POST an update to the webhook handler as API Gateway would; returns its response."""
+        event = http_event(
+            json.dumps(update), secret=self.secret_token if secret is None else secret
+        )
+        context = self._context("webhook")
+        response: dict[str, Any] = self.handlers["webhook"].handler(event, context)
+        return response
+
+    def process_queue(self, max_seconds: float = 600) -> None:
+        """Run agent turns until the queue is empty (including retries of failed turns)."""
+        self.poller.drain(max_seconds=max_seconds)
+
+    def fire_due_schedules(self, at: datetime | None = None) -> list[tuple[str, datetime]]:
+        """Fire every schedule due at `at` (default: now), as EventBridge Scheduler would."""
+        if at is not None:
+            self.schedule_clock = at
+        return self.schedules.run_due()
+
+    def _invoke_scheduler(self, event: dict[str, Any]) -> None:
+        self.handlers["scheduler"].handler(event, self._context("scheduler"))
+
+    def start_background(self, interval: float = 1.0) -> None:
+        """Fire due schedules and run queued turns in a background thread (interactive chat)."""
+
+        def work() -> None:
+            while not self._worker_stop.is_set():
+                try:
+                    self.schedules.run_due()
+                    while self.poller.poll_once():
+                        pass
+                except Exception:
+                    logging.getLogger(__name__).exception("local worker failed; continuing")
+                self._worker_stop.wait(interval)
+
+        self._worker_stop.clear()
+        self._worker = threading.Thread(target=work, name="local-worker", daemon=True)
+        self._worker.start()
+
+    def stop_background(self) -> None:
+        if self._worker is not None:
+            self._worker_stop.set()
+            self._worker.join(timeout=30)
+            self._worker = None
+
+    def fire_heartbeat(self, at: datetime | None = None) -> dict[str, str]:
+        """Invoke the scheduler as EventBridge Scheduler would for the heartbeat schedule."""
+        schedule = self.template.template["Resources"]["HeartbeatSchedule"]["Properties"]
+        scheduled = (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        raw_input = schedule["Target"]["Input"].replace("<aws.scheduler.scheduled-time>", scheduled)
+        result: dict[str, str] = self.handlers["scheduler"].handler(
+            json.loads(raw_input), self._context("scheduler")
+        )
+        return result
+
+
+def http_event(
+    body: str, *, secret: str | None, content_type: str = "application/json"
+) -> dict[str, Any]:
+    """An API Gateway HTTP API (payload format 2.0) request for the webhook route."""
+    headers = {"content-type": content_type, "host": "local", "user-agent": "local"}
+    if secret is not None:
+        headers[SECRET_HEADER] = secret
+    return {
+        "version": "2.0",
+        "routeKey": "POST /webhook",
+        "rawPath": "/webhook",
+        "rawQueryString": "",
+        "headers": headers,
+        "requestContext": {
+            "http": {
+                "method": "POST",
+                "path": "/webhook",
+                "protocol": "HTTP/1.1",
+                "sourceIp": "149.154.167.220",
+                "userAgent": "local",
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "POST /webhook",
+            "stage": "$default",
+            "timeEpoch": int(time.time() * 1000),
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }

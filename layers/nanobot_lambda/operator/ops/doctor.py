@@ -1,0 +1,352 @@
+"""`nanobot-lambda doctor`: is everything in place for the bot to answer? One check per part,
+each a pass or a failure with its fix, run in the order a request travels.
+
+With `--stack`, the functions' settings are checked as the stack gives them (its parameters,
+its SSM secrets); without, the environment's (what `chat` and `poll` use). The model check is
+a real one-token completion, so it costs a fraction of a cent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Literal
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.core.errors import ConfigError, StorageError
+from nanobot_lambda.core.skills import load_skills
+from nanobot_lambda.core.workspace import default_workspace_files
+from nanobot_lambda.operator.ops.deployment import (
+    BOT_TOKEN_PARAMETER,
+    STACK_OUTPUTS,
+    Deployment,
+    OperatorError,
+    describe_stack,
+    fetch_reference,
+)
+from nanobot_lambda.operator.ops.webhook_admin import WebhookInfo, webhook_info
+from nanobot_lambda.settings import (
+    AgentBehaviourSettings,
+    AllowListSettings,
+    InputSettings,
+    LlmSettings,
+    OperatorSettings,
+)
+
+Status = Literal["ok", "FAIL", "skip"]
+
+# The stack parameters behind the agent's settings, as infra/template.yaml wires them
+# (a unit test checks each against the template).
+STACK_SETTINGS = {
+    "AllowFrom": "ALLOW_FROM",
+    "LlmModel": "LLM_MODEL",
+    "LlmApiBase": "LLM_API_BASE",
+    "LlmApiKeyParameter": "LLM_API_KEY_PARAM",
+    "LlmFallbackModels": "LLM_FALLBACK_MODELS",
+    "Timezone": "TIMEZONE",
+    "MaxToolIterations": "MAX_TOOL_ITERATIONS",
+    "HistoryWindow": "HISTORY_WINDOW",
+    "GroupPolicy": "GROUP_POLICY",
+    "TranscriptionModel": "TRANSCRIPTION_MODEL",
+    "TranscriptionApiKeyParameter": "TRANSCRIPTION_API_KEY_PARAM",
+}
+CHECKED_SETTINGS = (LlmSettings, AllowListSettings, AgentBehaviourSettings, InputSettings)
+STABLE_STATUSES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None
+
+
+def _ok(name: str, detail: str) -> Check:
+    return Check(name, "ok", detail)
+
+
+def _fail(name: str, detail: str, fix: str) -> Check:
+    return Check(name, "FAIL", detail, fix)
+
+
+def _skip(name: str, detail: str) -> Check:
+    return Check(name, "skip", detail)
+
+
+class Doctor:
+    def __init__(self, environ: Mapping[str, str], stack_name: str | None) -> None:
+        self._environ = environ
+        self._stack_name = stack_name
+        self._deployment: Deployment | None = None
+        self._llm: LlmSettings | None = None
+        self._bot: TelegramBot | None = None
+
+    @property
+    def _stack_flag(self) -> str:
+        return f"--stack {self._stack_name}" if self._stack_name else "--stack NAME"
+
+    def run(self) -> Iterator[Check]:
+        """The checks, each yielded as soon as it is done (the caller prints progress)."""
+        yield self.configuration()
+        yield self.aws_credentials()
+        yield self.stack()
+        yield self.model()
+        yield self.bot_token()
+        yield self.webhook()
+        yield self.workspace()
+
+    def _stack_unreadable(self) -> bool:
+        return bool(self._stack_name) and (self._deployment is None or not self._deployment.stack)
+
+    # -- configuration --------------------------------------------------------------------
+
+    def _function_environment(self) -> dict[str, str]:
+        if self._deployment is None or self._deployment.stack is None:
+            return dict(self._environ)
+        parameters = self._deployment.stack.parameters
+        return {
+            variable: parameters[parameter]
+            for parameter, variable in STACK_SETTINGS.items()
+            if parameter in parameters
+        }
+
+    def configuration(self) -> Check:
+        name = "configuration"
+        try:
+            settings = OperatorSettings.from_env(self._environ, fetch=fetch_reference)
+        except ConfigError as error:
+            self._deployment = Deployment(OperatorSettings.model_validate({}))
+            return _fail(name, str(error), "fix those variables (environment or .env)")
+        self._deployment = Deployment(settings)
+        if self._stack_name:
+            # A stack that cannot be read is the stack check's failure; the settings are then
+            # checked as the environment gives them.
+            with suppress(OperatorError, ClientError, BotoCoreError):
+                self._deployment = Deployment.connect(self._stack_name, settings)
+        environment = self._function_environment()
+        problems = []
+        for model in CHECKED_SETTINGS:
+            if model is not LlmSettings and self._stack_name is None:
+                continue  # locally only the model is needed (chat); poll asks for ALLOW_FROM
+            try:
+                validated = model.from_env(environment, fetch=fetch_reference)
+            except ConfigError as error:
+                problems.append(str(error).split(": ", 1)[-1])
+                continue
+            if isinstance(validated, LlmSettings):
+                self._llm = validated
+            if isinstance(validated, AllowListSettings) and validated.allow_from.allows_nobody:
+                problems.append("ALLOW_FROM is empty: nobody may talk to the bot")
+        if problems:
+            return _fail(name, "; ".join(problems), self._configuration_fix(problems))
+        where = "the stack's parameters" if self._stack_name else "the environment"
+        return _ok(name, f"settings from {where} are valid")
+
+    def _configuration_fix(self, problems: list[str]) -> str:
+        text = " ".join(problems)
+        if self._stack_name:
+            parameters = [p for p, variable in STACK_SETTINGS.items() if variable in text]
+            named = ", ".join(parameters) or "the parameters named above"
+            return f"redeploy with corrected {named}: sam deploy --guided"
+        return "set the variables named above (environment or .env; see README, Configuration)"
+
+    # -- AWS ------------------------------------------------------------------------------
+
+    def aws_credentials(self) -> Check:
+        name = "AWS credentials"
+        if self._stack_name is None:
+            return _skip(name, "no --stack given (the local stack needs no AWS account)")
+        assert self._deployment is not None
+        try:
+            identity = self._deployment.client("sts").get_caller_identity()
+        except NoCredentialsError:
+            return _fail(name, "no credentials found", "run `aws configure` (or set AWS_PROFILE)")
+        except (ClientError, BotoCoreError) as error:
+            return _fail(name, str(error), "refresh your credentials (aws sso login, or new keys)")
+        return _ok(name, f"{identity['Arn']} (account {identity['Account']})")
+
+    def stack(self) -> Check:
+        name = "stack"
+        if self._stack_name is None:
+            return _skip(name, "no --stack given")
+        assert self._deployment is not None
+        try:
+            stack = describe_stack(self._stack_name, self._deployment.client("cloudformation"))
+        except OperatorError as error:
+            return _fail(name, str(error).split(":")[0], str(error).split(": ", 1)[-1])
+        except (ClientError, BotoCoreError) as error:
+            return _fail(name, str(error), "check the AWS credentials and region")
+        if stack.status not in STABLE_STATUSES:
+            return _fail(
+                name,
+                f"{stack.name} is {stack.status}",
+                "see its events (aws cloudformation describe-stack-events) and redeploy",
+            )
+        missing = [output for output in STACK_OUTPUTS if not stack.outputs.get(output)]
+        if missing:
+            return _fail(
+                name,
+                f"{stack.name} has no output {', '.join(missing)}",
+                "deploy the current template (sam build && sam deploy)",
+            )
+        return _ok(name, f"{stack.name} is {stack.status}, every output present")
+
+    # -- model ----------------------------------------------------------------------------
+
+    def model(self) -> Check:
+        name = "model"
+        if self._llm is None:
+            return _skip(name, "its settings are not valid (see configuration)")
+        try:
+            one_token_completion(self._llm)
+        except Exception as error:
+            key = "LlmApiKeyParameter" if self._stack_name else "LLM_API_KEY"
+            model = "LlmModel" if self._stack_name else "LLM_MODEL"
+            base = "LlmApiBase" if self._stack_name else "LLM_API_BASE"
+            return _fail(
+                name,
+                f"{self._llm.llm_model}: {error}",
+                f"check {model} (a litellm model string), the key in {key}, and {base}",
+            )
+        return _ok(name, f"{self._llm.llm_model} answered a one-token request")
+
+    # -- Telegram -------------------------------------------------------------------------
+
+    def bot_token(self) -> Check:
+        name = "bot token"
+        if self._stack_unreadable():
+            return _skip(name, "the stack could not be read")
+        assert self._deployment is not None
+        if self._stack_name is None and self._deployment.settings.telegram_bot_token is None:
+            return _skip(name, "no --stack and no TELEGRAM_BOT_TOKEN (only poll needs one)")
+        where = (
+            f"the SSM parameter {self._deployment.parameter_name(BOT_TOKEN_PARAMETER)}"
+            if self._stack_name
+            else "TELEGRAM_BOT_TOKEN"
+        )
+        try:
+            bot = self._deployment.telegram()
+            me = bot.get_me()
+        except OperatorError as error:
+            return _fail(name, str(error).split(":")[0], str(error).split(": ", 1)[-1])
+        except TelegramError as error:
+            if error.status in (401, 404):
+                return _fail(
+                    name,
+                    f"Telegram refused the token ({error.status} {error.description})",
+                    f"put the token @BotFather gave you in {where}",
+                )
+            return _fail(name, str(error), "check the network (and TELEGRAM_API_BASE if set)")
+        except (ClientError, BotoCoreError) as error:
+            return _fail(name, f"cannot read {where}: {error}", "check the AWS credentials")
+        self._bot = bot
+        return _ok(name, f"@{me.username} (id {me.id})")
+
+    def webhook(self) -> Check:
+        name = "webhook"
+        if self._bot is None:
+            return _skip(name, "no working bot token")
+        try:
+            info = webhook_info(self._bot)
+        except TelegramError as error:
+            return _fail(name, str(error), "check the network and try again")
+        expected = self._deployment.webhook_url if self._deployment else None
+        return self._judge_webhook(info, expected)
+
+    def _judge_webhook(self, info: WebhookInfo, expected: str | None) -> Check:
+        name = "webhook"
+        set_it = f"nanobot-lambda webhook set {self._stack_flag}"
+        if expected is None:
+            if not info.url:
+                return _ok(name, "none set: updates wait for getUpdates (nanobot-lambda poll)")
+            return _ok(name, f"set to {info.url} (no stack to compare with)")
+        if not info.url:
+            return _fail(name, "no webhook is set: Telegram does not call the stack", set_it)
+        if info.url != expected:
+            return _fail(name, f"set to {info.url}, not the stack's {expected}", set_it)
+        if info.allowed_updates is not None and "message" not in info.allowed_updates:
+            return _fail(name, "messages are not among its allowed_updates", set_it)
+        if info.recent_error() and info.last_error_at is not None:
+            when = info.last_error_at.strftime("%Y-%m-%d %H:%M UTC")
+            return _fail(
+                name,
+                f"Telegram reported at {when}: {info.last_error_message}",
+                f"read the webhook function's logs (sam logs -n WebhookFunction "
+                f"{self._stack_flag.replace('--stack', '--stack-name')}); on 401 Unauthorized, "
+                f"re-register the secret: {set_it}",
+            )
+        return _ok(name, f"set to the stack's URL, {info.pending_update_count} pending")
+
+    # -- workspace ------------------------------------------------------------------------
+
+    def workspace(self) -> Check:
+        name = "workspace"
+        if self._stack_unreadable():
+            return _skip(name, "the stack could not be read")
+        assert self._deployment is not None
+        bucket = self._deployment.resource("workspace_bucket")
+        if not bucket:
+            return _skip(name, "no --stack given and WORKSPACE_BUCKET is not set")
+        workspace = S3Workspace(bucket, self._deployment.client("s3"))
+        try:
+            present = {entry.path for entry in workspace.list_files("")}
+            missing = sorted(set(default_workspace_files()) - present)
+            skill_files = {
+                path: file.text
+                for path in sorted(present)
+                if path.startswith("skills/") and path.endswith("/SKILL.md")
+                if (file := workspace.read(path)) is not None
+            }
+        except (ClientError, BotoCoreError, StorageError) as error:
+            return _fail(name, f"cannot read bucket {bucket}: {error}", "check the AWS credentials")
+        if missing:
+            return _fail(
+                name,
+                f"missing {', '.join(missing)}",
+                f"write the defaults (existing files are kept): nanobot-lambda onboard "
+                f"{self._stack_flag}",
+            )
+        skills = [
+            skill for skill in load_skills(skill_files, environ={}) if skill.source == "workspace"
+        ]
+        broken = [f"{skill.location}: {skill.error}" for skill in skills if skill.error]
+        if broken:
+            return _fail(
+                name,
+                "; ".join(broken),
+                "fix the frontmatter: nanobot-lambda workspace pull DIR, edit, workspace push DIR",
+            )
+        # Read leniently (e.g. an unquoted colon in a description): usable, so it parses.
+        warnings = "".join(
+            f"; warning: {skill.location}: {skill.warning}" for skill in skills if skill.warning
+        )
+        return _ok(
+            name, f"default files present, {len(skill_files)} workspace skill(s) parse{warnings}"
+        )
+
+
+def one_token_completion(settings: LlmSettings) -> None:
+    """A real call to the model, one token long. litellm is imported here, only here."""
+    from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+
+    quick = settings.model_copy(  # the model itself: a fallback answering would hide it
+        update={
+            "llm_max_tokens": 1,
+            "llm_num_retries": 0,
+            "llm_timeout_seconds": 60,
+            "llm_fallback_models": (),
+        }
+    )
+    LitellmChatModel(quick).complete([{"role": "user", "content": "Say OK."}], [])
+
+
+def summarize(checks: list[Check]) -> str:
+    failed = sum(check.status == "FAIL" for check in checks)
+    if failed:
+        return f"{failed} check{'s' if failed > 1 else ''} failed."
+    return "Everything checked is in place."

@@ -1,0 +1,66 @@
+"""The Telegram side of a deployment: the webhook registration and what Telegram says of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from nanobot_lambda.adapters.telegram.client import TelegramBot
+from nanobot_lambda.operator.ops.deployment import OperatorError
+
+# The update kinds the bot acts on: `telegram.inbound.to_inbound` reads `message` only (an
+# edited message, a reaction or a callback is ignored). Asking Telegram for nothing else spares
+# the webhook every other kind. tests/unit/test_cli_contracts.py keeps the two in step.
+ALLOWED_UPDATES = ("message",)
+# A delivery error Telegram reported more recently than this is a failing webhook.
+RECENT_ERROR = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class WebhookInfo:
+    url: str
+    pending_update_count: int
+    last_error_at: datetime | None
+    last_error_message: str | None
+    allowed_updates: tuple[str, ...] | None
+
+    @classmethod
+    def from_api(cls, result: Mapping[str, Any]) -> WebhookInfo:
+        error_date = result.get("last_error_date")
+        allowed = result.get("allowed_updates")
+        return cls(
+            url=str(result.get("url") or ""),
+            pending_update_count=int(result.get("pending_update_count") or 0),
+            last_error_at=datetime.fromtimestamp(int(error_date), UTC) if error_date else None,
+            last_error_message=result.get("last_error_message"),
+            allowed_updates=tuple(allowed) if allowed is not None else None,
+        )
+
+    def recent_error(self, now: datetime | None = None) -> bool:
+        if self.last_error_at is None:
+            return False
+        return (now or datetime.now(UTC)) - self.last_error_at < RECENT_ERROR
+
+
+def webhook_info(bot: TelegramBot) -> WebhookInfo:
+    return WebhookInfo.from_api(bot.call("getWebhookInfo"))
+
+
+def set_webhook(
+    bot: TelegramBot, url: str, secret_token: str, *, drop_pending_updates: bool = False
+) -> None:
+    if not url.startswith("https://"):
+        raise OperatorError(f"Telegram only calls HTTPS webhooks, not {url!r}: give an https URL")
+    bot.call(
+        "setWebhook",
+        url=url,
+        secret_token=secret_token,
+        allowed_updates=list(ALLOWED_UPDATES),
+        drop_pending_updates=drop_pending_updates or None,
+    )
+
+
+def delete_webhook(bot: TelegramBot, *, drop_pending_updates: bool = False) -> None:
+    bot.call("deleteWebhook", drop_pending_updates=drop_pending_updates or None)
