@@ -39,9 +39,9 @@ from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
-from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.entry.agent_turn.ports import Services, Stores, TurnPorts
 from nanobot_lambda.entry.agent_turn.records import RecordRunner
-from nanobot_lambda.entry.agent_turn.turns import TurnService
+from nanobot_lambda.entry.agent_turn.service import TurnService
 from nanobot_lambda.settings import AgentSettings
 
 logger = Logger()
@@ -55,34 +55,34 @@ configure_logging(logger, settings.secret_values())  # secrets redacted from eve
 def build_records() -> RecordRunner:
     """The turn machinery and its clients: made at init, and anew after a SnapStart restore."""
     dynamodb = dynamodb_client()
-    sqs = sqs_client()
-    turns = TurnService(
-        settings,
+    telegram = TelegramBot(settings.telegram_bot_token, settings.telegram_api_base)
+    queue = SqsTurnQueue(settings.turn_queue_url, sqs_client())
+    stores = Stores(
         workspace=S3Workspace(settings.workspace_bucket, s3_client()),
         sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
-        stop_flags=DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
+        journal=DynamoTurnJournal(settings.sessions_table, dynamodb),
         jobs=DynamoJobStore(settings.jobs_table, dynamodb),
+        usage=DynamoUsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone),
+        stop_flags=DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
+    )
+    services = Services(
+        channel=telegram,
+        media=telegram,
+        model=LitellmChatModel(settings),
+        queue=queue,
         schedules=EventBridgeSchedules(
             scheduler_client(),
             group=settings.schedule_group,
             target_arn=settings.scheduler_target_arn,
             role_arn=settings.scheduler_role_arn,
         ),
-        queue=SqsTurnQueue(settings.turn_queue_url, sqs),
-        journal=DynamoTurnJournal(settings.sessions_table, dynamodb),
-        model=LitellmChatModel(settings),
-        bot=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
-        environ=os.environ,  # skills check their `requires.env` against it
         transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
-        usage=UsageMeter(
-            DynamoUsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone), EMF
-        ),
-        metrics=EMF,
     )
+    # Skills check their `requires.env` against the environment.
+    turns = TurnService(settings, TurnPorts(stores, services, EMF), environ=os.environ)
     return RecordRunner(
         turns,
-        sqs,
-        settings.turn_queue_url,
+        queue,
         max_receive_count=settings.turn_max_receive_count,
         backoff_seconds=settings.retry_backoff_seconds,
         on_last_failure=lambda: telemetry.dlq_sent(EMF),

@@ -28,8 +28,11 @@ def test_a_restored_agent_turn_answers_with_new_clients(
 
     hooks.restore()
     assert handler.records is not before
-    assert handler.records._sqs is not before._sqs
-    assert handler.records._turns._bot._session is not before._turns._bot._session
+    assert handler.records._queue._sqs is not before._queue._sqs
+    channel, old_channel = (
+        records._turns.parts.ports.services.channel for records in (handler.records, before)
+    )
+    assert channel._session is not old_channel._session
 
     assert stack.post_update(stack.text_update("still there?"))["statusCode"] == 200
     stack.process_queue()

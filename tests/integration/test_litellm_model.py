@@ -11,11 +11,13 @@ from nanobot_lambda.adapters.llm.litellm_model import (
     mark_system_prompt_for_caching,
     uses_prompt_cache_markers,
 )
+from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.settings import LlmSettings
+from nanobot_lambda.settings import AgentSettings, LlmSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
 from tests.support.scripted_model import ScriptedModelServer, Step
+from tests.support.settings import AGENT_ENV
 
 TOOLS = [tool.definition() for tool in file_tools(MemoryWorkspace())]
 
@@ -197,3 +199,25 @@ def test_a_deadline_bounds_the_call(model_server: ScriptedModelServer) -> None:
     with pytest.raises(ModelError):
         model_for(model_server).complete([{"role": "user", "content": "x"}], TOOLS, timeout=1.0)
     assert time.monotonic() - started < 4
+
+
+def test_a_failed_transcription_is_a_model_error_naming_its_kind_not_the_key(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.fail_transcription(500, times=3)
+    settings = AgentSettings.model_validate(
+        {
+            **AGENT_ENV,
+            "TRANSCRIPTION_MODEL": ScriptedModelServer.TRANSCRIPTION_MODEL,
+            "TRANSCRIPTION_API_BASE": model_server.base_url,
+            "TRANSCRIPTION_API_KEY": "sk-transcription-secret",
+            "LLM_NUM_RETRIES": "0",
+        }
+    )
+    transcriber = transcriber_for(settings)
+    assert transcriber is not None
+    with pytest.raises(ModelError) as error:
+        transcriber.transcribe("voice.ogg", b"OggS" + bytes(64))
+    assert str(error.value).startswith("transcription failed (")
+    assert "sk-transcription-secret" not in str(error.value)
+    assert error.value.__cause__ is None  # nothing of the provider's answer travels with it

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -14,8 +15,16 @@ from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, rend
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
+from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.model import ModelReply, ToolCall
 from nanobot_lambda.core.ports import StoredWrite
+from nanobot_lambda.core.sessions import (
+    RECENT_TURNS,
+    Message,
+    SessionConflict,
+    SessionHistory,
+    align_to_user_turn,
+)
 from nanobot_lambda.core.usage import Tally, UsageSummary
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
@@ -209,13 +218,15 @@ class MemorySchedules:
 
 
 class RecordingChannel:
-    """The Channel port, recording every message sent as (chat_id, text, thread_id); messages
-    are split into parts as Telegram's are (the real renderer)."""
+    """The Channel (and MediaSource) port, recording every message sent as (chat_id, text,
+    thread_id); messages are split into parts as Telegram's are (the real renderer)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[int, str, int | None]] = []
         self.typing_in: list[int] = []
         self.fail_with: ChannelError | None = None  # raised by the next send
+        self.fail_on: str | None = None  # the next send of a part starting with this fails
+        self.files: dict[str, bytes] = {}  # file id -> bytes, for get_file and download
         self.me = BotUser(id=7000000001, username="nano_lambda_bot")
 
     def message_parts(self, text: str) -> list[str]:
@@ -225,13 +236,15 @@ class RecordingChannel:
         if self.fail_with is not None:
             error, self.fail_with = self.fail_with, None
             raise error
+        if self.fail_on is not None and html_to_plain_text(part).startswith(self.fail_on):
+            self.fail_on = None
+            raise ChannelError("sendMessage", 502, "Bad Gateway")
         self.sent.append((chat_id, part, thread_id))
         return len(self.sent)
 
     def send_text(self, chat_id: int, text: str, *, thread_id: int | None = None) -> list[int]:
-        return [
-            self.send_part(chat_id, part, thread_id=thread_id) for part in self.message_parts(text)
-        ]
+        parts = self.message_parts(text)
+        return [self.send_part(chat_id, part, thread_id=thread_id) for part in parts]
 
     @contextmanager
     def typing(self, chat_id: int, *, thread_id: int | None = None) -> Iterator[None]:
@@ -240,6 +253,14 @@ class RecordingChannel:
 
     def get_me(self) -> BotUser:
         return self.me
+
+    def get_file(self, file_id: str) -> tuple[str, int | None]:
+        if file_id not in self.files:
+            raise ChannelError("getFile", 400, "Bad Request: invalid file_id")
+        return file_id, len(self.files[file_id])
+
+    def download(self, file_path: str, max_bytes: int) -> bytes:
+        return self.files[file_path][:max_bytes]
 
     @property
     def texts(self) -> list[str]:
@@ -352,4 +373,124 @@ class MemoryLedger:
             return False
         enqueue()
         self.seen.add(update["update_id"])
+        return True
+
+
+class MemoryTurnJournal:
+    """A TurnJournal in a dict. Records are copied in and out, as a store would: a new run of a
+    turn sees what earlier runs recorded, never their objects. A MemorySessionStore given this
+    journal returns a session's records with the session, as the DynamoDB Query does."""
+
+    def __init__(self) -> None:
+        self.records: dict[tuple[str, str], TurnProgress] = {}
+
+    def _stored(self, session_key: str, progress: TurnProgress) -> TurnProgress:
+        key = (session_key, progress.turn_id)
+        if key not in self.records:
+            self.records[key] = TurnProgress(progress.turn_id, recorded=True)
+        return self.records[key]
+
+    def get(self, session_key: str, turn_id: str) -> TurnProgress:
+        stored = self.records.get((session_key, turn_id))
+        return copy.deepcopy(stored) if stored is not None else TurnProgress(turn_id)
+
+    def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
+        progress.recorded = True
+        self.records[(session_key, progress.turn_id)] = copy.deepcopy(progress)
+
+    def record_send(self, session_key: str, progress: TurnProgress, number: int) -> None:
+        self._stored(session_key, progress).sent.add(number)
+        progress.sent.add(number)
+        progress.recorded = True
+
+    def record_part(
+        self, session_key: str, progress: TurnProgress, number: int, part: int, text: str
+    ) -> None:
+        stored = self._stored(session_key, progress)
+        stored.parts.add((number, part))
+        progress.parts.add((number, part))
+        if part == 1:
+            stored.partial = progress.partial = (number, text)
+        progress.recorded = True
+
+    def finish(self, session_key: str, progress: TurnProgress) -> list[StoredWrite]:
+        if not progress.recorded:
+            return []
+        return [{"apply": lambda: self.records.pop((session_key, progress.turn_id), None)}]
+
+    def discard(self, session_key: str, progress: TurnProgress) -> None:
+        self.records.pop((session_key, progress.turn_id), None)
+        progress.recorded = False
+
+    def mark_done(self, session_key: str, progress: TurnProgress) -> None:
+        self.records[(session_key, progress.turn_id)] = TurnProgress(
+            progress.turn_id, done=True, recorded=True
+        )
+        progress.done = True
+
+    def open_turns(self, session_key: str) -> dict[str, TurnProgress]:
+        return {
+            turn_id: copy.deepcopy(progress)
+            for (key, turn_id), progress in self.records.items()
+            if key == session_key
+        }
+
+
+class MemorySessionStore:
+    """A SessionStore in a dict, with the semantics of adapters/aws/sessions.py: a conditional
+    append that also makes the writes other stores folded into it (`also`)."""
+
+    def __init__(self, journal: MemoryTurnJournal | None = None) -> None:
+        self.messages: dict[str, list[Message]] = {}
+        self.cursors: dict[str, int] = {}
+        self.recent: dict[str, tuple[str, ...]] = {}
+        self.journal = journal
+        self.advance_failures = 0  # advance_cursor dies this many times (a crash, mid-way)
+        self.advances: list[tuple[str, int, int]] = []
+
+    def load(self, key: str, limit: int) -> SessionHistory:
+        messages = self.messages.get(key, [])
+        cursor = self.cursors.get(key, 0)
+        window = messages[cursor:][-limit:] if limit > 0 else []
+        return SessionHistory(
+            key,
+            align_to_user_turn(list(window)),
+            next_seq=len(messages),
+            consolidated_upto=cursor,
+            recent_turns=self.recent.get(key, ()),
+            open_turns=self.journal.open_turns(key) if self.journal is not None else {},
+        )
+
+    def append(
+        self,
+        history: SessionHistory,
+        messages: list[Message],
+        *,
+        turn_id: str | None = None,
+        also: Sequence[StoredWrite] = (),
+    ) -> None:
+        stored = self.messages.setdefault(history.key, [])
+        if len(stored) != history.next_seq:
+            raise SessionConflict(history.key)
+        stored.extend(copy.deepcopy(messages))
+        for write in also:
+            write["apply"]()
+        if turn_id is not None:
+            history.recent_turns = (*history.recent_turns, turn_id)[-RECENT_TURNS:]
+            self.recent[history.key] = history.recent_turns
+        history.next_seq += len(messages)
+        history.messages.extend(messages)
+
+    def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
+        messages = self.messages.get(key, [])
+        return [(seq, messages[seq]) for seq in range(max(0, start), min(end, len(messages)))]
+
+    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
+        self.advances.append((key, expected, new))
+        if self.advance_failures:
+            self.advance_failures -= 1
+            raise RuntimeError("the process died")
+        if self.cursors.get(key, 0) != expected:
+            return False
+        self.cursors[key] = new
         return True

@@ -24,9 +24,15 @@ from nanobot_lambda.core.sessions import (
     Message,
     SessionConflict,
     SessionHistory,
-    align_to_user_turn,
 )
-from tests.support.fakes import MemoryWorkspace, ScriptedModel, outage, text, tool
+from tests.support.fakes import (
+    MemorySessionStore,
+    MemoryWorkspace,
+    ScriptedModel,
+    outage,
+    text,
+    tool,
+)
 from tests.support.history import read_history
 
 KEY = "tg:42"
@@ -39,49 +45,6 @@ SMALL_MEMORY = "# Memory\n- likes tea\n"
 def no_conflict_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Lost races are retried at once (update_text may sleep between attempts)."""
     monkeypatch.setattr(workspace_module, "CONFLICT_BACKOFF_SECONDS", 0, raising=False)
-
-
-class MemorySessionStore:
-    """A SessionStore in a dict, with the semantics documented in sessions.py."""
-
-    def __init__(self) -> None:
-        self.messages: dict[str, list[Message]] = {}
-        self.cursors: dict[str, int] = {}
-        self.advance_failures = 0  # advance_cursor raises this many times (a crash)
-        self.advances: list[tuple[str, int, int]] = []
-
-    def load(self, key: str, limit: int) -> SessionHistory:
-        messages = self.messages.get(key, [])
-        cursor = self.cursors.get(key, 0)
-        window = messages[cursor:][-limit:] if limit > 0 else []
-        return SessionHistory(
-            key,
-            align_to_user_turn(list(window)),
-            next_seq=len(messages),
-            consolidated_upto=cursor,
-        )
-
-    def append(self, history: SessionHistory, messages: list[Message]) -> None:
-        stored = self.messages.setdefault(history.key, [])
-        if len(stored) != history.next_seq:
-            raise SessionConflict(history.key)
-        stored.extend(messages)
-        history.next_seq += len(messages)
-        history.messages.extend(messages)
-
-    def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
-        messages = self.messages.get(key, [])
-        return [(seq, messages[seq]) for seq in range(max(0, start), min(end, len(messages)))]
-
-    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
-        self.advances.append((key, expected, new))
-        if self.advance_failures:
-            self.advance_failures -= 1
-            raise RuntimeError("the database went away")
-        if self.cursors.get(key, 0) != expected:
-            return False
-        self.cursors[key] = new
-        return True
 
 
 def conversation(turns: int, first: int = 0) -> list[Message]:

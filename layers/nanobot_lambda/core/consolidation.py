@@ -22,15 +22,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.errors import ModelError, NanobotError, StorageError
 from nanobot_lambda.core.memory import MEMORY_FILE, append_history, find_marker, guard_memory_update
 from nanobot_lambda.core.model import force_tool, function_tool
 from nanobot_lambda.core.ports import ChatModel, SessionStore, Workspace
 from nanobot_lambda.core.sessions import Message, SessionHistory
-from nanobot_lambda.core.workspace import NotText, WriteConflict, update_text
+from nanobot_lambda.core.workspace import NotText, update_text
 
 logger = logging.getLogger(__name__)
 
@@ -52,11 +50,11 @@ SAVE_MEMORY_TOOL = function_tool(
 )
 MAX_TRANSCRIPT_TOOL_CHARS = 300
 EMPTY_MEMORY = "(empty)"  # how an empty MEMORY.md is shown to the summariser
-_STORAGE_ERRORS = (WriteConflict, NotText, ClientError, BotoCoreError)
+_STORAGE_ERRORS = (StorageError, NotText)
 _TIMESTAMPED = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}\]")
 
 
-class ConsolidationError(Exception):
+class ConsolidationError(NanobotError):
     """The summary could not be produced or stored; the cursor did not move."""
 
 

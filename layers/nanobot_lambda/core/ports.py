@@ -142,6 +142,12 @@ class TurnQueue(Protocol):
         ...
 
 
+class RetryDelay(Protocol):
+    """How soon the queue offers a failed job again (instead of its visibility timeout)."""
+
+    def retry_after(self, receipt_handle: str, seconds: int) -> None: ...
+
+
 class UpdateLedger(Protocol):
     """The webhook's record of the updates it queued (Telegram re-sends for about a day)."""
 
@@ -294,7 +300,8 @@ class ChatModel(Protocol):
 
 class Transcriber(Protocol):
     def transcribe(self, filename: str, data: bytes) -> str:
-        """The speech in the audio as text. Raises on any failure."""
+        """The speech in the audio as text. Raises ModelError on any failure, naming the kind
+        and status of the failure, never the request."""
         ...
 
 

@@ -26,3 +26,10 @@ class SqsTurnQueue:
             MessageDeduplicationId=dedup_id,
         )
         return response["MessageId"]
+
+    @aws_errors
+    def retry_after(self, receipt_handle: str, seconds: int) -> None:
+        """Make a received job that failed visible again in `seconds`."""
+        self._sqs.change_message_visibility(
+            QueueUrl=self._queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.ports import Transcriber
 from nanobot_lambda.settings import AgentSettings
 
@@ -43,7 +44,16 @@ class LitellmTranscriber:
         importlib.import_module("nanobot_lambda.adapters.llm.litellm_model")
         import litellm
 
-        response = litellm.transcription(model=self._model, file=(filename, data), **self._options)
+        try:
+            response = litellm.transcription(
+                model=self._model, file=(filename, data), **self._options
+            )
+        except Exception as error:
+            # The type and status only: provider errors may quote the request.
+            status = getattr(error, "status_code", None)
+            raise ModelError(
+                f"transcription failed ({type(error).__name__}, status {status})"
+            ) from None
         return str(getattr(response, "text", "") or "").strip()
 
 

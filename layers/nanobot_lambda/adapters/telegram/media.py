@@ -42,6 +42,7 @@ from nanobot_lambda.adapters.telegram.inbound import (
 )
 from nanobot_lambda.adapters.telegram.models import FileRef, Message, PhotoSize
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.ports import MediaSource, Transcriber, Workspace
 from nanobot_lambda.settings import InputSettings
 
@@ -409,10 +410,8 @@ class MediaResolver:
             return ""
         try:
             return self._transcriber.transcribe(filename, data)
-        except Exception as error:
-            # The type and status only: provider errors may quote the request.
-            status = getattr(error, "status_code", None)
-            logger.warning("transcription failed (%s, status %s)", type(error).__name__, status)
+        except ModelError as error:
+            logger.warning("%s", error)  # the kind and status only (see the transcriber)
             return ""
 
     def _too_large(self, what: str, resolved: _Resolved) -> None:

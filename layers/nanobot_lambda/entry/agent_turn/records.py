@@ -16,13 +16,13 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 from nanobot_lambda.core.jobs import AnyJob, parse_job
+from nanobot_lambda.core.ports import RetryDelay
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
-    from mypy_boto3_sqs import SQSClient
 
 logger = logging.getLogger(__name__)
 
@@ -39,16 +39,14 @@ class RecordRunner:
     def __init__(
         self,
         turns: JobRunner,
-        sqs: SQSClient,
-        queue_url: str,
+        queue: RetryDelay,
         *,
         max_receive_count: int,
         backoff_seconds: int,
         on_last_failure: Callable[[], None] = lambda: None,
     ) -> None:
         self._turns = turns
-        self._sqs = sqs
-        self._queue_url = queue_url
+        self._queue = queue
         self._max_receive_count = max_receive_count
         self._backoff_seconds = backoff_seconds
         self._on_last_failure = on_last_failure
@@ -88,11 +86,7 @@ class RecordRunner:
             return
         delay = min(self._backoff_seconds * 2 ** (receives - 1), MAX_BACKOFF_SECONDS)
         try:
-            self._sqs.change_message_visibility(
-                QueueUrl=self._queue_url,
-                ReceiptHandle=record.receipt_handle,
-                VisibilityTimeout=delay,
-            )
+            self._queue.retry_after(record.receipt_handle, delay)
         except Exception as error:
             # The retry then waits for the queue's visibility timeout: later, not lost.
             logger.warning("could not shorten the retry delay (%s)", type(error).__name__)

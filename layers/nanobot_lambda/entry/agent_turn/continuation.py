@@ -1,0 +1,51 @@
+"""A turn out of Lambda time: record where it is, tell the user once, and queue its
+continuation in the same queue group, so the next invocation resumes it.
+
+A turn may continue `MAX_CONTINUATIONS` times; past that it gives up, tells the user, and
+forgets its record.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.jobs import ContinuationJob
+from nanobot_lambda.core.ports import TurnJournal, TurnQueue
+from nanobot_lambda.entry.agent_turn.run import TurnRun, TurnSuspended
+from nanobot_lambda.tools.chat import TurnScope
+
+logger = logging.getLogger(__name__)
+
+
+class Continuation:
+    def __init__(self, journal: TurnJournal, queue: TurnQueue, max_continuations: int) -> None:
+        self._journal = journal
+        self._queue = queue
+        self._max_continuations = max_continuations
+
+    def suspend(self, run: TurnRun, scope: TurnScope, log: dict[str, Any]) -> None:
+        """Record the turn, tell the user, queue its continuation. Always raises
+        TurnSuspended: the turn is not finished in this invocation."""
+        progress = run.progress
+        progress.continuations += 1
+        if progress.continuations > self._max_continuations:
+            logger.error(
+                "turn gave up after %d continuations", progress.continuations - 1, extra=log
+            )
+            run.outbox.send(scope.chat_id, texts.load("turn_too_long"), scope.thread_id)
+            self._journal.discard(run.journal_key, progress)
+            raise TurnSuspended
+        if scope.origin == "user" and progress.continuations == 1:
+            run.outbox.send(scope.chat_id, texts.load("still_working"), scope.thread_id)
+        progress.sends = run.outbox.count
+        self._journal.checkpoint(run.journal_key, progress)
+        part = progress.continuations + 1
+        self._queue.enqueue(
+            ContinuationJob(job=run.job, part=part),
+            group=run.group,
+            dedup_id=f"{progress.turn_id}-part{part}"[-128:],
+        )
+        logger.info("turn continues in another invocation", extra={**log, "part": part})
+        raise TurnSuspended

@@ -1,0 +1,107 @@
+"""A Telegram message's turn: the user wrote to the bot.
+
+Groups: the webhook queues every group message (it cannot know the bot's username); only those
+addressed to the bot get a turn. Commands are answered without the agent. Otherwise: files are
+fetched (while "typing…" shows), history is recalled, the agent runs, the answer is sent, and
+only then is the turn saved, so the session never holds an answer the user did not see.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from nanobot_lambda.adapters.telegram.inbound import (
+    Ignored,
+    InboundMessage,
+    addressed_to_bot,
+    is_group_chat,
+    to_inbound,
+)
+from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.core.jobs import TelegramUpdateJob
+from nanobot_lambda.entry.agent_turn.parts import TurnParts
+from nanobot_lambda.entry.agent_turn.run import RemainingMillis
+from nanobot_lambda.entry.agent_turn.saving import consolidate_quietly
+
+logger = logging.getLogger(__name__)
+
+
+def telegram_turn(
+    parts: TurnParts, job: TelegramUpdateJob, remaining_ms: RemainingMillis | None
+) -> None:
+    update = Update.model_validate(job.update)
+    inbound = to_inbound(update)
+    if isinstance(inbound, Ignored):
+        logger.info("queued update has nothing to answer: %s", inbound.reason)
+        return
+    log = {"update_id": inbound.update_id, "chat_id": inbound.chat_id}
+    message = update.message
+    assert message is not None  # to_inbound ignores updates without a message
+    channel = parts.ports.services.channel
+    if is_group_chat(message):
+        me = channel.get_me()  # asked once per container, for groups
+        policy = parts.settings.group_policy
+        if not addressed_to_bot(message, bot_id=me.id, bot_username=me.username, policy=policy):
+            logger.info("group message not addressed to the bot: ignored", extra=log)
+            return
+    elif inbound.chat_type == "private":
+        _remember_private_chat(parts, inbound.chat_id)
+    if parts.commands.handle(inbound):
+        return
+    key = inbound.session_key
+    history, run = parts.starter.in_session(job, f"update-{inbound.update_id}", key, remaining_ms)
+    if run is None:
+        return
+    logger.info("turn started", extra=log)
+    with (
+        parts.scope(run, inbound.chat_id, inbound.thread_id, "user") as scope,
+        channel.typing(inbound.chat_id, thread_id=inbound.thread_id),
+    ):
+        # Files are fetched, stored and transcribed while "typing…" shows.
+        content = parts.media.resolve(message, inbound.chat_id)
+        for notice in content.notices:  # e.g. a file too large to fetch: told at once
+            run.outbox.send(inbound.chat_id, notice, inbound.thread_id)
+        recalled = parts.recall.search(content.saved_text)
+        request = parts.context.messages(
+            history.messages, content.model_content, parts.runtime(inbound.chat_id, recalled)
+        )
+        outcome = parts.runner.run(parts.agent, request, scope, run, log)
+    if outcome is None:
+        return
+    if outcome.stopped:
+        parts.ports.stores.stop_flags.clear(key)
+    if not parts.deliver_reply(run, scope, outcome):
+        return
+    parts.saver.save(history, _user_message(content.saved_text, inbound), outcome, run)
+    logger.info(
+        "turn finished",
+        extra={
+            **log,
+            "iterations": outcome.iterations,
+            "tool_calls": outcome.tool_calls,
+            "recalled": len(recalled),
+            "prompt_tokens": outcome.usage.prompt_tokens,
+            "completion_tokens": outcome.usage.completion_tokens,
+        },
+    )
+    if parts.consolidator.due(history):
+        consolidate_quietly(parts.consolidator, key)
+
+
+def _remember_private_chat(parts: TurnParts, chat_id: int) -> None:
+    """Note the owner's private chat for the heartbeat (once per container and chat)."""
+    if parts.remembered_private_chat != chat_id:
+        parts.ports.stores.jobs.remember_private_chat(chat_id)
+        parts.remembered_private_chat = chat_id
+
+
+def _user_message(text: str, inbound: InboundMessage) -> dict[str, Any]:
+    """The user message as saved: its text (with placeholders for files, never their bytes),
+    without the runtime-context block."""
+    return {
+        "role": "user",
+        "content": text,
+        "message_id": inbound.message_id,
+        "update_id": inbound.update_id,
+    }

@@ -1,0 +1,53 @@
+"""What agent_turn is given: the ports its turns work with, in two groups (where state lives,
+and what a turn talks to). The handler builds them from the adapters; unit tests from fakes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nanobot_lambda.core.ports import (
+    Channel,
+    ChatModel,
+    JobStore,
+    MediaSource,
+    MetricsPort,
+    Schedules,
+    SessionStore,
+    StopFlags,
+    Transcriber,
+    TurnJournal,
+    TurnQueue,
+    UsageStore,
+    Workspace,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Stores:
+    """Where a turn's state lives."""
+
+    workspace: Workspace
+    sessions: SessionStore
+    journal: TurnJournal
+    jobs: JobStore
+    usage: UsageStore
+    stop_flags: StopFlags
+
+
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    """What a turn talks to."""
+
+    channel: Channel
+    media: MediaSource
+    model: ChatModel
+    queue: TurnQueue
+    schedules: Schedules
+    transcriber: Transcriber | None = None
+
+
+@dataclass(frozen=True)
+class TurnPorts:
+    stores: Stores
+    services: Services
+    metrics: MetricsPort

@@ -1,0 +1,76 @@
+"""Saving a turn, after its answer is out: its messages, the closing of its journal record and
+its usage, in one transaction; then, when the session has grown enough, consolidation.
+
+Neither may fail the job once the answer was sent: SQS would run the turn again and the user
+would get the answer twice. So a save that collides with another writer is retried on a fresh
+header, and consolidation failures are logged and left for a later turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from nanobot_lambda.core.agent import TurnOutcome, for_saving
+from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
+from nanobot_lambda.core.ports import SessionStore, TurnJournal
+from nanobot_lambda.core.sessions import SessionConflict, SessionHistory
+from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.entry.agent_turn.run import TurnRun
+
+logger = logging.getLogger(__name__)
+
+SAVE_ATTEMPTS = 3
+
+
+class TurnSaver:
+    def __init__(
+        self,
+        sessions: SessionStore,
+        journal: TurnJournal,
+        meter: UsageMeter,
+        saved_tool_result_max_chars: int,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._sessions = sessions
+        self._journal = journal
+        self._meter = meter
+        self._tool_chars = saved_tool_result_max_chars
+        self._clock = clock
+
+    def save(
+        self, history: SessionHistory, first: dict[str, Any], outcome: TurnOutcome, run: TurnRun
+    ) -> None:
+        """Save `first` (the user's message, or the prompt of a scheduled turn) and what the
+        turn added, close its journal record and record its usage, in one transaction."""
+        first = {**first, "ts": self._clock().isoformat(timespec="seconds")}
+        saved = [
+            first,
+            *(for_saving(message, self._tool_chars) for message in outcome.new_messages),
+        ]
+        closing = self._journal.finish(run.journal_key, run.progress)
+        with self._meter.folded() as usage:
+            for attempt in range(1, SAVE_ATTEMPTS + 1):
+                try:
+                    self._sessions.append(
+                        history, saved, turn_id=run.progress.turn_id, also=[*closing, *usage]
+                    )
+                    return
+                except SessionConflict:
+                    if attempt == SAVE_ATTEMPTS:
+                        raise
+                    logger.warning("session changed while the turn ran; saving on the new header")
+                    fresh = self._sessions.load(history.key, 1)
+                    history.next_seq, history.recent_turns = fresh.next_seq, fresh.recent_turns
+
+
+def consolidate_quietly(consolidator: Consolidator, key: str) -> None:
+    """Consolidate after the turn is answered and saved; a failure is retried on a later turn."""
+    try:
+        consolidator.consolidate(key)
+    except ConsolidationError as error:
+        logger.warning("consolidation failed, will retry later: %s", error)
+    except Exception:
+        logger.exception("consolidation failed unexpectedly, will retry later")

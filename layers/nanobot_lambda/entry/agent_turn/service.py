@@ -1,0 +1,100 @@
+"""agent_turn's logic: take one queued job, run its turn, reply in Telegram, save the turn.
+
+Jobs (core/jobs.py), each with its turn: a Telegram message (messages.py); the heartbeat and a
+scheduled task (scheduled.py); a background task and the announcement of its end to its chat
+(background.py). A continuation is the rest of a turn that ran out of Lambda time: it runs the
+turn of the job it carries, which resumes from its journal.
+
+The reply is sent before the turn is saved: if sending fails the job is retried by SQS and the
+session holds no answer the user never saw. A model failure gets the user a short apology and
+saves nothing, so the user can simply send the message again. Memory consolidation runs after
+the reply is out, so the user never waits for it; if it fails it is retried on a later turn.
+
+Exactly once: each turn has an id from its job and a journal (core/journal.py). A job delivered
+again after its turn was saved is skipped; a turn cut short (a crash, an error SQS retries, the
+end of the Lambda invocation) resumes from its last completed iteration, and messages it already
+sent are not sent again (outbox.py). Near the invocation's time limit the turn records where it
+is, tells the user it is still working, and queues a continuation of itself (continuation.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from nanobot_lambda.adapters.telegram.inbound import Ignored, to_inbound
+from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.jobs import (
+    AnyJob,
+    ContinuationJob,
+    CronTaskJob,
+    SubagentJob,
+    TelegramUpdateJob,
+)
+from nanobot_lambda.entry.agent_turn import background, messages, scheduled
+from nanobot_lambda.entry.agent_turn.outbox import deliver
+from nanobot_lambda.entry.agent_turn.parts import TurnParts
+from nanobot_lambda.entry.agent_turn.ports import TurnPorts
+from nanobot_lambda.entry.agent_turn.run import RemainingMillis, TurnSuspended
+from nanobot_lambda.settings import AgentSettings
+
+logger = logging.getLogger(__name__)
+
+Turn = Callable[[TurnParts, Any, RemainingMillis | None], None]
+"""The turn of one job kind: (parts, job of that kind, the invocation's time left)."""
+
+TURNS: dict[str, Turn] = {
+    "telegram_update": messages.telegram_turn,
+    "heartbeat": scheduled.heartbeat_turn,
+    "cron_task": scheduled.cron_task_turn,
+    "subagent": background.subagent_turn,
+    "announcement": background.announcement_turn,
+}
+
+
+class TurnService:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        ports: TurnPorts,
+        *,
+        environ: Mapping[str, str],
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.parts = TurnParts(settings, ports, environ, clock)
+
+    def process(self, job: AnyJob, remaining_ms: RemainingMillis | None = None) -> None:
+        """Run the job's turn; `remaining_ms` is the invocation's time left (Lambda context).
+        What its model calls use is counted for the job's chat."""
+        with self.parts.meter.job(job):
+            self.parts.ports.stores.workspace.refresh()
+            if isinstance(job, ContinuationJob):
+                logger.info("continuing a turn", extra={"part": job.part, "job_kind": job.job.kind})
+                job = job.job
+            try:
+                TURNS[job.kind](self.parts, job, remaining_ms)
+            except TurnSuspended:
+                return
+
+    def give_up(self, job: AnyJob) -> None:
+        """The job failed for the last time (it goes to the dead-letter queue): tell the chat
+        once, if a person is waiting for it. Never raises."""
+        if isinstance(job, ContinuationJob):
+            job = job.job
+        target: tuple[int, int | None] | None = None
+        if isinstance(job, TelegramUpdateJob):
+            inbound = to_inbound(Update.model_validate(job.update))
+            if not isinstance(inbound, Ignored):
+                target = (inbound.chat_id, inbound.thread_id)
+        elif isinstance(job, CronTaskJob | SubagentJob):
+            target = (job.chat_id, job.thread_id)
+        if target is None:
+            return
+        channel = self.parts.ports.services.channel
+        try:
+            deliver(channel, target[0], texts.load("could_not_process"), target[1])
+        except Exception as error:
+            logger.error("could not tell the chat its message failed (%s)", type(error).__name__)

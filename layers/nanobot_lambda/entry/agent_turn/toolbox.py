@@ -1,0 +1,58 @@
+"""The model's tools in agent_turn: the workspace tools (files and web), which background tasks
+get too, and the chat tools (cron, message, spawn), which act for the turn's chat. Built once per
+container, so the tool list the model is offered is byte-identical from turn to turn."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from nanobot_lambda.adapters.web.netguard import FetchLimits
+from nanobot_lambda.core.ports import JobStore, Schedules, TurnQueue, Workspace
+from nanobot_lambda.core.skills import builtin_skill_files
+from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.core.workspace import WithBuiltinFiles
+from nanobot_lambda.settings import AgentSettings
+from nanobot_lambda.tools.chat import CronTool, CurrentTurn, MessageTool, SpawnTool
+from nanobot_lambda.tools.files import file_tools
+from nanobot_lambda.tools.web import web_tools
+
+
+def agent_tools(
+    settings: AgentSettings,
+    current: CurrentTurn,
+    workspace: Workspace,
+    jobs: JobStore,
+    schedules: Schedules,
+    queue: TurnQueue,
+    clock: Callable[[], datetime],
+) -> tuple[list[Tool], list[Tool]]:
+    """The agent's tools: (workspace tools, chat tools). The benchmarks count these schemas."""
+    # The file tools also see the built-in skills' files, read-only, where the summary says.
+    builtins = {path: text.encode() for path, text in builtin_skill_files().items()}
+    workspace_tools = file_tools(WithBuiltinFiles(workspace, builtins))
+    workspace_tools += web_tools(
+        search_provider=settings.web_search_provider,
+        search_api_key=(
+            settings.web_search_api_key.get_secret_value() if settings.web_search_api_key else None
+        ),
+        search_api_base=settings.web_search_api_base,
+        allow_networks=settings.web_fetch_allow_networks,
+        limits=FetchLimits(settings.web_fetch_max_bytes, settings.web_fetch_timeout_seconds),
+        result_max_chars=settings.tool_result_max_chars,
+    )
+    chat_tools: list[Tool] = [
+        CronTool(current, jobs, schedules, timezone=settings.timezone, clock=clock),
+        MessageTool(current, settings.allow_from),
+        SpawnTool(
+            current,
+            queue,
+            lambda chat_id: jobs.running_subagents(chat_id, now=int(time.time())),
+            max_running=settings.max_subagents,
+            on_spawn=lambda job: jobs.start_subagent(
+                job.chat_id, job.subagent_id, now=int(time.time())
+            ),
+        ),
+    ]
+    return workspace_tools, chat_tools
