@@ -29,11 +29,14 @@ chat: $(RUN_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
-# The three handlers are all called app.py, so mypy checks each on its own.
+# The three handlers are all called app.py, so mypy checks each on its own. The test fakes are
+# checked too: each is its port, with no cast.
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy layers/nanobot_lambda
 	for handler in functions/*/app.py; do $(BIN)/mypy $$handler || exit 1; done
+	$(BIN)/mypy tests/support/fakes.py
 
 template: $(DEV_STAMP)
 	$(BIN)/cfn-lint infra/template.yaml

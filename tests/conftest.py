@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.operator.local.moto_server import start_moto_server
-from nanobot_lambda.operator.local.stack import LocalStack, LocalUser
+from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram, LocalUser
 from tests.support.scripted_model import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,7 +72,7 @@ def stack_factory(moto_endpoint: str, model_server: ScriptedModelServer) -> Iter
             TEMPLATE,
             model_env=model_server.env(),
             endpoint_url=moto_endpoint,
-            allow_from=f"{LocalUser().id},111111111",
+            telegram=LocalTelegram(allow_from=f"{LocalUser().id},111111111"),
             parameters=parameters,
         )
         started.append(local.start())

@@ -13,7 +13,7 @@ from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
-from nanobot_lambda.entry.scheduler import SchedulerService
+from nanobot_lambda.entry.scheduler import SchedulerPorts, SchedulerService
 from nanobot_lambda.settings import SchedulerSettings
 
 logger = Logger()
@@ -23,11 +23,13 @@ telemetry.use(tracer)
 settings = SchedulerSettings.from_env()
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 scheduler = SchedulerService(
-    workspace=S3Workspace(settings.workspace_bucket, s3_client()),
-    queue=SqsTurnQueue(settings.turn_queue_url, sqs_client()),
-    jobs=DynamoJobStore(settings.jobs_table, dynamodb_client()),
-    channel=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
-    metrics=EMF,
+    SchedulerPorts(
+        workspace=S3Workspace(settings.workspace_bucket, s3_client()),
+        queue=SqsTurnQueue(settings.turn_queue_url, sqs_client()),
+        jobs=DynamoJobStore(settings.jobs_table, dynamodb_client()),
+        channel=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
+        metrics=EMF,
+    ),
     heartbeat_chat_id=settings.heartbeat_chat_id,
 )
 

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.poll import Delivery, TelegramPoller
-from nanobot_lambda.operator.local.stack import LocalStack
+from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram
 from tests.conftest import TEMPLATE, telegram_update
 from tests.e2e.test_cli import CLI, DEPLOYED_STACK_ENV, ROOT, run_cli
 from tests.support.scripted_model import ScriptedModelServer
@@ -48,9 +48,7 @@ def test_updates_from_telegram_take_the_deployed_path_and_replies_go_back(
         TEMPLATE,
         model_env=model_server.env(),
         endpoint_url=moto_endpoint,
-        allow_from=str(OWNER),
-        bot_token=TOKEN,
-        telegram_api_base=telegram.base_url,
+        telegram=LocalTelegram(allow_from=str(OWNER), bot_token=TOKEN, api_base=telegram.base_url),
     ).start()
     deliveries: list[Delivery] = []
     loop = TelegramPoller(

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from nanobot_lambda.core import texts
-from nanobot_lambda.operator.local.stack import LocalStack
+from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram
 from tests.conftest import TEMPLATE
 from tests.support.hostile_updates import ALLOW_FROM, CASES, OWNER
 from tests.support.scripted_model import ScriptedModelServer
@@ -25,7 +25,7 @@ def hostile_stack(model_server: ScriptedModelServer, moto_endpoint: str) -> Iter
         TEMPLATE,
         model_env=model_server.env(),
         endpoint_url=moto_endpoint,
-        allow_from=ALLOW_FROM,
+        telegram=LocalTelegram(allow_from=ALLOW_FROM),
     )
     try:
         yield stack.start()

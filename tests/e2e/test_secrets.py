@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from nanobot_lambda.core.redaction import REDACTED
-from nanobot_lambda.operator.local.stack import LocalStack
+from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram
 from tests.conftest import TEMPLATE
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -43,7 +43,7 @@ def secret_stack(
         TEMPLATE,
         model_env=model_server.env(api_key=LLM_KEY),
         endpoint_url=moto_endpoint,
-        allow_from="100000001",
+        telegram=LocalTelegram(allow_from="100000001"),
         parameters={
             "TranscriptionModel": ScriptedModelServer.TRANSCRIPTION_MODEL,
             "TranscriptionApiKeyParameter": TRANSCRIPTION_PARAMETER,

@@ -22,7 +22,7 @@ from nanobot_lambda.core.sessions import SessionConflict
 from nanobot_lambda.core.usage import Tally, UsageMeter, usage_report
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.aws_requests import RequestCounter
-from tests.support.fakes import ScriptedModel, outage
+from tests.support.fakes import RecordingMetrics, ScriptedModel, outage
 
 CHAT = 111111111
 NOON = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -34,23 +34,6 @@ CALL = Tally(
     cost_usd=Decimal("0.0015"),
 )
 TOOLS = [function_tool("list_dir", "List a folder.", {"type": "object", "properties": {}})]
-
-
-class RecordedMetrics:
-    """A MetricsPort that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.added: list[tuple[str, float]] = []
-        self.by: list[tuple[str, str, str, float]] = []
-
-    def add(self, name: str, value: float, unit: Any = None) -> None:
-        self.added.append((name, value))
-
-    def add_by(self, name: str, dimension: str, key: str, value: float) -> None:
-        self.by.append((name, dimension, key, value))
-
-    def named(self, name: str) -> list[float]:
-        return [value for added, value in self.added if added == name]
 
 
 @pytest.fixture
@@ -152,8 +135,8 @@ def update_job(chat: int = CHAT) -> TelegramUpdateJob:
     )
 
 
-def meter_with(store: DynamoUsageStore) -> tuple[UsageMeter, RecordedMetrics]:
-    recorded = RecordedMetrics()
+def meter_with(store: DynamoUsageStore) -> tuple[UsageMeter, RecordingMetrics]:
+    recorded = RecordingMetrics()
     return UsageMeter(store, recorded, clock=lambda: NOON), recorded
 
 
@@ -183,7 +166,7 @@ def test_a_saved_turn_writes_its_usage_once(table: str) -> None:
     assert recorded.named("Turns") == [1] and recorded.named("ModelCalls") == [2]
     assert recorded.named("PromptTokens") == [1900] and recorded.named("CachedTokens") == [1100]
     assert recorded.named("CostUSD") == [pytest.approx(0.002)]
-    assert ("ToolCalls", "tool", "list_dir", 1) in recorded.by
+    assert ("ToolCalls", "tool", "list_dir", 1) in recorded.added_by
 
 
 def test_a_continued_turn_is_one_turn(store: DynamoUsageStore) -> None:
@@ -226,7 +209,7 @@ def test_unknown_tools_and_unpriced_calls(store: DynamoUsageStore) -> None:
         model.complete([], TOOLS)
     total = store.summary(CHAT, NOON).total
     assert total.unpriced_calls == 1 and total.cost_known
-    assert ("ToolCalls", "tool", "unknown", 1) in recorded.by
+    assert ("ToolCalls", "tool", "unknown", 1) in recorded.added_by
 
 
 def test_failures_are_counted_by_kind(store: DynamoUsageStore) -> None:
@@ -239,7 +222,7 @@ def test_failures_are_counted_by_kind(store: DynamoUsageStore) -> None:
         raise TelegramError("sendMessage", 500, "Internal Server Error")
     with pytest.raises(RuntimeError), meter.job(update_job()):
         raise RuntimeError("boom")
-    assert [(kind, value) for _, _, kind, value in recorded.by] == [
+    assert [(kind, value) for _, _, kind, value in recorded.added_by] == [
         ("model_error", 1),
         ("telegram_error", 1),
         ("turn_failed", 1),

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.core.cron import CronJob
@@ -17,7 +17,22 @@ from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.model import ModelReply, ToolCall
-from nanobot_lambda.core.ports import StoredWrite
+from nanobot_lambda.core.ports import (
+    Channel,
+    ChatModel,
+    JobStore,
+    MediaSource,
+    MetricsPort,
+    Schedules,
+    SessionStore,
+    StopFlags,
+    StoredWrite,
+    TurnJournal,
+    TurnQueue,
+    UpdateLedger,
+    UsageStore,
+    Workspace,
+)
 from nanobot_lambda.core.sessions import (
     RECENT_TURNS,
     Message,
@@ -286,8 +301,11 @@ class RecordingMetrics:
     def add_by(self, name: str, dimension: str, key: str, value: float) -> None:
         self.added_by.append((name, dimension, key, value))
 
+    def named(self, name: str) -> list[float]:
+        return [value for added, value, _ in self.added if added == name]
+
     def total(self, name: str) -> float:
-        return sum(value for added, value, _ in self.added if added == name)
+        return sum(self.named(name))
 
 
 class MemoryUsageStore:
@@ -494,3 +512,24 @@ class MemorySessionStore:
             return False
         self.cursors[key] = new
         return True
+
+
+if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` checks this file.
+
+    def _fakes_implement_the_ports() -> None:
+        workspace: Workspace = MemoryWorkspace()
+        journal = MemoryTurnJournal()
+        turn_journal: TurnJournal = journal
+        sessions: SessionStore = MemorySessionStore(journal)
+        jobs: JobStore = MemoryJobStore()
+        schedules: Schedules = MemorySchedules()
+        usage: UsageStore = MemoryUsageStore()
+        stop_flags: StopFlags = MemoryStopFlags()
+        queue: TurnQueue = MemoryQueue()
+        ledger: UpdateLedger = MemoryLedger()
+        channel: Channel = RecordingChannel()
+        media: MediaSource = RecordingChannel()
+        model: ChatModel = ScriptedModel()
+        metrics: MetricsPort = RecordingMetrics()
+        del workspace, turn_journal, sessions, jobs, schedules, usage, stop_flags, queue, ledger
+        del channel, media, model, metrics

@@ -11,7 +11,7 @@ from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.heartbeat import heartbeat_tasks
 from nanobot_lambda.core.jobs import CronTaskJob
 from nanobot_lambda.core.workspace import default_workspace_files
-from nanobot_lambda.entry.scheduler import SchedulerService
+from nanobot_lambda.entry.scheduler import SchedulerPorts, SchedulerService
 from tests.support.fakes import (
     MemoryJobStore,
     MemoryQueue,
@@ -53,11 +53,13 @@ def service(
 ) -> tuple[SchedulerService, MemoryQueue]:
     queue = MemoryQueue()
     scheduler = SchedulerService(
-        workspace=MemoryWorkspace(files),
-        queue=queue,
-        jobs=jobs or MemoryJobStore(),
-        channel=bot or RecordingChannel(),
-        metrics=RecordingMetrics(),
+        SchedulerPorts(
+            workspace=MemoryWorkspace(files),
+            queue=queue,
+            jobs=jobs or MemoryJobStore(),
+            channel=bot or RecordingChannel(),
+            metrics=RecordingMetrics(),
+        ),
         heartbeat_chat_id=chat_id,
         clock=lambda: datetime(2026, 11, 22, 9, 30, tzinfo=UTC),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import SimpleNamespace
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
@@ -45,12 +45,20 @@ class RecordingProvider:
             raise
 
 
+@dataclass(frozen=True)
+class StandInTracer:
+    """What `telemetry.use` reads of Powertools' Tracer."""
+
+    disabled: bool
+    provider: RecordingProvider
+
+
 @pytest.fixture
 def provider() -> Iterator[RecordingProvider]:
     recording = RecordingProvider()
-    telemetry.use(SimpleNamespace(disabled=False, provider=recording))  # type: ignore[arg-type]
+    telemetry.use(StandInTracer(disabled=False, provider=recording))
     yield recording
-    telemetry.use(SimpleNamespace(disabled=True, provider=None))  # type: ignore[arg-type]
+    telemetry.use(StandInTracer(disabled=True, provider=recording))
 
 
 class Echo(Tool):
@@ -81,7 +89,7 @@ def test_model_and_tool_calls_get_subsegments(provider: RecordingProvider) -> No
 
 def test_a_disabled_tracer_traces_nothing() -> None:
     unused = RecordingProvider()
-    telemetry.use(SimpleNamespace(disabled=True, provider=unused))  # type: ignore[arg-type]
+    telemetry.use(StandInTracer(disabled=True, provider=unused))
     assert ToolRegistry([Echo()]).execute(ToolCall("c1", "echo", "{}")) == "echoed"
     assert unused.subsegments == []
 

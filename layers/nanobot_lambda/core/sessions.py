@@ -3,7 +3,7 @@
 Each message (OpenAI format: role, content, tool_calls, tool_call_id, name) has a sequence
 number; the session's header holds `next_seq`, the consolidation cursor `consolidated_upto`
 (messages below it have been summarised into memory) and `recent_turns`, the ids of the latest
-turns saved (see journal.py). Appending a turn is one conditional write on `next_seq`, so two
+turns saved (see core/journal.py). Appending a turn is one conditional write on `next_seq`, so two
 writers can never interleave or overwrite messages. The model is given only unconsolidated
 messages, at most `limit` of them, starting at a user message so that a tool call is never
 separated from its results. (`adapters/aws/sessions.py` keeps them in DynamoDB.)

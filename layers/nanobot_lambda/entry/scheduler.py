@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,23 +29,30 @@ from nanobot_lambda.core.workspace import NotText
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, kw_only=True)
+class SchedulerPorts:
+    """What the scheduler function works with."""
+
+    workspace: Workspace
+    queue: TurnQueue
+    jobs: JobStore
+    channel: Channel
+    metrics: MetricsPort
+
+
 class SchedulerService:
     def __init__(
         self,
+        ports: SchedulerPorts,
         *,
-        workspace: Workspace,
-        queue: TurnQueue,
-        jobs: JobStore,
-        channel: Channel,
-        metrics: MetricsPort,
         heartbeat_chat_id: int | None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self._workspace = workspace
-        self._queue = queue
-        self._jobs = jobs
-        self._channel = channel
-        self._metrics = metrics
+        self._workspace = ports.workspace
+        self._queue = ports.queue
+        self._jobs = ports.jobs
+        self._channel = ports.channel
+        self._metrics = ports.metrics
         self._heartbeat_chat_id = heartbeat_chat_id
         self._clock = clock
 

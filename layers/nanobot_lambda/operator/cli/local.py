@@ -140,7 +140,7 @@ def chat_command(arguments: argparse.Namespace) -> int:
         return 2
 
     from nanobot_lambda.operator.local.bot_api import SentMessage
-    from nanobot_lambda.operator.local.stack import LocalStack
+    from nanobot_lambda.operator.local.stack import LocalOutput, LocalStack
 
     def show_reply(message: SentMessage) -> None:
         print(f"nanobot> {message.plain_text}", flush=True)
@@ -150,10 +150,12 @@ def chat_command(arguments: argparse.Namespace) -> int:
     stack = LocalStack(
         template,
         model_env=model_env,
+        output=LocalOutput(
+            on_message=show_reply,
+            on_log=_log_printer(arguments.verbose),
+            replace_log_output=not arguments.verbose,
+        ),
         parameters=template_parameters_from_env(os.environ),
-        on_message=show_reply,
-        replace_log_output=not arguments.verbose,
-        on_log=_log_printer(arguments.verbose),
     )
     try:
         stack.start()
@@ -243,7 +245,12 @@ def poll_command(arguments: argparse.Namespace) -> int:
 
     from nanobot_lambda.adapters.telegram.client import TelegramBot
     from nanobot_lambda.operator.local.poll import Delivery, TelegramPoller, WebhookIsSet
-    from nanobot_lambda.operator.local.stack import LocalStack, LocalUser
+    from nanobot_lambda.operator.local.stack import (
+        LocalOutput,
+        LocalStack,
+        LocalTelegram,
+        LocalUser,
+    )
     from nanobot_lambda.operator.ops.webhook_admin import webhook_info
 
     api_base = settings.telegram_api_base.rstrip("/")
@@ -258,13 +265,16 @@ def poll_command(arguments: argparse.Namespace) -> int:
     stack = LocalStack(
         _template(arguments),
         model_env=model_env,
-        user=LocalUser(id=owner) if owner is not None else None,
-        allow_from=allow_from,
+        telegram=LocalTelegram(
+            user=LocalUser(id=owner) if owner is not None else LocalUser(),
+            allow_from=allow_from,
+            bot_token=settings.telegram_bot_token.get_secret_value(),
+            api_base=api_base,
+        ),
+        output=LocalOutput(
+            on_log=_log_printer(arguments.verbose), replace_log_output=not arguments.verbose
+        ),
         parameters=template_parameters_from_env(os.environ),
-        replace_log_output=not arguments.verbose,
-        on_log=_log_printer(arguments.verbose),
-        bot_token=settings.telegram_bot_token.get_secret_value(),
-        telegram_api_base=api_base,
     )
 
     def show_delivery(delivery: Delivery) -> None:

@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -122,37 +122,53 @@ class LogSink(logging.Handler):
         return [record for record in self.records if record.levelno >= logging.ERROR]
 
 
+@dataclass(frozen=True)
+class LocalTelegram:
+    """Who writes to the local stack, and which Bot API its functions talk to."""
+
+    user: LocalUser = field(default_factory=LocalUser)
+    allow_from: str | None = None  # None: the local user only
+    bot_token: str | None = None  # None: one made up for the local Bot API
+    # Given (with the real bot's `bot_token`): the functions talk to that Bot API (real
+    # Telegram for `poll`) and no local Bot API is started.
+    api_base: str | None = None
+
+
+@dataclass(frozen=True)
+class LocalOutput:
+    """Where the bot's messages and the functions' logs go (the CLI prints them)."""
+
+    on_message: Callable[[SentMessage], None] | None = None
+    on_log: Callable[[logging.LogRecord], None] | None = None  # WARNING and up
+    replace_log_output: bool = False  # the functions' own log output is dropped
+
+
 class LocalStack:
     def __init__(
         self,
         template_path: Path,
         *,
         model_env: Mapping[str, str],
-        user: LocalUser | None = None,
-        allow_from: str | None = None,
+        telegram: LocalTelegram | None = None,
+        output: LocalOutput | None = None,
         endpoint_url: str | None = None,
         parameters: Mapping[str, str] | None = None,
-        on_message: Callable[[SentMessage], None] | None = None,
-        replace_log_output: bool = False,
-        on_log: Callable[[logging.LogRecord], None] | None = None,
-        bot_token: str | None = None,
-        telegram_api_base: str | None = None,
     ) -> None:
-        """`telegram_api_base` given (with the bot's real `bot_token`): the functions talk to
-        that Bot API (real Telegram for `poll`) and no local Bot API is started."""
+        telegram = telegram or LocalTelegram()
+        output = output or LocalOutput()
         self.template_path = template_path
-        self.user = user or LocalUser()
-        self.bot_token = bot_token or f"100200300:local-{secrets.token_urlsafe(12)}"
-        self._telegram_api_base = telegram_api_base
+        self.user = telegram.user
+        self.bot_token = telegram.bot_token or f"100200300:local-{secrets.token_urlsafe(12)}"
+        self._telegram_api_base = telegram.api_base
         self.secret_token = secrets.token_urlsafe(24)
         self.prefix = f"nanobot-{uuid.uuid4().hex[:8]}"
-        self.log_sink = LogSink(on_log)
+        self.log_sink = LogSink(output.on_log)
         self._model_env = dict(model_env)
-        self._allow_from = str(self.user.id) if allow_from is None else allow_from
+        self._allow_from = str(self.user.id) if telegram.allow_from is None else telegram.allow_from
         self._extra_parameters = dict(parameters or {})
         self._endpoint_url = endpoint_url
-        self._on_message = on_message
-        self._replace_log_output = replace_log_output
+        self._on_message = output.on_message
+        self._replace_log_output = output.replace_log_output
         # The variables this stack set, with the values they had before (None: unset).
         self._replaced_environ: dict[str, str | None] = {}
         self._moto: Any = None
