@@ -126,6 +126,24 @@ def test_push_refuses_a_file_changed_in_the_workspace_since_the_pull(
     assert text(workspace, "SOUL.md") == "my edit"
 
 
+def test_push_refuses_to_recreate_a_file_deleted_in_the_workspace_since_the_pull(
+    pulled: Path,
+    stack: str,
+    bucket: str,
+    workspace: S3Workspace,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    boto3.client("s3").delete_object(Bucket=bucket, Key="workspace/SOUL.md")  # the model did
+    (pulled / "SOUL.md").write_text("my edit")
+
+    assert run("workspace", "push", pulled, "--stack", stack) == 1
+    assert "conflict: SOUL.md: deleted in the workspace since the pull" in capsys.readouterr().err
+    assert text(workspace, "SOUL.md") is None
+
+    assert run("workspace", "push", pulled, "--force", "--stack", stack) == 0
+    assert text(workspace, "SOUL.md") == "my edit"
+
+
 def test_a_new_file_is_created_only_if_absent(
     pulled: Path, stack: str, workspace: S3Workspace, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -45,7 +45,8 @@ class Workspace(Protocol):
     def write(
         self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False
     ) -> str:
-        """Store `data`; returns the new ETag. Raises WriteConflict when a condition fails."""
+        """Store `data`; returns the new ETag. Raises WriteConflict when a condition fails, and
+        NotFound when `if_match` names a version of a file deleted since."""
         ...
 
     def list_dir(self, path: str) -> list[Entry]:

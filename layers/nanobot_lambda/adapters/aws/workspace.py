@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, error_code
+from nanobot_lambda.core.errors import NotFound
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
 if TYPE_CHECKING:
@@ -127,6 +128,9 @@ class S3Workspace:
             ):
                 self._forget(path)
                 raise WriteConflict(path) from None
+            if error_code(error) in ("NoSuchKey", "404"):  # If-Match on a file deleted since
+                self._forget(path)
+                raise NotFound(path) from None
             raise
         self._remember(WorkspaceFile(path, data, response["ETag"]))
         return response["ETag"]

@@ -177,7 +177,7 @@ def message_text(message: Message) -> str:
     """The message as plain text: its text or caption after a short note for each attachment.
 
     The webhook's test for "has content", and the quote of a replied-to message. What the model
-    sees of the files themselves (images, transcriptions, stored documents) is `adapters/telegram/media.py`'s.
+    sees of the files themselves (images, transcriptions, stored documents) is media.py's.
     """
     parts = [note for note in [*_file_notes(message), *other_attachment_notes(message)] if note]
     body = message.text or message.caption

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.workspace import WORKSPACE_PREFIX, S3Workspace
-from nanobot_lambda.core.errors import StorageError
+from nanobot_lambda.core.errors import NotFound
 from nanobot_lambda.core.paths import PathError, normalize_path
 from nanobot_lambda.core.workspace import WriteConflict
 from nanobot_lambda.operator.ops.deployment import OperatorError, error_code
@@ -240,13 +240,7 @@ class WorkspaceSync:
                     if synced
                     else "exists in the workspace; pull first, or push --force to overwrite it"
                 )
-            except StorageError as error:
-                cause = error.__cause__
-                if not isinstance(cause, ClientError) or error_code(cause) not in (
-                    "NoSuchKey",
-                    "404",
-                ):
-                    raise
+            except NotFound:
                 problem = "deleted in the workspace since the pull; push --force to recreate it"
             if problem is not None:
                 report.conflicts.append(f"{path}: {problem}")
