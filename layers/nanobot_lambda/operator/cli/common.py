@@ -12,14 +12,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from nanobot_lambda.adapters.aws.errors import error_code
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.core.errors import ConfigError, StorageError
-from nanobot_lambda.operator.ops.deployment import (
-    Deployment,
-    OperatorError,
-    error_code,
-    fetch_reference,
-)
+from nanobot_lambda.operator.ops.deployment import Deployment, OperatorError, fetch_reference
 from nanobot_lambda.settings import OperatorSettings
 
 Handler = Callable[[argparse.Namespace], int]

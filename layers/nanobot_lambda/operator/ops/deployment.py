@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.aws.clients import CLIENT_CONFIG
+from nanobot_lambda.adapters.aws.errors import error_code
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.settings import OperatorSettings
 
@@ -63,10 +64,6 @@ def fetch_reference(kind: str, reference: str) -> str:
         response = aws_client("ssm").get_parameter(Name=reference, WithDecryption=True)
         return str(response["Parameter"]["Value"])
     return str(aws_client("secretsmanager").get_secret_value(SecretId=reference)["SecretString"])
-
-
-def error_code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 @dataclass(frozen=True)

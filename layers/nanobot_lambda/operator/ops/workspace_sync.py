@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from nanobot_lambda.adapters.aws.errors import error_code
 from nanobot_lambda.adapters.aws.workspace import WORKSPACE_PREFIX, S3Workspace
 from nanobot_lambda.core.errors import NotFound
 from nanobot_lambda.core.paths import PathError, normalize_path
 from nanobot_lambda.core.workspace import WriteConflict
-from nanobot_lambda.operator.ops.deployment import OperatorError, error_code
+from nanobot_lambda.operator.ops.deployment import OperatorError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
