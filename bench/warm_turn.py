@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))  # tests.support: the request counter
 
 import nanobot_lambda.adapters.aws.clients  # noqa: E402, F401 - first, as in the functions: sessions made after it parse timestamps fast
 from nanobot_lambda.core.consolidation import SAVE_MEMORY  # noqa: E402
-from nanobot_lambda.core.model import ModelReply, ToolCall, Usage  # noqa: E402
+from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage  # noqa: E402
 from nanobot_lambda.operator.local.runtime import sqs_event  # noqa: E402
 from nanobot_lambda.operator.local.stack import LocalStack  # noqa: E402
 from tests.support.aws_requests import RequestCounter  # noqa: E402
@@ -73,6 +73,7 @@ class ZeroLatencyModel:
         *,
         tool_choice: Any = None,
         timeout: float | None = None,
+        on_text: TextStream | None = None,  # accepted and ignored: no stream to measure here
     ) -> ModelReply:
         start = time.perf_counter()
         self.calls += 1

@@ -14,7 +14,7 @@ from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
-from nanobot_lambda.entry.webhook import Webhook
+from nanobot_lambda.entry.webhook import Webhook, WebhookPolicy
 from nanobot_lambda.settings import WebhookSettings
 
 logger = Logger()
@@ -26,7 +26,7 @@ dynamodb = dynamodb_client()
 ledger = IdempotentUpdateLedger(settings.idempotency_table, dynamodb)
 webhook = Webhook(
     settings.telegram_secret_token,
-    settings.allow_from,
+    WebhookPolicy(settings.allow_from, settings.group_policy, settings.ack_reaction),
     SqsTurnQueue(settings.turn_queue_url, sqs_client()),
     DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
     ledger,

@@ -27,6 +27,7 @@ from pydantic import (
     field_validator,
 )
 
+from nanobot_lambda.adapters.telegram.reactions import telegram_reaction
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
 
@@ -240,6 +241,8 @@ class LoopSettings(_Settings):
     send_progress: bool = Field(default=True, alias="SEND_PROGRESS")
     # Also send a short hint per tool call, e.g. 🔎 grep("lisbon").
     send_tool_hints: bool = Field(default=False, alias="SEND_TOOL_HINTS")
+    # In private chats, show the answer as it is written (Telegram message drafts).
+    stream_replies: bool = Field(default=True, alias="STREAM_REPLIES")
     # Seconds of the Lambda invocation kept back from model calls: when less remains, the
     # turn records where it is and continues in a new invocation.
     turn_time_reserve_seconds: float = Field(
@@ -312,7 +315,21 @@ class SchedulingSettings(JobSettings):
     max_subagents: int = Field(default=3, alias="MAX_SUBAGENTS", ge=0, le=50)
 
 
-class WebhookSettings(AllowListSettings, QueueSettings):
+class SignOfLifeSettings(_Settings):
+    """What the webhook's answer asks Telegram to show the user as soon as an update is queued."""
+
+    # Empty: "typing…" (sendChatAction); an emoji Telegram allows: that reaction on the message.
+    ack_reaction: str = Field(default="", alias="ACK_REACTION")
+    # agent_turn's GROUP_POLICY (InputSettings): with `open`, every group message gets one too.
+    group_policy: Literal["mention", "open"] = Field(default="mention", alias="GROUP_POLICY")
+
+    @field_validator("ack_reaction")
+    @classmethod
+    def _telegram_reaction(cls, value: str) -> str:
+        return telegram_reaction(value) if value.strip() else ""
+
+
+class WebhookSettings(AllowListSettings, QueueSettings, SignOfLifeSettings):
     purpose: ClassVar[str] = "the webhook function"
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # /stop flags
     # Updates already queued (Powertools Idempotency), so a re-sent update is queued once.

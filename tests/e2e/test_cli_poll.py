@@ -78,6 +78,12 @@ def test_updates_from_telegram_take_the_deployed_path_and_replies_go_back(
     assert [d.outcome for d in deliveries] == ["refused", "queued"]
     assert telegram.pending == []  # both acknowledged
     assert model_server.unexpected == []
+    # The poller made the call in the webhook's answer, as Telegram would: "typing…" for Ada
+    # (none for the stranger) before anything agent_turn sent.
+    sent = [(method, params.get("chat_id")) for _, method, params in telegram.timeline]
+    sent = [call for call in sent if call[0] != "getUpdates"]
+    assert sent[0] == ("sendChatAction", OWNER)
+    assert all(chat_id == OWNER for _, chat_id in sent)
 
 
 def poll_env(telegram: LocalBotApi, model_server: ScriptedModelServer) -> dict[str, str]:

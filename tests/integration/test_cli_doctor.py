@@ -116,6 +116,18 @@ def test_a_broken_setting_is_the_only_failure_and_comes_with_its_fix(
     assert checks["model"].startswith("ok")
 
 
+def test_an_ack_reaction_telegram_refuses_is_named_before_the_webhook_fails_on_it(
+    deploy: Deploy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, checks = doctor(deploy(AckReaction="🦜"), capsys)
+    assert code == 1
+    assert failed(checks) == ["configuration"]
+    assert "ACK_REACTION: " in checks["configuration"]
+    assert (
+        "fix: redeploy with corrected AckReaction: sam deploy --guided" in checks["configuration"]
+    )
+
+
 def breaks_bot_token(api: LocalBotApi, resources: TemplateContext) -> None:
     put_secret(BOT_TOKEN_PARAMETER, "6161:revoked")
 

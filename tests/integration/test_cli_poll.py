@@ -1,9 +1,10 @@
 """The getUpdates loop behind `poll`, against the Bot API stand-in over HTTP: what is
-acknowledged when, a webhook's 409, and stopping."""
+acknowledged when, a webhook's 409, stopping, and the method in a webhook's answer."""
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -12,8 +13,8 @@ import pytest
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.telegram.client import TelegramBot
-from nanobot_lambda.operator.local.bot_api import LocalBotApi
-from nanobot_lambda.operator.local.poll import Delivery, TelegramPoller, WebhookIsSet
+from nanobot_lambda.operator.local.bot_api import ApiError, LocalBotApi
+from nanobot_lambda.operator.local.poll import Deliver, Delivery, TelegramPoller, WebhookIsSet
 from nanobot_lambda.operator.ops.deployment import OperatorError
 from tests.conftest import telegram_update
 
@@ -41,7 +42,7 @@ class Webhook:
         return {"statusCode": status, "body": json.dumps(body)}
 
 
-def poller(api: LocalBotApi, webhook: Webhook, deliveries: list[Delivery]) -> TelegramPoller:
+def poller(api: LocalBotApi, webhook: Deliver, deliveries: list[Delivery]) -> TelegramPoller:
     bot = TelegramBot(SecretStr(TOKEN), api.base_url, sleep=lambda _: None)
     return TelegramPoller(
         bot, webhook, long_poll_seconds=0, retry_seconds=0.01, on_delivery=deliveries.append
@@ -128,3 +129,83 @@ def test_the_stop_event_ends_a_long_poll_loop(bot_api: LocalBotApi) -> None:
     assert not runner.is_alive()
     assert webhook.received == [30]
     assert bot_api.pending == []  # confirmed on the way out
+
+
+class AnsweringWebhook:
+    """Answers each update with the next scripted (status, Bot API method fields)."""
+
+    def __init__(self, *answers: tuple[int, dict[str, Any]]) -> None:
+        self.answers = list(answers)
+
+    def __call__(self, update: Mapping[str, Any]) -> dict[str, Any]:
+        status, method = self.answers.pop(0)
+        body = {"ok": status < 400, "status": "queued" if status < 400 else "error", **method}
+        return {"statusCode": status, "body": json.dumps(body)}
+
+
+TYPING = {"method": "sendChatAction", "chat_id": 111111111, "action": "typing"}
+
+
+def reaction(emoji: str) -> dict[str, Any]:
+    return {
+        "method": "setMessageReaction",
+        "chat_id": 111111111,
+        "message_id": 10,
+        "reaction": [{"type": "emoji", "emoji": emoji}],
+    }
+
+
+def made(api: LocalBotApi) -> list[str]:
+    return [method for method, _ in api.calls if method != "getUpdates"]
+
+
+def test_the_method_in_the_webhooks_answer_is_made_as_telegram_would(
+    bot_api: LocalBotApi,
+) -> None:
+    for update_id in (40, 41):
+        bot_api.push_update(update(update_id))
+    deliveries: list[Delivery] = []
+    webhook = AnsweringWebhook((200, TYPING), (200, reaction("👀")))
+    loop = poller(bot_api, webhook, deliveries)
+    assert loop.poll_once() is True
+    assert made(bot_api) == ["sendChatAction", "setMessageReaction"]
+    typing = next(params for method, params in bot_api.calls if method == "sendChatAction")
+    assert (typing["chat_id"], typing["action"]) == (111111111, "typing")
+    assert [(r.chat_id, r.message_id, r.emoji) for r in bot_api.reactions] == [
+        (111111111, 10, ("👀",))
+    ]
+    assert [d.outcome for d in deliveries] == ["queued", "queued"]
+
+
+def test_a_failed_sign_of_life_is_tried_once_logged_and_changes_nothing(
+    bot_api: LocalBotApi, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handle = bot_api.handle
+
+    def failing(method: str, params: dict[str, Any]) -> Any:
+        if method == "sendChatAction":
+            raise ApiError(502, "Bad Gateway")
+        return handle(method, params)
+
+    monkeypatch.setattr(bot_api, "handle", failing)
+    for update_id in (50, 51):
+        bot_api.push_update(update(update_id))
+    webhook = AnsweringWebhook((200, TYPING), (200, reaction("🦜")))
+    with caplog.at_level(logging.DEBUG, logger="nanobot_lambda.operator.local.poll"):
+        loop = poller(bot_api, webhook, [])
+        assert loop.poll_once() is True
+    assert made(bot_api) == ["sendChatAction", "setMessageReaction"]  # no retry of a 5xx
+    assert bot_api.reactions == []  # 🦜: REACTION_INVALID
+    assert "sendChatAction failed" in caplog.text and "Bad Gateway" in caplog.text
+    assert "setMessageReaction failed" in caplog.text and "REACTION_INVALID" in caplog.text
+    assert TOKEN not in caplog.text
+    assert loop.offset == 52  # both acknowledged all the same
+
+
+def test_no_method_is_made_for_an_answer_telegram_would_retry(bot_api: LocalBotApi) -> None:
+    bot_api.push_update(update(60))
+    loop = poller(bot_api, AnsweringWebhook((503, TYPING), (200, {})), [])
+    assert loop.poll_once() is False
+    assert made(bot_api) == []
+    assert loop.poll_once() is True  # the retry is answered without a method
+    assert made(bot_api) == []

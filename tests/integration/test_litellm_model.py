@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -221,3 +222,215 @@ def test_a_failed_transcription_is_a_model_error_naming_its_kind_not_the_key(
     assert str(error.value).startswith("transcription failed (")
     assert "sk-transcription-secret" not in str(error.value)
     assert error.value.__cause__ is None  # nothing of the provider's answer travels with it
+
+
+# -- streaming (on_text) -------------------------------------------------------------------
+
+USER = [{"role": "user", "content": "x"}]
+FAULTS = [  # how a stream fails midway, and what the failure says
+    pytest.param("break_after", "incomplete chunked read", id="connection-closed"),
+    pytest.param("error_after", "scripted failure mid-stream", id="error-event"),
+    pytest.param("truncate_after", "without a finish_reason", id="truncated-events"),
+]
+
+
+def shrinks_at(texts: list[str]) -> list[int]:
+    """Where the streamed text got shorter: where a retried attempt started again."""
+    return [i for i in range(1, len(texts)) if len(texts[i]) < len(texts[i - 1])]
+
+
+def test_streamed_text_arrives_growing_and_equals_the_reply(
+    model_server: ScriptedModelServer,
+) -> None:
+    answer = "The quick brown fox jumps over the lazy dog."
+    model_server.reply(answer)
+    texts: list[str] = []
+    reply = model_for(model_server).complete(USER, TOOLS, on_text=texts.append)
+    assert reply.content == answer
+    assert len(texts) == len(answer.split())  # a word a chunk
+    assert texts[0] == "The" and texts[-1] == answer
+    assert all(b.startswith(a) and len(b) > len(a) for a, b in itertools.pairwise(texts))
+    assert model_server.streamed == [True]
+    assert model_server.requests[0]["stream_options"] == {"include_usage": True}
+
+
+def test_a_streamed_tool_call_is_the_same_as_a_non_streamed_one(
+    model_server: ScriptedModelServer,
+) -> None:
+    arguments = '{"path": "notes/today.md", "content": "a longer text, in pieces"}'
+    function = {"name": "write_file", "arguments": arguments}  # several deltas when streamed
+    for _ in range(2):
+        call = {"id": "call_7", "type": "function", "function": function}
+        model_server.steps.append(Step(content="Saving.", tool_calls=[call]))
+    model = model_for(model_server)
+    plain = model.complete(USER, TOOLS)
+    texts: list[str] = []
+    streamed = model.complete(USER, TOOLS, on_text=texts.append)
+    assert streamed.tool_calls == plain.tool_calls
+    assert streamed.tool_calls[0].arguments == arguments
+    assert streamed.tool_calls[0].id == "call_7"
+    assert streamed.content == plain.content == "Saving." and texts[-1] == "Saving."
+    assert model_server.streamed == [False, True]
+
+
+def test_a_streamed_tool_call_without_text_has_no_content(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.call_tool("list_dir", {"path": ""})
+    texts: list[str] = []
+    reply = model_for(model_server).complete(USER, TOOLS, on_text=texts.append)
+    assert reply.content is None and texts == []
+    assert reply.tool_calls[0].name == "list_dir"
+    assert reply.tool_calls[0].arguments == '{"path": ""}'
+
+
+def test_a_streamed_tool_call_without_an_id_is_kept_and_named(
+    model_server: ScriptedModelServer,
+) -> None:
+    """Some OpenAI-compatible servers send no id; litellm names such a call unstreamed."""
+    call = {"id": None, "type": "function", "function": {"name": "list_dir", "arguments": "{}"}}
+    model_server.steps.append(Step(tool_calls=[call]))
+    model_server.steps.append(Step(tool_calls=[call]))
+    model = model_for(model_server)
+    plain = model.complete(USER, TOOLS)
+    streamed = model.complete(USER, TOOLS, on_text=lambda text: None)
+    assert [(c.name, c.arguments) for c in streamed.tool_calls] == [("list_dir", "{}")]
+    assert [(c.name, c.arguments) for c in plain.tool_calls] == [("list_dir", "{}")]
+    assert streamed.tool_calls[0].id.startswith("call_")
+
+
+def test_a_stream_whose_opening_fails_is_retried_by_litellm(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.fail(500).reply("Opened the second time.")
+    texts: list[str] = []
+    reply = model_for(model_server, LLM_NUM_RETRIES="1").complete(USER, TOOLS, on_text=texts.append)
+    assert reply.content == "Opened the second time." and texts[-1] == reply.content
+    assert model_server.streamed == [True, True]
+
+
+def test_usage_and_cost_of_a_stream_are_those_of_the_same_reply_unstreamed(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.response_model = "gpt-4o-mini"  # priced in litellm's bundled cost map
+    usage = {"prompt_tokens": 1200, "completion_tokens": 30, "cached_tokens": 1000}
+    model_server.reply("Cached, mostly.", **usage).reply("Cached, mostly.", **usage)
+    model = model_for(model_server)
+    plain = model.complete(USER, TOOLS)
+    streamed = model.complete(USER, TOOLS, on_text=lambda text: None)
+    assert streamed.usage.prompt_tokens == 1200
+    assert streamed.usage.completion_tokens == 30
+    assert streamed.usage.cached_tokens == 1000
+    assert streamed.usage.cost_usd is not None and streamed.usage.cost_usd > 0
+    assert streamed.usage == plain.usage
+    assert model_server.streamed == [False, True]
+
+
+def test_streamed_reasoning_is_kept_and_not_shown_as_text(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.steps.append(Step(content="Paris.", reasoning_content="The capital of France."))
+    texts: list[str] = []
+    reply = model_for(model_server).complete(USER, TOOLS, on_text=texts.append)
+    assert reply.reasoning_content == "The capital of France."
+    assert reply.content == "Paris." and texts == ["Paris."]
+
+
+@pytest.mark.parametrize(("fault", "described"), FAULTS)
+def test_a_stream_failing_midway_is_retried_from_the_beginning(
+    model_server: ScriptedModelServer, fault: str, described: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    model_server.reply("First attempt goes wrong here", **{fault: 3})
+    model_server.reply("Second attempt is whole.")
+    texts: list[str] = []
+    model = model_for(model_server, LLM_NUM_RETRIES="1")
+    reply = model.complete(USER, TOOLS, on_text=texts.append, timeout=20)
+    assert reply.content == "Second attempt is whole."
+    assert texts[:3] == ["First", "First attempt", "First attempt goes"]
+    assert shrinks_at(texts) == [3] and texts[3] == "Second"
+    assert texts[-1] == "Second attempt is whole."
+    assert model_server.streamed == [True, True]
+    assert described in caplog.text and "sk-test-123" not in caplog.text
+
+
+@pytest.mark.parametrize(("fault", "described"), FAULTS)
+def test_a_stream_failing_on_every_attempt_tries_the_fallback_then_is_a_model_error(
+    model_server: ScriptedModelServer, fault: str, described: str
+) -> None:
+    for _ in range(4):
+        model_server.reply("never quite finished", **{fault: 2})
+    texts: list[str] = []
+    model = model_for(model_server, LLM_NUM_RETRIES="1", LLM_FALLBACK_MODELS="openai/backup")
+    with pytest.raises(ModelError) as error:
+        model.complete(USER, TOOLS, on_text=texts.append, timeout=20)
+    assert [request["model"] for request in model_server.requests] == [
+        "scripted",
+        "scripted",
+        "backup",
+        "backup",
+    ]
+    assert "openai/scripted" in str(error.value) and "openai/backup" in str(error.value)
+    assert described in str(error.value)
+    assert "sk-test-123" not in str(error.value)
+    assert texts == ["never", "never quite"] * 4  # each attempt streamed, then restarted
+    assert model_server.remaining == 0 and model_server.unexpected == []
+
+
+def test_a_fallback_answers_a_stream_the_primary_keeps_breaking(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.reply("broken", break_after=1).reply("broken", break_after=1)
+    model_server.reply("From the backup.")
+    texts: list[str] = []
+    model = model_for(model_server, LLM_NUM_RETRIES="1", LLM_FALLBACK_MODELS="openai/backup")
+    reply = model.complete(USER, TOOLS, on_text=texts.append, timeout=20)
+    assert reply.content == "From the backup."
+    assert texts == ["broken", "broken", "From", "From the", "From the backup."]
+    assert [request["model"] for request in model_server.requests][-1] == "backup"
+
+
+def test_a_stream_stalling_between_chunks_is_retried(model_server: ScriptedModelServer) -> None:
+    """litellm's timeout bounds each read of a stream: a stall is a failed attempt."""
+    model_server.reply("Stalls after two", tokens_per_second=0.25)  # 4 s between chunks
+    model_server.reply("Fresh answer.")
+    texts: list[str] = []
+    model = model_for(model_server, LLM_NUM_RETRIES="1")
+    started = time.monotonic()
+    reply = model.complete(USER, TOOLS, on_text=texts.append, timeout=3.0)
+    assert reply.content == "Fresh answer."
+    assert time.monotonic() - started < 3.0  # the stall ended at the attempt's 1.5 s share
+    assert model_server.streamed == [True, True]
+
+
+def test_a_trickling_stream_is_cut_by_the_time_budget(model_server: ScriptedModelServer) -> None:
+    """Each chunk comes well within the read timeout, but the whole would take 40 s."""
+    model_server.reply(" ".join(["word"] * 200), tokens_per_second=5)
+    texts: list[str] = []
+    model = model_for(model_server, LLM_NUM_RETRIES="2")
+    started = time.monotonic()
+    with pytest.raises(ModelError, match="outlasted the time budget"):
+        model.complete(USER, TOOLS, on_text=texts.append, timeout=1.5)
+    assert time.monotonic() - started < 1.5 + 2
+    assert 2 <= len(texts) < 20  # it streamed, and was stopped early
+    assert model_server.streamed == [True]  # no time was left for a retry
+
+
+def test_a_failing_on_text_is_not_a_model_failure(model_server: ScriptedModelServer) -> None:
+    """The consumer's error reaches the caller as it is, and the model is not asked again."""
+    model_server.reply("Some answer.")
+
+    def on_text(text: str) -> None:
+        raise RuntimeError("the display broke")
+
+    model = model_for(model_server, LLM_NUM_RETRIES="2")
+    with pytest.raises(RuntimeError, match="the display broke"):
+        model.complete(USER, TOOLS, on_text=on_text)
+    assert len(model_server.requests) == 1
+
+
+def test_without_on_text_nothing_is_streamed(model_server: ScriptedModelServer) -> None:
+    model_server.reply("Plain.", tokens_per_second=0.1, break_after=1)  # stream options unused
+    reply = model_for(model_server).complete(USER, TOOLS)
+    assert reply.content == "Plain."
+    assert model_server.streamed == [False]
+    assert "stream" not in model_server.requests[0]

@@ -16,7 +16,7 @@ from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import TurnProgress
-from nanobot_lambda.core.model import ModelReply, ToolCall
+from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall
 from nanobot_lambda.core.ports import (
     Channel,
     ChatModel,
@@ -125,6 +125,7 @@ class ScriptedModel:
         *,
         tool_choice: Any = None,
         timeout: float | None = None,
+        on_text: TextStream | None = None,
     ) -> ModelReply:
         self.requests.append(([dict(message) for message in messages], tools))
         self.tool_choices.append(tool_choice)
@@ -134,6 +135,8 @@ class ScriptedModel:
         reply = self.replies.popleft()
         if isinstance(reply, Exception):
             raise reply
+        if on_text is not None and reply.content:
+            on_text(reply.content)  # the whole text in one piece, as a very fast stream
         return reply
 
 
@@ -241,6 +244,8 @@ class RecordingChannel:
         self.typing_in: list[int] = []
         self.fail_with: ChannelError | None = None  # raised by the next send
         self.fail_on: str | None = None  # the next send of a part starting with this fails
+        self.drafts: list[tuple[int, int, str]] = []  # (chat_id, draft_id, html)
+        self.fail_drafts_with: ChannelError | None = None  # raised by every draft
         self.files: dict[str, bytes] = {}  # file id -> bytes, for get_file and download
         self.me = BotUser(id=7000000001, username="nano_lambda_bot")
 
@@ -265,6 +270,16 @@ class RecordingChannel:
     def typing(self, chat_id: int, *, thread_id: int | None = None) -> Iterator[None]:
         self.typing_in.append(chat_id)
         yield
+
+    def draft_parts(self, text: str) -> list[str]:
+        return render_messages(text) if text.strip() else []
+
+    def send_draft(
+        self, chat_id: int, draft_id: int, part: str, *, thread_id: int | None = None
+    ) -> None:
+        if self.fail_drafts_with is not None:
+            raise self.fail_drafts_with
+        self.drafts.append((chat_id, draft_id, part))
 
     def get_me(self) -> BotUser:
         return self.me

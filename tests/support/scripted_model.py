@@ -4,6 +4,12 @@ litellm talks to it over real HTTP (`LLM_MODEL=openai/scripted`, `LLM_API_BASE=<
 Each request consumes the next scripted step; a request with no step left gets a 500 and is
 recorded in `unexpected`, so a test fails loudly on a call it did not plan for.
 
+A request with `"stream": true` is answered as OpenAI streams: server-sent events of
+`chat.completion.chunk`s (about a word of content per chunk, tool calls as argument deltas), a
+final chunk with the `finish_reason`, the usage chunk when `stream_options.include_usage`, then
+`data: [DONE]`. A step can pace the stream or make it fail midway (`Step.first_token_delay`,
+`tokens_per_second`, `break_after`, `truncate_after`, `error_after`).
+
 It also serves `/v1/audio/transcriptions` (multipart, as OpenAI's Whisper API) from its own
 script (`transcribe`, `fail_transcription`), so `TRANSCRIPTION_MODEL=openai/whisper-1` with the
 same base URL reaches it through litellm.
@@ -13,15 +19,21 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import io
 import itertools
 import json
+import re
+import socket
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+from typing import Any, BinaryIO, cast
 
 from nanobot_lambda.operator.local.http import JsonHttpServer
+
+ARGUMENT_PIECE_CHARS = 8  # a streamed tool call's arguments arrive in pieces this long
 
 
 @dataclass
@@ -36,6 +48,20 @@ class Step:
     # Answer only once this is set (at most 30 s): a test acts while the model "thinks".
     hold: threading.Event | None = None
     cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
+    # Streaming only (a request with "stream": true). "Pieces" are the chunks after the opening
+    # one (role only): a word of content or reasoning, or a fragment of a tool call.
+    first_token_delay: float = 0.0  # seconds after the headers before the first chunk
+    tokens_per_second: float | None = None  # pace of the chunks; None: as fast as possible
+    # After that many pieces, close the connection abruptly (mid-body: no finish_reason, no
+    # [DONE], not even the end of the chunked body), as a connection reset does.
+    break_after: int | None = None
+    # After that many pieces, end the HTTP body properly but the event stream there: no
+    # finish_reason, no [DONE] (a proxy cutting the stream cleanly).
+    truncate_after: int | None = None
+    # After that many pieces, send an error event as providers do mid-stream (`data: {"error":
+    # {... "code": 500}}`), then end the body.
+    error_after: int | None = None
+    # (A fault after more pieces than the answer has does not happen.)
 
 
 @dataclass
@@ -78,9 +104,11 @@ class ScriptedModelServer(JsonHttpServer):
 
     # -- scripting -------------------------------------------------------------------------
 
-    def reply(self, text: str, **usage: int) -> ScriptedModelServer:
-        """Answer `text`; `usage`: prompt_tokens, completion_tokens, cached_tokens to report."""
-        self.steps.append(Step(content=text, **usage))
+    def reply(self, text: str, **options: Any) -> ScriptedModelServer:
+        """Answer `text`; `options`: the usage to report (prompt_tokens, completion_tokens,
+        cached_tokens) and, for a streamed request, its pace and faults (first_token_delay,
+        tokens_per_second, break_after, truncate_after, error_after; see `Step`)."""
+        self.steps.append(Step(content=text, **options))
         return self
 
     def call_tool(
@@ -118,22 +146,34 @@ class ScriptedModelServer(JsonHttpServer):
     def remaining(self) -> int:
         return len(self.steps)
 
+    @property
+    def streamed(self) -> list[bool]:
+        """For each request so far, whether it asked for a streamed answer."""
+        return [bool(request.get("stream")) for request in self.requests]
+
     # -- serving ---------------------------------------------------------------------------
 
-    def _next(self, request: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    def _take(self, request: dict[str, Any], headers: dict[str, str]) -> Step | None:
+        """Record the request and take its step (None: none left), after the step's delay."""
         with self._lock:
             self.requests.append(request)
             self.headers.append(headers)
             if not self.steps:
                 self.unexpected.append(request)
-                return 500, {"error": {"message": "no scripted step left", "type": "server_error"}}
+                return None
             step = self.steps.popleft()
         if step.delay:
             time.sleep(step.delay)
         if step.hold is not None:
             step.hold.wait(30)
+        return step
+
+    def _next(self, request: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        step = self._take(request, headers)
+        if step is None:
+            return 500, NO_STEP_LEFT
         if step.status != 200:
-            return step.status, {"error": {"message": "scripted failure", "type": "server_error"}}
+            return step.status, SCRIPTED_FAILURE
         message: dict[str, Any] = {"role": "assistant", "content": step.content}
         if step.tool_calls:
             message["tool_calls"] = step.tool_calls
@@ -148,16 +188,96 @@ class ScriptedModelServer(JsonHttpServer):
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if step.tool_calls else "stop",
+                    "finish_reason": _finish_reason(step),
                 }
             ],
-            "usage": {
-                "prompt_tokens": step.prompt_tokens,
-                "completion_tokens": step.completion_tokens,
-                "total_tokens": step.prompt_tokens + step.completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": step.cached_tokens},
-            },
+            "usage": _usage(step),
         }
+
+    def _chunks(self, step: Step, request: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+        """The chunks of the step as OpenAI streams them, and how the stream ends: "done", or
+        the fault that cuts it short ("break", "truncate", "error"; see `Step`)."""
+        base = {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion.chunk",
+            "created": 1763800000,
+            "model": self.response_model or request.get("model", "scripted"),
+        }
+        with_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            return {**base, "choices": [choice], **({"usage": None} if with_usage else {})}
+
+        pieces: list[dict[str, Any]] = [
+            {"reasoning_content": word} for word in _words(step.reasoning_content or "")
+        ]
+        pieces += [{"content": word} for word in _words(step.content or "")]
+        for index, call in enumerate(step.tool_calls):
+            function = call["function"]
+            opening = {"index": index, "id": call["id"], "type": call.get("type", "function")}
+            opening["function"] = {"name": function["name"], "arguments": ""}
+            pieces.append({"tool_calls": [opening]})
+            arguments = function.get("arguments") or ""
+            for start in range(0, len(arguments), ARGUMENT_PIECE_CHARS):
+                fragment = {"arguments": arguments[start : start + ARGUMENT_PIECE_CHARS]}
+                pieces.append({"tool_calls": [{"index": index, "function": fragment}]})
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        faults = [
+            (after, kind)
+            for after, kind in (
+                (step.break_after, "break"),
+                (step.truncate_after, "truncate"),
+                (step.error_after, "error"),
+            )
+            if after is not None and after <= len(pieces)
+        ]
+        if faults:
+            after, kind = min(faults)
+            return chunks + [chunk(delta) for delta in pieces[:after]], kind
+        chunks += [chunk(delta) for delta in pieces]
+        chunks.append(chunk({}, _finish_reason(step)))
+        if with_usage:
+            chunks.append({**base, "choices": [], "usage": _usage(step)})
+        return chunks, "done"
+
+    def _stream(self, handler: BaseHTTPRequestHandler, request: dict[str, Any]) -> None:
+        """Answer a `"stream": true` request with server-sent events, each flushed at once."""
+        step = self._take(request, dict(handler.headers))
+        if step is None or step.status != 200:
+            status = 500 if step is None else step.status
+            _send_json(handler, status, NO_STEP_LEFT if step is None else SCRIPTED_FAILURE)
+            return
+        chunks, end = self._chunks(step, request)
+        # OpenAI streams over HTTP/1.1 in a chunked body: its end is explicit, so a connection
+        # closed before it is a broken stream, not a short one.
+        handler.protocol_version = "HTTP/1.1"
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        pause = 1 / step.tokens_per_second if step.tokens_per_second else 0.0
+        try:
+            # Each piece is due at its own time from the first token's, so the pace does not
+            # drift by the time writing takes (a 600-piece answer would run late).
+            first_token_at = time.monotonic() + step.first_token_delay
+            for index, chunk in enumerate(chunks):
+                due = first_token_at + max(0, index - 1) * pause
+                time.sleep(max(0.0, due - time.monotonic()))
+                _write_event(handler, json.dumps(chunk))
+            if end == "break":  # mid-body, as a reset connection: no end of the chunked body
+                handler.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if end == "error":
+                _write_event(handler, json.dumps(STREAM_ERROR))
+            elif end == "done":
+                _write_event(handler, "[DONE]")
+            handler.wfile.write(b"0\r\n\r\n")  # the end of the chunked body
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away (it gave up on a slow stream)
 
     def _transcription(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
         content_type = headers.get("Content-Type", headers.get("content-type", ""))
@@ -196,3 +316,65 @@ class ScriptedModelServer(JsonHttpServer):
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             return 404, {"error": {"message": f"no route {method} {path}"}}
         return self._next(json.loads(body or b"{}"), headers)
+
+    def _request_handler(self) -> type[BaseHTTPRequestHandler]:
+        """The JSON handler, plus streamed chat completions (server-sent events)."""
+        model = self
+        json_handler: Any = super()._request_handler()
+
+        class Handler(json_handler):  # type: ignore[misc]
+            rfile: BinaryIO
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if self.path.rstrip("/").endswith("/chat/completions"):
+                    request = json.loads(body or b"{}")
+                    if request.get("stream"):
+                        model._stream(self, request)
+                        return
+                self.rfile = io.BytesIO(body)  # the JSON handler reads the body again
+                super().do_POST()
+
+        return cast(type[BaseHTTPRequestHandler], Handler)
+
+
+NO_STEP_LEFT = {"error": {"message": "no scripted step left", "type": "server_error"}}
+SCRIPTED_FAILURE = {"error": {"message": "scripted failure", "type": "server_error"}}
+STREAM_ERROR = {
+    "error": {"message": "scripted failure mid-stream", "type": "server_error", "code": 500}
+}
+
+
+def _finish_reason(step: Step) -> str:
+    return "tool_calls" if step.tool_calls else "stop"
+
+
+def _usage(step: Step) -> dict[str, Any]:
+    return {
+        "prompt_tokens": step.prompt_tokens,
+        "completion_tokens": step.completion_tokens,
+        "total_tokens": step.prompt_tokens + step.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": step.cached_tokens},
+    }
+
+
+def _words(text: str) -> list[str]:
+    """`text` in about a word per piece (each with the spaces before it); they join to it."""
+    return re.findall(r"\s*\S+|\s+$", text)
+
+
+def _write_event(handler: BaseHTTPRequestHandler, data: str) -> None:
+    """One server-sent event as one chunk of the chunked body, sent at once."""
+    event = f"data: {data}\n\n".encode()
+    handler.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+    handler.wfile.flush()
+
+
+def _send_json(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+    encoded = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(encoded)))
+    handler.end_headers()
+    handler.wfile.write(encoded)

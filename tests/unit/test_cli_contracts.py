@@ -90,15 +90,19 @@ def test_secret_parameter_defaults_are_the_templates() -> None:
         assert parameters[key]["Default"] == default
 
 
-def test_doctor_reads_the_parameters_the_template_wires_into_agent_turn() -> None:
+def test_doctor_reads_the_parameters_the_template_wires_into_the_functions() -> None:
     template = load_template(TEMPLATE)
-    variables = template["Resources"]["AgentTurnFunction"]["Properties"]["Environment"]
-    wiring = {
-        **template["Globals"]["Function"]["Environment"]["Variables"],
-        **variables["Variables"],
-    }
+    wirings = [
+        {
+            **template["Globals"]["Function"]["Environment"]["Variables"],
+            **template["Resources"][function]["Properties"]["Environment"]["Variables"],
+        }
+        for function in ("AgentTurnFunction", "WebhookFunction")
+    ]
     for parameter, variable in STACK_SETTINGS.items():
-        assert wiring[variable] == {"Ref": parameter}, variable
+        wired = [wiring[variable] for wiring in wirings if variable in wiring]
+        assert wired, variable
+        assert all(value == {"Ref": parameter} for value in wired), variable
 
 
 def test_allowed_updates_are_the_kinds_the_bot_acts_on() -> None:

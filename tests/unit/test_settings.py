@@ -126,3 +126,45 @@ def test_invalid_secret_value_is_not_echoed() -> None:
         WebhookSettings.from_env({**WEBHOOK_ENV, "TELEGRAM_SECRET_TOKEN": "x" * 300})
     assert "TELEGRAM_SECRET_TOKEN" in str(error.value)
     assert "x" * 300 not in str(error.value)
+
+
+def test_the_webhook_acknowledges_with_typing_by_default() -> None:
+    settings = WebhookSettings.from_env(WEBHOOK_ENV, fetch=no_fetch)
+    assert settings.ack_reaction == ""
+    assert settings.group_policy == "mention"
+    blank = WebhookSettings.from_env({**WEBHOOK_ENV, "ACK_REACTION": "  "}, fetch=no_fetch)
+    assert blank.ack_reaction == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("👀", "👀"),
+        (" 👍 ", "👍"),
+        ("\u2764", "\u2764"),  # ❤ as Telegram spells it
+        ("\u2764\ufe0f", "\u2764"),  # ❤️ as keyboards type it
+        ("\u2764\ufe0f\u200d\U0001f525", "\u2764\u200d\U0001f525"),  # ❤️‍🔥
+        ("\U0001f937\u200d\u2642\ufe0f", "\U0001f937\u200d\u2642"),  # 🤷‍♂️
+        ("\u270d\ufe0f", "\u270d"),  # ✍️
+    ],
+)
+def test_ack_reaction_is_kept_in_telegrams_spelling(value: str, expected: str) -> None:
+    settings = WebhookSettings.from_env({**WEBHOOK_ENV, "ACK_REACTION": value}, fetch=no_fetch)
+    assert settings.ack_reaction == expected
+
+
+@pytest.mark.parametrize("value", ["🦜", "👍👍", ":eyes:", "\u2764\u200d", "ok"])
+def test_an_emoji_telegram_refuses_as_a_reaction_is_named(value: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        WebhookSettings.from_env({**WEBHOOK_ENV, "ACK_REACTION": value}, fetch=no_fetch)
+    message = str(error.value)
+    assert message.startswith("Invalid configuration for the webhook function: ACK_REACTION:")
+    assert "not an emoji Telegram accepts as a reaction" in message
+    assert "👀" in message  # the allowed ones are listed
+
+
+def test_the_webhook_reads_the_group_policy_too() -> None:
+    settings = WebhookSettings.from_env({**WEBHOOK_ENV, "GROUP_POLICY": "open"}, fetch=no_fetch)
+    assert settings.group_policy == "open"
+    with pytest.raises(ConfigError, match="GROUP_POLICY"):
+        WebhookSettings.from_env({**WEBHOOK_ENV, "GROUP_POLICY": "everyone"}, fetch=no_fetch)

@@ -1,4 +1,5 @@
-"""The webhook's decisions, with an in-memory queue: what is enqueued, and every status code."""
+"""The webhook's decisions, with an in-memory queue: what is enqueued, every status code, and
+the sign of life (a Bot API method) in the answer to what it queued."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from nanobot_lambda.adapters.telegram.models import Message
 from nanobot_lambda.core.allowlist import AllowList
-from nanobot_lambda.entry.webhook import MAX_BODY_BYTES, Webhook
+from nanobot_lambda.entry.webhook import MAX_BODY_BYTES, Webhook, WebhookPolicy, sign_of_life
 from nanobot_lambda.operator.local.stack import http_event
 from tests.conftest import telegram_update
 from tests.support.fakes import MemoryLedger, MemoryQueue, MemoryStopFlags, RecordingMetrics
@@ -20,11 +22,14 @@ SECRET = "webhook-secret-123"
 
 
 def make_webhook(
-    queue: MemoryQueue, allow: str = "111111111", flags: MemoryStopFlags | None = None
+    queue: MemoryQueue,
+    allow: str = "111111111",
+    flags: MemoryStopFlags | None = None,
+    ack_reaction: str = "",
 ) -> Webhook:
     return Webhook(
         SecretStr(SECRET),
-        AllowList.parse(allow),
+        WebhookPolicy(AllowList.parse(allow), ack_reaction=ack_reaction),
         queue,
         flags or MemoryStopFlags(),
         MemoryLedger(),
@@ -43,7 +48,14 @@ def test_accepted_update_is_enqueued_per_chat_with_update_dedup() -> None:
     update = telegram_update("text_private")
     response = post(make_webhook(queue), update)
     assert response["statusCode"] == 200
-    assert json.loads(response["body"]) == {"ok": True, "status": "queued"}
+    assert json.loads(response["body"]) == {
+        "ok": True,
+        "status": "queued",
+        # Telegram performs this call for the bot: "typing…" before agent_turn even starts.
+        "method": "sendChatAction",
+        "chat_id": 111111111,
+        "action": "typing",
+    }
     ((job, group, dedup_id),) = queue.sent
     assert job.update == update
     assert group == "telegram:111111111"
@@ -204,3 +216,107 @@ def test_a_failed_enqueue_is_not_remembered_so_the_retry_is_queued() -> None:
     queue.fail = False
     assert json.loads(post(webhook, update)["body"])["status"] == "queued"
     assert len(queue.sent) == 1
+
+
+# -- the sign of life: a Bot API method in the answer, performed by Telegram ------------------
+
+
+def message(name: str, **changes: Any) -> Message:
+    return Message.model_validate({**telegram_update(name)["message"], **changes})
+
+
+def test_a_private_message_gets_typing_at_once() -> None:
+    assert sign_of_life(message("text_private"), "", "mention") == {
+        "method": "sendChatAction",
+        "chat_id": 111111111,
+        "action": "typing",
+    }
+
+
+def test_typing_goes_to_the_forum_topic_of_the_message() -> None:
+    call = sign_of_life(message("forum_topic_message", text="/usage"), "", "mention")
+    assert call == {
+        "method": "sendChatAction",
+        "chat_id": -1009876543210,
+        "message_thread_id": 600,
+        "action": "typing",
+    }
+
+
+def test_a_reply_in_a_group_that_is_no_topic_gets_no_thread_id() -> None:
+    # Telegram sets message_thread_id on replies in supergroups too; only a topic is answered in.
+    call = sign_of_life(message("group_no_mention", message_thread_id=77), "", "open")
+    assert call is not None and "message_thread_id" not in call
+
+
+def test_ack_reaction_reacts_to_the_message_instead() -> None:
+    assert sign_of_life(message("text_private"), "👀", "mention") == {
+        "method": "setMessageReaction",
+        "chat_id": 111111111,
+        "message_id": 10,
+        "reaction": [{"type": "emoji", "emoji": "👀"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "policy", "expected"),
+    [
+        ("group_no_mention", "/new", "mention", True),  # a command naming no bot is for all
+        ("group_no_mention", "/usage extra words", "mention", True),
+        ("group_no_mention", "/new@some_other_bot", "open", False),  # maybe not this bot
+        ("group_no_mention", "/new@nano_lambda_bot", "mention", False),  # unknown: no getMe
+        ("group_no_mention", None, "mention", False),  # not for the bot
+        ("group_mention", None, "mention", False),  # agent_turn knows the mention: its typing
+        ("group_no_mention", None, "open", True),  # every message is answered
+        ("group_mention", None, "open", True),
+        ("command_new_with_botname", None, "mention", True),  # private: always
+    ],
+)
+def test_in_groups_only_what_is_surely_for_the_bot_gets_one(
+    name: str, text: str | None, policy: Any, expected: bool
+) -> None:
+    changes = {} if text is None else {"text": text, "entities": []}
+    for reaction in ("", "👍"):
+        call = sign_of_life(message(name, **changes), reaction, policy)
+        assert (call is not None) == expected, reaction
+
+
+def test_the_webhook_answers_a_queued_message_with_the_reaction() -> None:
+    response = post(make_webhook(MemoryQueue(), ack_reaction="🔥"), telegram_update("text_private"))
+    body = json.loads(response["body"])
+    assert response["statusCode"] == 200
+    assert (body["ok"], body["status"], body["method"]) == (True, "queued", "setMessageReaction")
+    assert body["reaction"] == [{"type": "emoji", "emoji": "🔥"}]
+    assert body["message_id"] == 10
+
+
+def test_a_group_message_for_someone_else_is_queued_without_a_method() -> None:
+    queue = MemoryQueue()
+    response = post(make_webhook(queue, allow="*"), telegram_update("group_no_mention"))
+    assert json.loads(response["body"]) == {"ok": True, "status": "queued"}
+    assert len(queue.sent) == 1  # agent_turn still decides with the bot's identity
+
+
+def test_only_a_newly_queued_update_carries_a_method() -> None:
+    update = telegram_update("text_private")
+    queue = MemoryQueue()
+    webhook = make_webhook(queue)
+    answers = {
+        "queued": post(webhook, update),
+        "duplicate": post(webhook, update),
+        "refused": post(make_webhook(MemoryQueue(), allow="42"), update),
+        "ignored": post(make_webhook(MemoryQueue()), telegram_update("edited_message")),
+        "enqueue failed": post(make_webhook(MemoryQueue(fail=True)), update),
+        "unauthorized": post(make_webhook(MemoryQueue()), update, secret="wrong"),
+    }
+    bodies = {name: json.loads(answer["body"]) for name, answer in answers.items()}
+    with_method = [name for name, body in bodies.items() if "method" in body]
+    assert with_method == ["queued"]
+    assert [body.get("status") for body in bodies.values()] == [
+        "queued",
+        "duplicate",
+        "refused",
+        "ignored",
+        None,
+        None,
+    ]

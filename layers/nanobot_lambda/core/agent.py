@@ -10,6 +10,10 @@ A turn can outlive one Lambda invocation: after each iteration `on_iteration` re
 done, a turn resumes from such a record (`resume`), and when `time_left` says too little time
 remains for another model call the loop returns a `suspended` outcome for the caller to continue
 in a fresh invocation.
+
+With `on_text`, each model call is streamed and the text it writes so far (reasoning left out)
+goes to `on_text` as it arrives, the text before tool calls as much as the final answer; what
+the turn sends and saves is still the complete reply.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.model import ModelReply, ToolCall, Usage
+from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage
 from nanobot_lambda.core.ports import ChatModel
 from nanobot_lambda.core.reasoning import strip_thinking
 from nanobot_lambda.core.tools import ToolRegistry
@@ -47,6 +51,21 @@ Progress = Callable[[str], None]
 StopCheck = Callable[[], bool]
 IterationDone = Callable[["TurnOutcome"], None]
 TimeLeft = Callable[[], float]
+
+
+def visible_text(on_text: TextStream) -> TextStream:
+    """`on_text` for the text a user may see: reasoning (`<think>…`) left out, and nothing
+    while the reply is only a reasoning block or whitespace so far."""
+
+    def show(so_far: str) -> None:
+        start = so_far.lstrip()
+        if len(start) < len("<think>") and "<think>".startswith(start):
+            return  # perhaps the start of a reasoning block: wait for more
+        text = strip_thinking(so_far)
+        if text.strip():
+            on_text(text)
+
+    return show
 
 
 def truncate(text: str, limit: int) -> str:
@@ -119,13 +138,15 @@ class AgentLoop:
         resume: Resume | None = None,
         on_iteration: IterationDone | None = None,
         time_left: TimeLeft | None = None,
+        on_text: TextStream | None = None,
     ) -> TurnOutcome:
         """Run one turn from `messages` (system, history, user). Returns what to send and save.
 
         `new_messages` are the assistant and tool messages the turn produced (including those
         of `resume`), ready to save after the user message. `on_progress` receives text to show
         while the turn goes on. `time_left` gives the seconds a model call may still take in
-        this invocation; at zero or below, the turn is suspended.
+        this invocation; at zero or below, the turn is suspended. `on_text` receives each
+        model call's visible text as it is written (see the module's docstring).
         """
         outcome = TurnOutcome(reply="", new_messages=[])
         if resume is not None:
@@ -135,6 +156,7 @@ class AgentLoop:
                 outcome.reply = resume.answer  # recorded before it was sent: finish sending it
                 return outcome
         definitions = self._tools.definitions()
+        stream = None if on_text is None else visible_text(on_text)
         while outcome.iterations < self._max_iterations:
             if outcome.iterations and should_stop is not None and should_stop():
                 logger.info("turn stopped by the user after %d steps", outcome.iterations)
@@ -144,7 +166,10 @@ class AgentLoop:
                 return self._suspend(outcome)
             try:
                 reply = self._model.complete(
-                    [*messages, *outcome.new_messages], definitions, timeout=budget
+                    [*messages, *outcome.new_messages],
+                    definitions,
+                    timeout=budget,
+                    on_text=stream,
                 )
             except ModelError:
                 if time_left is not None and time_left() <= 0:

@@ -40,16 +40,25 @@ class ChannelError(NanobotError):
     """The chat channel (Telegram) refused or failed a call.
 
     `status` is the HTTP-like status (None: the channel could not be reached); `blocked` says
-    that the user blocked the bot, which no retry can change.
+    that the user blocked the bot, which no retry can change; `retry_after` is how many seconds
+    a rate-limited caller (429) is asked to wait.
     """
 
     BLOCKED_STATUS = 403
 
-    def __init__(self, method: str, status: int | None, description: str) -> None:
+    def __init__(
+        self,
+        method: str,
+        status: int | None,
+        description: str,
+        *,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(f"{method} failed ({status}): {description}")
         self.method = method
         self.status = status
         self.description = description
+        self.retry_after = retry_after
 
     @property
     def blocked(self) -> bool:

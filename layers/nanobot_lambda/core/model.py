@@ -8,6 +8,7 @@ The model itself is the `ChatModel` port (core/ports.py); the litellm adapter li
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,10 @@ class ModelReply:
 
 
 ToolChoice = str | dict[str, Any] | None
+
+TextStream = Callable[[str], None]
+"""Receives the text of a reply as it is generated: the whole text so far, each time. A model
+call that is retried after its stream broke starts again from the beginning (shorter text)."""
 
 
 def function_tool(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:

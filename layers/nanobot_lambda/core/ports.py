@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.cron import CronJob
     from nanobot_lambda.core.jobs import AnyJob
     from nanobot_lambda.core.journal import TurnProgress
-    from nanobot_lambda.core.model import ModelReply, ToolChoice
+    from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice
     from nanobot_lambda.core.sessions import Message, SessionHistory
     from nanobot_lambda.core.usage import Tally, UsageSummary
     from nanobot_lambda.core.workspace import Entry, WorkspaceFile
@@ -256,6 +256,21 @@ class Channel(Protocol):
         """Show "typing…" in the chat while the context is open."""
         ...
 
+    def draft_parts(self, text: str) -> list[str]:
+        """The drafts Markdown `text` that is still being written shows as: like
+        `message_parts`, with nothing shown of markup not yet closed; [] when nothing is
+        visible yet."""
+        ...
+
+    def send_draft(
+        self, chat_id: int, draft_id: int, part: str, *, thread_id: int | None = None
+    ) -> None:
+        """Show `part` (one of `draft_parts`) as an ephemeral draft in a private chat; drafts
+        with the same non-zero `draft_id` replace each other. One attempt: raises
+        ChannelError (with `retry_after` when rate-limited); a chat where drafts are not
+        available answers with a 4xx status."""
+        ...
+
     def get_me(self) -> BotIdentity: ...
 
 
@@ -293,9 +308,12 @@ class ChatModel(Protocol):
         *,
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
+        on_text: TextStream | None = None,
     ) -> ModelReply:
         """One completion, within `timeout` seconds when given (fallbacks included).
-        Raises ModelError when the provider (and every fallback) fails."""
+        With `on_text`, the reply is streamed and its text so far given to `on_text` as it
+        arrives; the reply returned is still the whole one. Raises ModelError when the
+        provider (and every fallback) fails, mid-stream included."""
         ...
 
 

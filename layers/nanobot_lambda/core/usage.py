@@ -34,7 +34,7 @@ from typing import Any
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, chat_of
-from nanobot_lambda.core.model import ModelReply, ToolChoice, Usage
+from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice, Usage
 from nanobot_lambda.core.ports import ChatModel, MetricsPort, StoredWrite, UsageStore
 
 logger = logging.getLogger(__name__)
@@ -259,11 +259,12 @@ class MeteredModel:
         *,
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
+        on_text: TextStream | None = None,
     ) -> ModelReply:
         with telemetry.span("model"):
             try:
                 reply = self._model.complete(
-                    messages, tools, tool_choice=tool_choice, timeout=timeout
+                    messages, tools, tool_choice=tool_choice, timeout=timeout, on_text=on_text
                 )
             except ModelError:
                 self._meter.failed()

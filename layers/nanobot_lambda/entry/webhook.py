@@ -3,6 +3,11 @@
 Status codes are chosen for Telegram's retry behaviour: anything we deliberately drop gets 200
 (so Telegram stops re-sending it), a failed enqueue gets 503 (so Telegram retries and nothing is
 lost), bad requests get 4xx. Message text is never logged.
+
+The 200 for a queued message also carries a sign of life (`sign_of_life`): a Bot API method in
+the body, which Telegram performs for the bot ("making requests when getting updates"), so the
+user sees "typing…" (or a reaction) within a second, while agent_turn may still be starting.
+The webhook holds no bot token and makes no outgoing call for it.
 """
 
 from __future__ import annotations
@@ -18,8 +23,16 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
-from nanobot_lambda.adapters.telegram.inbound import Accepted, Ignored, Rejected, classify
-from nanobot_lambda.adapters.telegram.models import Update, clean_update
+from nanobot_lambda.adapters.telegram.inbound import (
+    Accepted,
+    GroupPolicy,
+    Ignored,
+    Rejected,
+    classify,
+    command_target,
+    is_group_chat,
+)
+from nanobot_lambda.adapters.telegram.models import Message, Update, clean_update
 from nanobot_lambda.core import telemetry
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import UpdateInProgress
@@ -51,11 +64,59 @@ def _reply(code: int, **body: Any) -> WebhookResponse:
     return WebhookResponse(code, {"ok": code < 400, **body})
 
 
+@dataclass(frozen=True)
+class WebhookPolicy:
+    """Who is heard (the allow-list), and how the webhook acknowledges what it queued."""
+
+    allow_list: AllowList
+    group_policy: GroupPolicy = "mention"  # agent_turn's GROUP_POLICY
+    ack_reaction: str = ""  # as Telegram spells it (settings.py checks it); empty: "typing…"
+
+
+def sign_of_life(
+    message: Message, ack_reaction: str, group_policy: GroupPolicy
+) -> dict[str, Any] | None:
+    """The Bot API call, as webhook-reply fields (`method` and its parameters), that shows the
+    sender at once that their queued message arrived; None when the webhook cannot tell that
+    the bot will answer it.
+
+    `sendChatAction` "typing" (in the message's forum topic, if any), or with `ack_reaction`
+    set, `setMessageReaction` with that emoji on the message. Private chats always get it. In a
+    group the webhook knows the message is for the bot only from what needs no bot identity
+    (it has no token to ask getMe): a command naming no bot, or any message under the `open`
+    policy. A mention of the bot or a reply to it gets its "typing…" from agent_turn.
+    """
+    if is_group_chat(message) and not _surely_for_the_bot(message, group_policy):
+        return None
+    if ack_reaction:
+        return {
+            "method": "setMessageReaction",
+            "chat_id": message.chat.id,
+            "message_id": message.message_id,
+            "reaction": [{"type": "emoji", "emoji": ack_reaction}],
+        }
+    call: dict[str, Any] = {"method": "sendChatAction", "chat_id": message.chat.id}
+    if message.is_topic_message and message.message_thread_id is not None:
+        call["message_thread_id"] = message.message_thread_id  # where agent_turn answers
+    call["action"] = "typing"
+    return call
+
+
+def _surely_for_the_bot(message: Message, group_policy: GroupPolicy) -> bool:
+    """Whether the bot will answer this group message whatever its name is (inbound's
+    addressed_to_bot without the bot's id and username): a command naming no bot; any other
+    message but a command naming a bot (perhaps another one) under `open`."""
+    command = command_target(message)
+    if command is not None:
+        return command[1] is None
+    return group_policy == "open"
+
+
 class Webhook:
     def __init__(
         self,
         secret_token: SecretStr,
-        allow_list: AllowList,
+        policy: WebhookPolicy,
         queue: TurnQueue,
         stop_flags: StopFlags,
         ledger: UpdateLedger,
@@ -63,11 +124,11 @@ class Webhook:
     ) -> None:
         self._secret = secret_token.get_secret_value().encode()
         self._ledger = ledger
-        self._allow_list = allow_list
+        self._policy = policy
         self._queue = queue
         self._stop_flags = stop_flags
         self._metrics = metrics
-        if allow_list.allows_nobody:
+        if policy.allow_list.allows_nobody:
             logger.warning("ALLOW_FROM is empty: every sender will be refused")
 
     def handle(self, event: Mapping[str, Any]) -> WebhookResponse:
@@ -110,7 +171,7 @@ class Webhook:
         return self._dispatch(update, payload)
 
     def _dispatch(self, update: Update, payload: dict[str, Any]) -> WebhookResponse:
-        decision = classify(update, self._allow_list)
+        decision = classify(update, self._policy.allow_list)
         log = {"update_id": update.update_id, "update_kind": update.kind}
         if isinstance(decision, Ignored):
             logger.info("update ignored: %s", decision.reason, extra=log)
@@ -153,8 +214,11 @@ class Webhook:
             logger.info("repeated update: already queued", extra=log)
             telemetry.duplicate_suppressed(self._metrics)
             return _reply(200, status="duplicate")
-        logger.info("update queued", extra={**log, "chat_id": message.chat_id})
-        return _reply(200, status="queued")
+        assert update.message is not None  # what Accepted means (inbound.to_inbound)
+        call = sign_of_life(update.message, self._policy.ack_reaction, self._policy.group_policy)
+        sign = call["method"] if call else None
+        logger.info("update queued", extra={**log, "chat_id": message.chat_id, "sign": sign})
+        return _reply(200, status="queued", **(call or {}))
 
     def _raise_stop_flag(self, session_key: str, log: dict[str, Any]) -> None:
         """/stop must reach a running turn now, not after it (FIFO order): see

@@ -4,13 +4,19 @@ Importing this module imports litellm (about 3 s), so only agent_turn does, in i
 litellm's own retries handle 429/5xx/timeouts (`LLM_NUM_RETRIES`); when they are spent, the
 fallback models (`LLM_FALLBACK_MODELS`) are tried in order. Credentials go only to the provider
 they belong to: a fallback of another provider never receives `LLM_API_KEY`.
+
+Given `on_text`, a completion is streamed: litellm retries only the opening of a stream, so a
+stream that breaks midway (or ends without a finish_reason) is retried here, whole, and the time
+budget is checked between chunks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
+import uuid
 from typing import Any
 
 # Before litellm is imported: use the bundled cost map instead of fetching it over the network.
@@ -22,7 +28,7 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
 import litellm
 
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.model import ModelReply, ToolCall, ToolChoice, Usage
+from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, ToolChoice, Usage
 from nanobot_lambda.settings import LlmSettings
 
 litellm.suppress_debug_info = True
@@ -36,6 +42,18 @@ for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "openai"):
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_DETAIL_CHARS = 300
+
+
+class IncompleteStreamError(Exception):
+    """A stream that ended without a finish_reason: the reply may be cut short."""
+
+
+class _TextStreamError(Exception):
+    """`on_text` itself failed: not the model's fault, so neither retried nor a ModelError."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 def provider_of(model: str) -> str:
@@ -66,6 +84,7 @@ class LitellmChatModel:
         *,
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
+        on_text: TextStream | None = None,
     ) -> ModelReply:
         deadline = None if timeout is None else time.monotonic() + timeout
         failures = []
@@ -75,7 +94,14 @@ class LitellmChatModel:
                 failures.append(f"{model}: no time left")
                 break
             try:
-                response = self._completion(model, messages, tools, tool_choice, budget)
+                if on_text is None:
+                    response = self._completion(model, messages, tools, tool_choice, budget)
+                else:
+                    response = self._streamed(
+                        model, messages, tools, tool_choice, deadline, on_text
+                    )
+            except _TextStreamError as failed:
+                raise failed.error from None
             except Exception as error:
                 failures.append(f"{model}: {self._describe(error)}")
                 if model != (self._fallbacks or (self._model,))[-1]:
@@ -93,8 +119,11 @@ class LitellmChatModel:
         tools: list[dict[str, Any]],
         tool_choice: ToolChoice,
         budget: float | None,
+        retries: int | None = None,
+        **extra: Any,
     ) -> Any:
-        options = dict(self._options)
+        retries = self._num_retries if retries is None else retries
+        options = dict(self._options, **extra)
         if provider_of(model) == provider_of(self._model):
             options.update(self._credentials)
         if tool_choice is not None:
@@ -103,15 +132,55 @@ class LitellmChatModel:
             messages = mark_system_prompt_for_caching(messages)
         attempt_timeout = self._timeout
         if budget is not None:  # each attempt gets its share, so retries end within it too
-            attempt_timeout = min(self._timeout, budget / (self._num_retries + 1))
+            attempt_timeout = min(self._timeout, budget / (retries + 1))
         return litellm.completion(
             model=model,
             messages=messages,
             tools=tools or None,
             timeout=attempt_timeout,
-            num_retries=self._num_retries,
+            num_retries=retries,
             **options,
         )
+
+    def _streamed(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        tool_choice: ToolChoice,
+        deadline: float | None,
+        on_text: TextStream,
+    ) -> Any:
+        """The completion streamed, its text so far given to `on_text` as it grows.
+
+        litellm's retries cover the opening; a stream that fails while it is read is opened again
+        (with the retries left), and `on_text` then starts again from the beginning. litellm's
+        timeout bounds each read of a stream, not the whole: the deadline is checked between
+        chunks, so a stream that trickles ends with the budget (a stalled one at most one read
+        timeout, the attempt's share of the budget, later).
+        """
+        retries = self._num_retries
+        while True:
+            budget = None if deadline is None else deadline - time.monotonic()
+            stream = self._completion(
+                model,
+                messages,
+                tools,
+                tool_choice,
+                budget,
+                retries,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            try:
+                return _read_stream(stream, messages, deadline, on_text)
+            except _TextStreamError:
+                raise
+            except Exception as error:
+                if retries == 0 or (deadline is not None and time.monotonic() >= deadline):
+                    raise
+                retries -= 1
+                logger.warning("stream of %s failed (%s); retrying", model, self._describe(error))
 
     def _reply(self, response: Any) -> ModelReply:
         choice = response.choices[0]
@@ -167,6 +236,58 @@ def mark_system_prompt_for_caching(messages: list[dict[str, Any]]) -> list[dict[
             message = {**message, "content": [block]}
         marked.append(message)
     return marked
+
+
+def _read_stream(
+    stream: Any, messages: list[dict[str, Any]], deadline: float | None, on_text: TextStream
+) -> Any:
+    """The complete response from a litellm stream, feeding `on_text` whenever the text grows.
+
+    Raises what litellm raises when the stream breaks (a reset connection or a provider's error
+    event: `MidStreamFallbackError`), TimeoutError past the deadline, and IncompleteStreamError
+    when the stream ends without the provider's finish_reason (litellm then makes one up).
+    """
+    chunks, text = [], ""
+    try:
+        for chunk in stream:
+            chunks.append(chunk)
+            delta = chunk.choices[0].delta if chunk.choices else None
+            if piece := getattr(delta, "content", None):
+                text += piece
+                try:
+                    on_text(text)
+                except Exception as error:
+                    raise _TextStreamError(error) from error
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("the stream outlasted the time budget")
+    finally:
+        # litellm's stream has no close of its own; let go of the provider's connection.
+        with contextlib.suppress(Exception):
+            stream.completion_stream.close()
+    if not getattr(stream, "received_finish_reason", None):
+        raise IncompleteStreamError("the stream ended without a finish_reason")
+    _name_tool_calls(chunks)
+    response: Any = litellm.stream_chunk_builder(chunks, messages=messages)
+    message = response.choices[0].message
+    message.content = message.content or None  # "" when only tools were called
+    return response
+
+
+def _name_tool_calls(chunks: list[Any]) -> None:
+    """Give an id to each streamed tool call that came without one: litellm names those of a
+    reply not streamed, but stream_chunk_builder drops a tool call that has no id."""
+    first: dict[int, Any] = {}  # the first delta of each tool call, by its index
+    named: set[int] = set()
+    for chunk in chunks:
+        delta = chunk.choices[0].delta if chunk.choices else None
+        for call in getattr(delta, "tool_calls", None) or []:
+            index = getattr(call, "index", 0) or 0
+            first.setdefault(index, call)
+            if getattr(call, "id", None):
+                named.add(index)
+    for index, call in first.items():
+        if index not in named:
+            call.id = f"call_{uuid.uuid4().hex[:24]}"
 
 
 def _usage(response: Any) -> Usage:

@@ -19,6 +19,7 @@ from urllib.parse import quote
 import requests
 from pydantic import SecretStr
 
+from nanobot_lambda.adapters.telegram.drafts import render_draft
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.adapters.telegram.models import User
 from nanobot_lambda.core.errors import ChannelError
@@ -29,6 +30,7 @@ logging.getLogger("urllib3").setLevel(logging.WARNING)
 
 TYPING_REFRESH_SECONDS = 4.5  # Telegram shows "typing…" for 5 s per sendChatAction
 MAX_RETRY_AFTER_SECONDS = 30
+DRAFT_TIMEOUT = (2.0, 3.0)  # connect, read: a draft late by more is not worth waiting for
 DOWNLOAD_CHUNK_BYTES = 64 * 1024
 
 
@@ -69,8 +71,16 @@ class TelegramBot:
     def _mask(self, text: str) -> str:
         return text.replace(self._token, "<bot-token>") if self._token else text
 
-    def call(self, method: str, *, attempts: int | None = None, **params: Any) -> Any:
-        """Call a Bot API method; retries 429 (honouring retry_after), 5xx and network errors."""
+    def call(
+        self,
+        method: str,
+        *,
+        attempts: int | None = None,
+        http_timeout: tuple[float, float] | None = None,
+        **params: Any,
+    ) -> Any:
+        """Call a Bot API method; retries 429 (honouring retry_after), 5xx and network errors.
+        `http_timeout` (connect, read) replaces the client's for this call."""
         payload = {key: value for key, value in params.items() if value is not None}
         attempts = attempts or self._max_attempts
         for attempt in range(1, attempts + 1):
@@ -78,7 +88,7 @@ class TelegramBot:
             failure = None
             try:
                 response = self._session.post(
-                    f"{self._base}/{method}", json=payload, timeout=self._timeout
+                    f"{self._base}/{method}", json=payload, timeout=http_timeout or self._timeout
                 )
             except requests.RequestException as error:
                 # The exception text includes the URL, hence the token: keep only its type, and
@@ -97,14 +107,16 @@ class TelegramBot:
                 return body.get("result")
             status = int(body.get("error_code") or response.status_code)
             description = self._mask(str(body.get("description", "")))
-            if status == 429 and not last:
-                retry_after = (body.get("parameters") or {}).get("retry_after", 1)
-                self._sleep(min(float(retry_after), MAX_RETRY_AFTER_SECONDS))
-                continue
+            retry_after = None
+            if status == 429:
+                retry_after = float((body.get("parameters") or {}).get("retry_after", 1))
+                if not last:
+                    self._sleep(min(retry_after, MAX_RETRY_AFTER_SECONDS))
+                    continue
             if status >= 500 and not last:
                 self._sleep(0.5 * 2 ** (attempt - 1))
                 continue
-            raise TelegramError(method, status, description)
+            raise TelegramError(method, status, description, retry_after=retry_after)
         raise AssertionError("unreachable")
 
     def get_me(self) -> User:
@@ -186,7 +198,7 @@ class TelegramBot:
     def send_part(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
         """Send one message of Telegram HTML within the length limit; returns its message id.
         If Telegram refuses to parse the HTML, the same text goes out as plain text."""
-        params = {"chat_id": chat_id, "message_thread_id": thread_id}
+        params: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
         try:
             result = self.call("sendMessage", text=html, parse_mode="HTML", **params)
         except TelegramError as error:
@@ -195,6 +207,40 @@ class TelegramBot:
             logger.warning("Telegram refused the HTML of a message; resending as plain text")
             result = self.call("sendMessage", text=html_to_plain_text(html), **params)
         return int(result["message_id"])
+
+    def draft_parts(self, text: str) -> list[str]:
+        """The Telegram HTML drafts Markdown still being written shows as (see drafts.py)."""
+        return render_draft(text)
+
+    def send_draft(
+        self, chat_id: int, draft_id: int, part: str, *, thread_id: int | None = None
+    ) -> None:
+        """`sendMessageDraft`: one attempt with a short timeout, so a slow or rate-limited
+        draft never holds up the answer; HTML Telegram cannot parse goes out as plain text."""
+        params: dict[str, Any] = {
+            "chat_id": chat_id,
+            "draft_id": draft_id,
+            "message_thread_id": thread_id,
+        }
+        try:
+            self.call(
+                "sendMessageDraft",
+                attempts=1,
+                http_timeout=DRAFT_TIMEOUT,
+                text=part,
+                parse_mode="HTML",
+                **params,
+            )
+        except TelegramError as error:
+            if not error.is_parse_error:
+                raise
+            self.call(
+                "sendMessageDraft",
+                attempts=1,
+                http_timeout=DRAFT_TIMEOUT,
+                text=html_to_plain_text(part),
+                **params,
+            )
 
     def send_chat_action(
         self, chat_id: int, action: str = "typing", *, thread_id: int | None = None

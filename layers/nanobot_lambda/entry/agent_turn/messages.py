@@ -2,8 +2,9 @@
 
 Groups: the webhook queues every group message (it cannot know the bot's username); only those
 addressed to the bot get a turn. Commands are answered without the agent. Otherwise: files are
-fetched (while "typing…" shows), history is recalled, the agent runs, the answer is sent, and
-only then is the turn saved, so the session never holds an answer the user did not see.
+fetched (while "typing…" shows), history is recalled, the agent runs (in private chats its
+answer shows as a draft while it is written), the answer is sent, and only then is the turn
+saved, so the session never holds an answer the user did not see.
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ def telegram_turn(
     if run is None:
         return
     logger.info("turn started", extra=log)
+    private = inbound.chat_type == "private"
     with (
         parts.scope(run, inbound.chat_id, inbound.thread_id, "user") as scope,
         channel.typing(inbound.chat_id, thread_id=inbound.thread_id),
+        parts.drafts.streaming(run, inbound.chat_id, inbound.thread_id, private=private),
     ):
         # Files are fetched, stored and transcribed while "typing…" shows.
         content = parts.media.resolve(message, inbound.chat_id)

@@ -7,15 +7,23 @@ was delivered by an earlier run (before a crash or a continuation) and is skippe
 cut short resumes at its first part not yet accepted, with the text its first parts came from.
 The last part of the final answer is recorded by the transaction that saves the turn
 (`record=False` here), which costs nothing extra.
+
+While a draft stream is attached (drafts.py), the next message can be shown as it is being
+written (`draft`); drafts are ephemeral and not journaled, and each send settles the stream
+first, so no draft of an earlier text arrives after the message.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.ports import Channel, TurnJournal
+
+if TYPE_CHECKING:
+    from nanobot_lambda.entry.agent_turn.drafts import DraftStream
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +57,16 @@ class JournaledOutbox:
         self._progress = progress
         self.count = progress.sends  # messages sent up to the recorded point of the turn
         self._rendered: tuple[str, list[str]] = ("", [])
+        self.drafts: DraftStream | None = None  # attached while the run streams its replies
+
+    @property
+    def drafting(self) -> bool:
+        return self.drafts is not None
+
+    def draft(self, text: str) -> None:
+        """Show `text`, the next message as it is being written, as a draft."""
+        if self.drafts is not None:
+            self.drafts.show(self.count + 1, text)
 
     def parts(self, text: str) -> list[str]:
         """The messages `text` goes out as (rendered once for the checks and the send)."""
@@ -61,6 +79,8 @@ class JournaledOutbox:
     ) -> bool:
         """Send what an earlier run of this turn did not send of this message; False if the
         chat blocked the bot. `record=False`: the caller records the last part itself."""
+        if self.drafts is not None:
+            self.drafts.settle()
         self.count += 1
         number, progress = self.count, self._progress
         if number in progress.sent:

@@ -22,6 +22,7 @@ from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.commands import Commands
 from nanobot_lambda.entry.agent_turn.continuation import Continuation
 from nanobot_lambda.entry.agent_turn.delivery import deliver_reply
+from nanobot_lambda.entry.agent_turn.drafts import Drafts
 from nanobot_lambda.entry.agent_turn.ports import TurnPorts
 from nanobot_lambda.entry.agent_turn.run import TurnRun, TurnStarter
 from nanobot_lambda.entry.agent_turn.running import AgentRunner
@@ -87,6 +88,8 @@ class TurnParts:
             settings.saved_tool_result_max_chars,
             clock,
         )
+        # Live replies: the answer shown as it is written, in private chats.
+        self.drafts = Drafts(services.channel, settings.stream_replies)
         self.commands = Commands(services.channel, stores.stop_flags, self.consolidator, self.meter)
 
     def _loop(self, tools: list[Tool], max_iterations: int) -> AgentLoop:

@@ -66,6 +66,7 @@ class AgentRunner:
                 resume=resume,
                 on_iteration=lambda outcome: checkpoint(self._journal, run, outcome),
                 time_left=run.deadline(self._settings.turn_time_reserve_seconds),
+                on_text=run.outbox.draft if run.outbox.drafting else None,
             )
         except ModelError as error:
             logger.error("model call failed: %s", error, extra=log)

@@ -139,19 +139,20 @@ def chat_command(arguments: argparse.Namespace) -> int:
     if model_env is None:
         return 2
 
-    from nanobot_lambda.operator.local.bot_api import SentMessage
+    from nanobot_lambda.operator.cli.live import LiveReplies
     from nanobot_lambda.operator.local.stack import LocalOutput, LocalStack
 
-    def show_reply(message: SentMessage) -> None:
-        print(f"nanobot> {message.plain_text}", flush=True)
-
+    # Interactive: a reply shows as it is written. With -m, only the messages are printed.
+    replies = LiveReplies()
+    interactive = arguments.message is None
     template = _template(arguments)
     print("Starting the local stack (moto, functions, Bot API)…", file=sys.stderr)
     stack = LocalStack(
         template,
         model_env=model_env,
         output=LocalOutput(
-            on_message=show_reply,
+            on_message=replies.message,
+            on_draft=replies.draft if interactive else None,
             on_log=_log_printer(arguments.verbose),
             replace_log_output=not arguments.verbose,
         ),
@@ -163,7 +164,7 @@ def chat_command(arguments: argparse.Namespace) -> int:
         print(f"error: the local stack did not start: {error}", file=sys.stderr)
         return 1
     try:
-        if arguments.message is not None:
+        if not interactive:
             return _one_message(stack, arguments.message)
         return _interactive(stack)
     finally:
@@ -177,7 +178,10 @@ def _send(stack: LocalStack, text: str, *, background: bool = False) -> bool:
     queue is processed here.
     """
     errors_before = len(stack.log_sink.errors)
+    reactions_before = len(stack.bot_api.reactions)
     response = stack.post_update(stack.text_update(text))
+    for reaction in stack.bot_api.reactions[reactions_before:]:  # ACK_REACTION's sign of life
+        print(f"(nanobot reacted {' '.join(reaction.emoji)})", file=sys.stderr, flush=True)
     if response["statusCode"] != 200:
         print(f"error: the webhook answered {response['statusCode']}", file=sys.stderr)
         return False

@@ -2,7 +2,8 @@
 
 It accepts what the bot sends and refuses what Telegram refuses: an unknown token (401), HTML
 that Telegram cannot parse, and texts over 4096 characters (400, with Telegram's wording).
-Accepted messages are recorded and handed to `on_message` (the chat prints them).
+Accepted messages are recorded and handed to `on_message` (the chat prints them); message
+drafts (`sendMessageDraft`, private chats only, a non-zero `draft_id`) likewise to `on_draft`.
 
 Files the bot "received" are registered with `add_file`; `getFile` and the download route
 `/file/bot<token>/<file_path>` serve them as Telegram does (400 for an unknown file_id or a file
@@ -13,6 +14,11 @@ Incoming updates are queued with `push_update` and delivered the two ways Telegr
 it) while no webhook is set, 409 Conflict while one is. `setWebhook`, `getWebhookInfo` and
 `deleteWebhook` keep the webhook's settings as Telegram does (HTTPS URL only, secret token of
 A-Z a-z 0-9 _ -); nothing is POSTed to the webhook URL.
+
+Reactions (`setMessageReaction`) are recorded in `reactions`; an emoji Telegram does not allow
+is refused (400 `REACTION_INVALID`). Every call is kept in `calls`, and in `timeline` with the
+`time.monotonic()` it arrived at. `perform` takes a call as Telegram's servers do, without HTTP
+(the local stack performs the method of a webhook's answer with it, as Telegram would).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from nanobot_lambda.adapters.telegram.html_check import (
     parse_telegram_html,
     telegram_length,
 )
+from nanobot_lambda.adapters.telegram.reactions import is_reaction_emoji
 from nanobot_lambda.operator.local.http import JsonHttpServer
 
 BOT_USER = {"id": 7000000001, "is_bot": True, "first_name": "Nano", "username": "nano_lambda_bot"}
@@ -65,6 +72,16 @@ class SentMessage:
     thread_id: int | None
 
 
+@dataclass(frozen=True)
+class SentDraft:
+    chat_id: int
+    draft_id: int
+    text: str  # as sent
+    plain_text: str  # as the user would read it
+    thread_id: int | None
+    at: float  # time.monotonic() when it arrived
+
+
 @dataclass
 class WebhookState:
     url: str = ""
@@ -73,6 +90,14 @@ class WebhookState:
     last_error_date: int | None = None
     last_error_message: str | None = None
     set_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SetReaction:
+    chat_id: int
+    message_id: int
+    emoji: tuple[str, ...]  # empty: the bot's reaction was removed
+    at: float  # time.monotonic() when it arrived
 
 
 class ApiError(Exception):
@@ -84,12 +109,21 @@ class ApiError(Exception):
 
 
 class LocalBotApi(JsonHttpServer):
-    def __init__(self, token: str, on_message: Callable[[SentMessage], None] | None = None) -> None:
+    def __init__(
+        self,
+        token: str,
+        on_message: Callable[[SentMessage], None] | None = None,
+        on_draft: Callable[[SentDraft], None] | None = None,
+    ) -> None:
         super().__init__()
         self.token = token
         self.on_message = on_message
+        self.on_draft = on_draft
         self.messages: list[SentMessage] = []
+        self.drafts: list[SentDraft] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.timeline: list[tuple[float, str, dict[str, Any]]] = []  # (monotonic, method, params)
+        self.reactions: list[SetReaction] = []
         self._message_ids = itertools.count(1000)
         self._lock = threading.Lock()
         self.files: dict[str, StoredFile] = {}  # by file_id
@@ -151,8 +185,12 @@ class LocalBotApi(JsonHttpServer):
         if method == "sendChatAction":
             _require(params, "chat_id", "action")
             return True
+        if method == "setMessageReaction":
+            return self._set_reaction(params)
         if method == "sendMessage":
             return self._send_message(params)
+        if method == "sendMessageDraft":
+            return self._send_draft(params)
         if method == "getUpdates":
             return self._get_updates(params)
         if method == "setWebhook":
@@ -167,6 +205,35 @@ class LocalBotApi(JsonHttpServer):
                 self._update_arrived.notify_all()
             return True
         raise ApiError(404, "Not Found: method not found")
+
+    def _set_reaction(self, params: dict[str, Any]) -> bool:
+        """Bots set at most one reaction, of the emoji Telegram allows; none removes theirs."""
+        _require(params, "chat_id", "message_id")
+        reaction = params.get("reaction") or []
+        if isinstance(reaction, str):  # form-encoded: a JSON-serialized array
+            try:
+                reaction = json.loads(reaction)
+            except ValueError:
+                reaction = None
+        if not isinstance(reaction, list):
+            raise ApiError(400, "Bad Request: can't parse reaction types JSON object")
+        if len(reaction) > 1:
+            raise ApiError(400, "Bad Request: REACTIONS_TOO_MANY")
+        for item in reaction:  # custom emoji and paid reactions are not played here
+            if not (
+                isinstance(item, dict)
+                and item.get("type") == "emoji"
+                and is_reaction_emoji(str(item.get("emoji")))
+            ):
+                raise ApiError(400, "Bad Request: REACTION_INVALID")
+        emoji = tuple(str(item["emoji"]) for item in reaction)
+        with self._lock:
+            self.reactions.append(
+                SetReaction(
+                    int(params["chat_id"]), int(params["message_id"]), emoji, time.monotonic()
+                )
+            )
+        return True
 
     def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
         offset = int(params.get("offset") or 0)
@@ -222,8 +289,8 @@ class LocalBotApi(JsonHttpServer):
                 info["allowed_updates"] = list(self.webhook.allowed_updates)
             return info
 
-    def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
-        _require(params, "chat_id", "text")
+    def _checked_text(self, params: dict[str, Any]) -> tuple[str, str, str | None]:
+        """(text, displayed text, parse_mode), or the 400 Telegram answers for the text."""
         text = str(params["text"])
         parse_mode = params.get("parse_mode")
         plain = text
@@ -238,6 +305,11 @@ class LocalBotApi(JsonHttpServer):
             raise ApiError(400, "Bad Request: message text is empty")
         if telegram_length(plain) > TELEGRAM_TEXT_LIMIT:
             raise ApiError(400, "Bad Request: message is too long")
+        return text, plain, parse_mode
+
+    def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        _require(params, "chat_id", "text")
+        text, plain, parse_mode = self._checked_text(params)
         thread = params.get("message_thread_id")
         message = SentMessage(
             chat_id=int(params["chat_id"]),
@@ -258,6 +330,35 @@ class LocalBotApi(JsonHttpServer):
             "date": int(time.time()),
             "text": plain,
         }
+
+    def _send_draft(self, params: dict[str, Any]) -> bool:
+        """`sendMessageDraft` as Telegram answers it: private chats only (user ids are
+        positive, groups' negative), a non-zero draft id, the text rules of sendMessage."""
+        _require(params, "chat_id", "text")
+        chat_id = int(params["chat_id"])
+        try:
+            draft_id = int(params.get("draft_id") or 0)
+        except (TypeError, ValueError):
+            raise ApiError(400, "Bad Request: invalid draft_id") from None
+        if draft_id == 0:
+            raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        if chat_id < 0:
+            raise ApiError(400, "Bad Request: TEXTDRAFT_PEER_INVALID")
+        text, plain, _ = self._checked_text(params)
+        thread = params.get("message_thread_id")
+        draft = SentDraft(
+            chat_id=chat_id,
+            draft_id=draft_id,
+            text=text,
+            plain_text=plain,
+            thread_id=int(thread) if thread is not None else None,
+            at=time.monotonic(),
+        )
+        with self._lock:
+            self.drafts.append(draft)
+        if self.on_draft is not None:
+            self.on_draft(draft)
+        return True
 
     def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "file_id")
@@ -328,8 +429,14 @@ class LocalBotApi(JsonHttpServer):
     def _dispatch(self, token: str, method: str, params: dict[str, Any]) -> tuple[int, Any]:
         if token != self.token:
             return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+        return self.perform(method, params)
+
+    def perform(self, method: str, params: dict[str, Any]) -> tuple[int, Any]:
+        """One call of the bot's, as Telegram's servers take it: recorded (`calls`, `timeline`),
+        then answered with (HTTP status, JSON body)."""
         with self._lock:
             self.calls.append((method, params))
+            self.timeline.append((time.monotonic(), method, params))
         try:
             return 200, {"ok": True, "result": self.handle(method, params)}
         except ApiError as error:

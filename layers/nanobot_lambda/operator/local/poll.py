@@ -6,6 +6,10 @@ accepted it: when the webhook answers 5xx (the queue was unavailable) the update
 Telegram and comes back on the next call, as Telegram retries a failing webhook. A 4xx is a
 refusal that no retry can change: it is reported and acknowledged, as Telegram gives up on it.
 
+When the webhook's answer asks for a Bot API call (its sign of life, "typing…" or a reaction),
+the poller makes it, as Telegram does with a webhook's answer: once, before the update is
+acknowledged; a failure is logged (never with the token) and changes nothing else.
+
 A webhook set for the bot makes `getUpdates` fail with 409. The poller stops there and says how
 to remove it; it never deletes a deployed bot's webhook by itself.
 """
@@ -13,6 +17,7 @@ to remove it; it never deletes a deployed bot's webhook by itself.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,8 +25,11 @@ from typing import Any
 
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.operator.local.webhook_reply import reply_method
 from nanobot_lambda.operator.ops.deployment import OperatorError
 from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
+
+logger = logging.getLogger(__name__)
 
 LONG_POLL_SECONDS = 25
 RETRY_SECONDS = 3.0
@@ -126,6 +134,7 @@ class TelegramPoller:
             response = self._deliver(update)
         except Exception as error:
             return Delivery(update_id, kind, chat_id, 500, f"webhook failed ({error})")
+        self._perform_reply_method(response)
         status = int(response.get("statusCode", 500))
         try:
             body = json.loads(response.get("body") or "{}")
@@ -137,6 +146,20 @@ class TelegramPoller:
         elif status >= 400:
             outcome = f"refused by the webhook ({status}: {outcome}); skipped"
         return Delivery(update_id, kind, chat_id, status, outcome)
+
+    def _perform_reply_method(self, response: Mapping[str, Any]) -> None:
+        """The Bot API call the webhook's answer asks for, made as Telegram would: one attempt,
+        its outcome only logged (TelegramError descriptions never hold the token)."""
+        requested = reply_method(response)
+        if requested is None:
+            return
+        method, params = requested
+        try:
+            self._bot.call(method, attempts=1, **params)
+        except TelegramError as error:
+            logger.warning("the webhook answer's %s failed (%s)", method, error)
+        else:
+            logger.debug("made the webhook answer's %s", method)
 
     def run(self, stop: threading.Event) -> None:
         """Poll until `stop` is set (checked between long polls), then confirm what was taken."""

@@ -36,7 +36,7 @@ import boto3
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.core.workspace import seed_workspace
 from nanobot_lambda.entry.webhook import SECRET_HEADER
-from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentMessage
+from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentDraft, SentMessage
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
 from nanobot_lambda.operator.local.resources import create_resources
 from nanobot_lambda.operator.local.runtime import (
@@ -45,6 +45,7 @@ from nanobot_lambda.operator.local.runtime import (
     load_handler_module,
 )
 from nanobot_lambda.operator.local.schedule_runner import ScheduleRunner
+from nanobot_lambda.operator.local.webhook_reply import reply_method
 from nanobot_lambda.settings import (
     SECRET_REFERENCE_SUFFIXES,
     SECRET_VARIABLES,
@@ -139,6 +140,7 @@ class LocalOutput:
     """Where the bot's messages and the functions' logs go (the CLI prints them)."""
 
     on_message: Callable[[SentMessage], None] | None = None
+    on_draft: Callable[[SentDraft], None] | None = None  # a reply as it is being written
     on_log: Callable[[logging.LogRecord], None] | None = None  # WARNING and up
     replace_log_output: bool = False  # the functions' own log output is dropped
 
@@ -168,6 +170,7 @@ class LocalStack:
         self._extra_parameters = dict(parameters or {})
         self._endpoint_url = endpoint_url
         self._on_message = output.on_message
+        self._on_draft = output.on_draft
         self._replace_log_output = output.replace_log_output
         # The variables this stack set, with the values they had before (None: unset).
         self._replaced_environ: dict[str, str | None] = {}
@@ -178,6 +181,8 @@ class LocalStack:
         self.schedule_clock: datetime | None = None  # None: real time
         self._worker: threading.Thread | None = None
         self._worker_stop = threading.Event()
+        # (method, status, description) of webhook-answer calls the Bot API refused.
+        self.reply_method_errors: list[tuple[str, int, str]] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -210,7 +215,7 @@ class LocalStack:
             # The CLI's quiet mode: no EMF metric records among the replies on the terminal.
             self._set_environ(POWERTOOLS_METRICS_DISABLED="true")
         if self._telegram_api_base is None:
-            self.bot_api = LocalBotApi(self.bot_token, self._on_message).start()
+            self.bot_api = LocalBotApi(self.bot_token, self._on_message, self._on_draft).start()
         api_base = self._telegram_api_base or self.bot_api.base_url
         self.template = TemplateContext(
             load_template(self.template_path), parameters=self._template_parameters()
@@ -384,13 +389,27 @@ class LocalStack:
     def post_update(
         self, update: Mapping[str, Any], *, secret: str | None = None
     ) -> dict[str, Any]:
-        """POST an update to the webhook handler as API Gateway would; returns its response."""
+        """POST an update to the webhook handler as API Gateway would, and make the Bot API
+        call its answer asks for as Telegram would (the sign of life); returns the answer."""
         event = http_event(
             json.dumps(update), secret=self.secret_token if secret is None else secret
         )
         context = self._context("webhook")
         response: dict[str, Any] = self.handlers["webhook"].handler(event, context)
+        self._perform_reply_method(response)
         return response
+
+    def _perform_reply_method(self, response: Mapping[str, Any]) -> None:
+        """Make the Bot API call the webhook's answer asks for (its sign of life), as Telegram
+        does on receiving it: once, saying nothing of the outcome. A refusal is only recorded
+        in `reply_method_errors`. With real Telegram (`poll`) the poller makes it."""
+        requested = reply_method(response)
+        if requested is None or self._telegram_api_base is not None:
+            return
+        method, params = requested
+        status, body = self.bot_api.perform(method, params)
+        if status != 200:
+            self.reply_method_errors.append((method, status, str(body.get("description"))))
 
     def process_queue(self, max_seconds: float = 600) -> None:
         """Run agent turns until the queue is empty (including retries of failed turns)."""

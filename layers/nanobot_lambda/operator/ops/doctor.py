@@ -35,11 +35,12 @@ from nanobot_lambda.settings import (
     InputSettings,
     LlmSettings,
     OperatorSettings,
+    SignOfLifeSettings,
 )
 
 Status = Literal["ok", "FAIL", "skip"]
 
-# The stack parameters behind the agent's settings, as infra/template.yaml wires them
+# The stack parameters behind the functions' settings, as infra/template.yaml wires them
 # (a unit test checks each against the template).
 STACK_SETTINGS = {
     "AllowFrom": "ALLOW_FROM",
@@ -53,8 +54,15 @@ STACK_SETTINGS = {
     "GroupPolicy": "GROUP_POLICY",
     "TranscriptionModel": "TRANSCRIPTION_MODEL",
     "TranscriptionApiKeyParameter": "TRANSCRIPTION_API_KEY_PARAM",
+    "AckReaction": "ACK_REACTION",  # the webhook's
 }
-CHECKED_SETTINGS = (LlmSettings, AllowListSettings, AgentBehaviourSettings, InputSettings)
+CHECKED_SETTINGS = (
+    LlmSettings,
+    AllowListSettings,
+    AgentBehaviourSettings,
+    InputSettings,
+    SignOfLifeSettings,
+)
 STABLE_STATUSES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE")
 
 

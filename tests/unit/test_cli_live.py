@@ -1,0 +1,39 @@
+"""`chat` shows a reply growing on its line from the drafts, finished by its message."""
+
+from __future__ import annotations
+
+import io
+
+from nanobot_lambda.operator.cli.live import LiveReplies
+from nanobot_lambda.operator.local.bot_api import SentDraft, SentMessage
+
+
+def draft(text: str, draft_id: int = 7) -> SentDraft:
+    return SentDraft(chat_id=1, draft_id=draft_id, text=text, plain_text=text, thread_id=None, at=0)
+
+
+def message(text: str) -> SentMessage:
+    return SentMessage(
+        chat_id=1, message_id=1, text=text, plain_text=text, parse_mode=None, thread_id=None
+    )
+
+
+def test_a_reply_grows_on_one_line_and_its_message_finishes_it() -> None:
+    out = io.StringIO()
+    replies = LiveReplies(out)
+    replies.draft(draft("The plan"))
+    replies.draft(draft("The plan for today"))
+    replies.message(message("The plan for today is coffee."))
+    replies.message(message("Anything else?"))
+
+    assert out.getvalue() == "nanobot> The plan for today is coffee.\nnanobot> Anything else?\n"
+
+
+def test_a_draft_that_does_not_continue_the_line_starts_a_new_one() -> None:
+    out = io.StringIO()
+    replies = LiveReplies(out)
+    replies.draft(draft("Wrong start"))
+    replies.draft(draft("Right", draft_id=8))  # another message, or a retried stream
+    replies.message(message("Right answer"))
+
+    assert out.getvalue() == "nanobot> Wrong start\nnanobot> Right answer\n"
