@@ -198,15 +198,19 @@ class TelegramBot:
     def send_part(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
         """Send one message of Telegram HTML within the length limit; returns its message id.
         If Telegram refuses to parse the HTML, the same text goes out as plain text."""
-        params: dict[str, Any] = {"chat_id": chat_id, "message_thread_id": thread_id}
+        result = self._send_html("sendMessage", html, chat_id=chat_id, message_thread_id=thread_id)
+        return int(result["message_id"])
+
+    def _send_html(self, method: str, html: str, **params: Any) -> Any:
+        """`method` with `html` as its text; if Telegram cannot parse the HTML, the same text
+        goes out as plain text, so the user always gets the words."""
         try:
-            result = self.call("sendMessage", text=html, parse_mode="HTML", **params)
+            return self.call(method, text=html, parse_mode="HTML", **params)
         except TelegramError as error:
             if not error.is_parse_error:
                 raise
-            logger.warning("Telegram refused the HTML of a message; resending as plain text")
-            result = self.call("sendMessage", text=html_to_plain_text(html), **params)
-        return int(result["message_id"])
+            logger.warning("Telegram refused the HTML of a %s; resending as plain text", method)
+            return self.call(method, text=html_to_plain_text(html), **params)
 
     def draft_parts(self, text: str) -> list[str]:
         """The Telegram HTML drafts Markdown still being written shows as (see drafts.py)."""
@@ -217,30 +221,15 @@ class TelegramBot:
     ) -> None:
         """`sendMessageDraft`: one attempt with a short timeout, so a slow or rate-limited
         draft never holds up the answer; HTML Telegram cannot parse goes out as plain text."""
-        params: dict[str, Any] = {
-            "chat_id": chat_id,
-            "draft_id": draft_id,
-            "message_thread_id": thread_id,
-        }
-        try:
-            self.call(
-                "sendMessageDraft",
-                attempts=1,
-                http_timeout=DRAFT_TIMEOUT,
-                text=part,
-                parse_mode="HTML",
-                **params,
-            )
-        except TelegramError as error:
-            if not error.is_parse_error:
-                raise
-            self.call(
-                "sendMessageDraft",
-                attempts=1,
-                http_timeout=DRAFT_TIMEOUT,
-                text=html_to_plain_text(part),
-                **params,
-            )
+        self._send_html(
+            "sendMessageDraft",
+            part,
+            attempts=1,
+            http_timeout=DRAFT_TIMEOUT,
+            chat_id=chat_id,
+            draft_id=draft_id,
+            message_thread_id=thread_id,
+        )
 
     def send_chat_action(
         self, chat_id: int, action: str = "typing", *, thread_id: int | None = None

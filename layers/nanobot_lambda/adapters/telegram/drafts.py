@@ -41,9 +41,9 @@ from markdown_it.token import Token
 
 from nanobot_lambda.adapters.telegram.formatting import (
     _MARKDOWN,
-    _URL_TRAILING,
     TELEGRAM_TEXT_LIMIT,
     _CjkFriendlyState,
+    bare_url_end,
     render_messages,
 )
 
@@ -400,12 +400,5 @@ def _bare_url_end(text: str, colon: int) -> int:
     before = colon - len(scheme) - 1
     if not scheme or (before >= 0 and (text[before].isalnum() or text[before] in "+-.")):
         return -1
-    end = colon + 3
-    while end < len(text) and not text[end].isspace() and text[end] not in "<>":
-        end += 1
-    while end > colon + 3 and (
-        text[end - 1] in _URL_TRAILING
-        or (text[end - 1] == ")" and text.count("(", colon, end) < text.count(")", colon, end))
-    ):
-        end -= 1
+    end = bare_url_end(text, colon, len(text))
     return end if end > colon + 3 else -1

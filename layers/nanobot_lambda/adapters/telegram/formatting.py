@@ -122,6 +122,20 @@ def _is_linkable(url: str) -> bool:
     return url.lower().startswith(LINK_SCHEMES)
 
 
+def bare_url_end(src: str, colon: int, limit: int) -> int:
+    """Where the bare URL whose `://` starts at `colon` ends (`colon + 3`: it has no body):
+    up to whitespace, `<` or `>`, without trailing punctuation or an unbalanced `)`."""
+    end = colon + 3
+    while end < limit and not src[end].isspace() and src[end] not in "<>":
+        end += 1
+    while end > colon + 3 and (
+        src[end - 1] in _URL_TRAILING
+        or (src[end - 1] == ")" and src.count("(", colon, end) < src.count(")", colon, end))
+    ):
+        end -= 1
+    return end
+
+
 def _bare_url(state: StateInline, silent: bool) -> bool:
     """Inline rule: take `http(s)://...` in running text as a link.
 
@@ -137,16 +151,7 @@ def _bare_url(state: StateInline, silent: bool) -> bool:
     before = pending[: len(pending) - len(scheme)]
     if not scheme or (before and (before[-1].isalnum() or before[-1] in "+-.")):
         return False
-    end = pos + 3
-    while end < state.posMax and not src[end].isspace() and src[end] not in "<>":
-        end += 1
-    while end > pos + 3:  # drop trailing punctuation and an unbalanced closing parenthesis
-        if src[end - 1] in _URL_TRAILING or (
-            src[end - 1] == ")" and src.count("(", pos, end) < src.count(")", pos, end)
-        ):
-            end -= 1
-        else:
-            break
+    end = bare_url_end(src, pos, state.posMax)
     url = pending[len(before) :] + src[pos:end]
     href = state.md.normalizeLink(url)
     if end == pos + 3 or not state.md.validateLink(href):
