@@ -36,6 +36,7 @@ from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
 from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
@@ -69,6 +70,7 @@ def build_records() -> RecordRunner:
         channel=telegram,
         media=telegram,
         model=LitellmChatModel(settings),
+        tokens=LitellmTokenCounter(settings.llm_model),
         queue=queue,
         schedules=EventBridgeSchedules(
             scheduler_client(),

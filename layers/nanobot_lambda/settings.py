@@ -188,8 +188,20 @@ class LlmSettings(_Settings):
 
 class AgentBehaviourSettings(_Settings):
     max_tool_iterations: int = Field(default=40, alias="MAX_TOOL_ITERATIONS", ge=1, le=200)
-    # Unconsolidated messages sent with each turn; past it, the older half is summarised.
-    history_window: int = Field(default=50, alias="HISTORY_WINDOW", ge=2, le=500)
+    # History is sized by tokens: past HISTORY_MAX_TOKENS of unconsolidated history, the older
+    # part is summarised into memory, keeping the newest exchanges filling half of it. Default:
+    # a quarter of the request budget (below), at most 24,000.
+    history_max_tokens: int | None = Field(
+        default=None, alias="HISTORY_MAX_TOKENS", ge=500, le=1_000_000
+    )
+    # A backstop in messages: past this many unconsolidated messages, consolidation is due too
+    # (and no more are read per turn).
+    history_window: int = Field(default=200, alias="HISTORY_WINDOW", ge=2, le=500)
+    # The model's context window in tokens. Default: litellm's figure for LLM_MODEL (32,768
+    # for a model litellm does not know). Each request is kept within it, less LLM_MAX_TOKENS.
+    context_window_tokens: int | None = Field(
+        default=None, alias="CONTEXT_WINDOW_TOKENS", ge=2_000, le=10_000_000
+    )
     # Budget for HISTORY entries recalled into the runtime context (0 turns recall off).
     recall_max_chars: int = Field(default=1200, alias="RECALL_MAX_CHARS", ge=0, le=20_000)
     timezone: str = Field(default="UTC", alias="TIMEZONE")
@@ -233,9 +245,12 @@ class LoopSettings(_Settings):
     tool_result_max_chars: int = Field(
         default=16_000, alias="TOOL_RESULT_MAX_CHARS", ge=500, le=500_000
     )
-    # Tool results are kept shorter still in the saved session.
-    saved_tool_result_max_chars: int = Field(
-        default=2_000, alias="SAVED_TOOL_RESULT_MAX_CHARS", ge=100, le=500_000
+    # Tool results saved in the session longer than this are cut. Unset: saved as the model saw
+    # them (up to 50,000 characters, a DynamoDB item's room), so later turns send them again
+    # byte for byte and the provider's prompt cache serves them; a cut result is sent shorter
+    # from the next turn on, which costs that turn the cache from there.
+    saved_tool_result_max_chars: int | None = Field(
+        default=None, alias="SAVED_TOOL_RESULT_MAX_CHARS", ge=100, le=500_000
     )
     # Send the text the model writes alongside tool calls to the chat as progress.
     send_progress: bool = Field(default=True, alias="SEND_PROGRESS")

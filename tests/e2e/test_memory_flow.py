@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import boto3
@@ -10,6 +9,7 @@ import pytest
 
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.memory import HISTORY_FILE, MEMORY_FILE
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory
@@ -113,7 +113,9 @@ def test_consolidation_after_the_window(
     say(stack, "What do I like?")
     request = model_server.requests[4]["messages"]
     assert [m["role"] for m in request] == ["system", "user", "assistant", "user"]
-    assert request[1]["content"] == "I like tea."
+    # Sent again as first sent: with the runtime block it had then (the prefix stays cached).
+    assert request[1]["content"].startswith("[Runtime context")
+    assert request[1]["content"].endswith("\n\nI like tea.")
     assert "- Lives in Lyon" in request[0]["content"]  # memory is in the system prompt
     assert model_server.unexpected == []
 
@@ -166,7 +168,7 @@ def test_new_keeps_the_session_when_archiving_fails(
     assert stack.bot_api.messages[-1].plain_text == texts.load("new_session_failed")
     say(stack, "what did I say?")
     request = model_server.requests[-1]["messages"]
-    assert request[1]["content"] == "Remember the milk"  # the session was kept
+    assert request[1]["content"].endswith("\n\nRemember the milk")  # the session was kept
 
 
 def test_recall_adds_relevant_history_to_the_runtime_context(
@@ -187,9 +189,12 @@ def test_recall_adds_relevant_history_to_the_runtime_context(
 
     say(stack, "hi there")  # nothing relevant: no recall block, no extra tokens
     assert "Possibly relevant" not in model_server.requests[1]["messages"][-1]["content"]
-    # The recall block is metadata: it is not saved into the session.
+    # The recall block is metadata: saved apart from the message's text, with the runtime block
+    # it came in, so that later turns send the message as it was first sent.
     saved = session_store(stack).load(f"telegram:{stack.user.id}", 10).messages
-    assert all("Possibly relevant" not in json.dumps(message) for message in saved)
+    assert all("Possibly relevant" not in message["content"] for message in saved)
+    assert "Possibly relevant" in saved[0][RUNTIME_FIELD]
+    assert "Possibly relevant" not in saved[2][RUNTIME_FIELD]
 
 
 def test_built_in_skills_are_readable_by_the_model(

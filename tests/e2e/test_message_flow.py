@@ -110,7 +110,9 @@ def test_conversation_continues_with_history(
     stack.process_queue()
     second = model_server.requests[1]["messages"]
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
-    assert second[1] == {"role": "user", "content": "My name is Ada."}  # no runtime block kept
+    # Sent again exactly as first sent, runtime block included (the provider's cached prefix).
+    assert second[1] == model_server.requests[0]["messages"][1]
+    assert second[1]["content"].endswith("\n\nMy name is Ada.")
     assert second[2] == {"role": "assistant", "content": "Nice to meet you, Ada."}
     assert [m.plain_text for m in stack.bot_api.messages] == [
         "Nice to meet you, Ada.",

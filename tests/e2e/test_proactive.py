@@ -112,6 +112,80 @@ def test_a_task_runs_as_a_turn_in_its_own_session_and_reports(
     assert record is not None and record.last_status == "done"
 
 
+def add_hourly_task(
+    stack: LocalStack, model_server: ScriptedModelServer, *, quiet: bool | None
+) -> tuple[str, datetime]:
+    """The user asks for an hourly status check: the job's id, and when it was added."""
+    arguments: dict[str, Any] = {
+        "action": "add",
+        "kind": "task",
+        "message": "Check the status page",
+        "every_seconds": 3600,
+    }
+    if quiet is not None:
+        arguments["quiet"] = quiet
+    model_server.call_tool("cron", arguments).reply("I'll check it every hour.")
+    added = datetime.now(UTC)
+    say(stack, "check the status page every hour")
+    return added_job_id(model_server.requests[-1]), added
+
+
+def sent_since(stack: LocalStack, before: int) -> list[str]:
+    return [message.plain_text for message in stack.bot_api.messages[before:]]
+
+
+def test_a_quiet_task_says_nothing_until_there_is_news(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    job_id, added = add_hourly_task(stack, model_server, quiet=True)
+    assert "quiet" in tool_results(model_server.requests[-1])[0]
+    before = len(stack.bot_api.messages)
+
+    # The first run: nothing to report. Not even its progress text reaches the chat.
+    model_server.call_tool("list_dir", {"path": ""}, content="Checking the status page.")
+    model_server.reply("HEARTBEAT_OK")
+    stack.fire_due_schedules(added + timedelta(minutes=61))
+    stack.process_queue()
+    prompt = model_server.requests[-2]["messages"][-1]["content"]
+    assert "Check the status page" in prompt and "answer exactly HEARTBEAT_OK" in prompt
+    assert sent_since(stack, before) == []
+    sessions = DynamoSessionStore(stack.template.refs["SessionsTable"], boto3.client("dynamodb"))
+    saved = sessions.load(f"cron:{job_id}", 10).messages
+    assert [m["role"] for m in saved] == ["user", "assistant", "tool", "assistant"]
+    record = jobs(stack).get(stack.user.id, job_id)
+    assert record is not None and record.quiet
+    assert record.last_status == "done: nothing to report"
+
+    # The next hour there is news: one message, and the model saw the earlier run.
+    model_server.reply("The status page reports an outage since 10:05.")
+    stack.fire_due_schedules(added + timedelta(minutes=121))
+    stack.process_queue()
+    assert {"role": "assistant", "content": "HEARTBEAT_OK"} in model_server.requests[-1]["messages"]
+    assert sent_since(stack, before) == ["The status page reports an outage since 10:05."]
+    assert len(sessions.load(f"cron:{job_id}", 10).messages) == 6
+    record = jobs(stack).get(stack.user.id, job_id)
+    assert record is not None and record.last_status == "done"
+    assert model_server.unexpected == []
+
+
+def test_a_task_that_is_not_quiet_reports_every_run(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    job_id, added = add_hourly_task(stack, model_server, quiet=None)
+    before = len(stack.bot_api.messages)
+    model_server.reply("Status page: all green.")
+    stack.fire_due_schedules(added + timedelta(minutes=61))
+    stack.process_queue()
+    model_server.reply("Status page: still all green.")
+    stack.fire_due_schedules(added + timedelta(minutes=121))
+    stack.process_queue()
+
+    assert "HEARTBEAT_OK" not in model_server.requests[-2]["messages"][-1]["content"]
+    assert sent_since(stack, before) == ["Status page: all green.", "Status page: still all green."]
+    record = jobs(stack).get(stack.user.id, job_id)
+    assert record is not None and not record.quiet and record.last_status == "done"
+
+
 def test_duplicate_and_late_firings_do_nothing(
     stack: LocalStack, model_server: ScriptedModelServer
 ) -> None:

@@ -94,11 +94,12 @@ def test_photo_reaches_the_model_as_an_image_and_is_saved_as_a_placeholder(
     assert saved[0]["content"].startswith("[image]")
     assert base64.b64encode(JPEG).decode()[:64] not in json.dumps(saved)
 
-    # The next turn sends the history as saved: no image part any more.
+    # The next turn sends the history as saved: no image part any more (the one message not
+    # sent again as first sent), the runtime block it came with still at its head.
     stack.post_update(stack.text_update("and now?", chat_id=OWNER))
     stack.process_queue()
     history = model_server.requests[1]["messages"]
-    assert history[1] == {"role": "user", "content": text["text"]}
+    assert history[1] == {"role": "user", "content": f"{runtime['text']}\n\n{text['text']}"}
     assert "base64" not in json.dumps(history[1:-1])
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import boto3
 import pytest
 
@@ -75,3 +78,46 @@ def test_without_configuration_it_says_what_to_give(
     monkeypatch.delenv("SCHEDULE_GROUP", raising=False)
     assert main(["cron", "list"]) == 2
     assert "give --stack NAME, or set JOBS_TABLE and SCHEDULE_GROUP" in capsys.readouterr().err
+
+
+def test_a_quiet_task_is_stored_listed_and_kept_quiet_and_old_records_are_not_quiet(
+    configured: DynamoJobStore, resources: TemplateContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table, dynamodb = resources.refs["JobsTable"], boto3.client("dynamodb")
+    quiet = CronJob(
+        job_id="cccc3333",
+        chat_id=111,
+        kind="task",
+        message="Check the status page",
+        name="status page",
+        expression="rate(1 hour)",
+        timezone="UTC",
+        description="every hour",
+        one_time=False,
+        created_at="2026-11-22T09:00:00+00:00",
+        quiet=True,
+    )
+    configured.put(quiet)
+    configured.record_run(quiet, at="2026-11-22T10:00:00+00:00", status="done: nothing to report")
+    assert configured.get(111, "cccc3333") == replace(
+        quiet, last_run="2026-11-22T10:00:00+00:00", last_status="done: nothing to report"
+    )
+
+    def stored(job_id: str) -> dict[str, object]:
+        key = {"pk": {"S": "chat#111"}, "sk": {"S": f"job#{job_id}"}}
+        item = dynamodb.get_item(TableName=table, Key=key)["Item"]
+        loaded: dict[str, object] = json.loads(item["job"]["S"])
+        return loaded
+
+    assert stored("cccc3333")["quiet"] is True
+    assert "quiet" not in stored("aaaa1111")  # any other job is stored as before
+    # A record written before quiet tasks existed (no `quiet`) reads as not quiet.
+    old = configured.get(111, "aaaa1111")
+    assert old is not None and old.quiet is False
+
+    assert main(["cron", "list", "--chat", "111"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:5] for line in lines] == [
+        ["aaaa1111", "chat", "111", "reminder", "next"],
+        ["cccc3333", "chat", "111", "task", "quiet"],
+    ]

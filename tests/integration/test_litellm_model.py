@@ -9,7 +9,7 @@ import pytest
 
 from nanobot_lambda.adapters.llm.litellm_model import (
     LitellmChatModel,
-    mark_system_prompt_for_caching,
+    mark_cache_breakpoints,
     uses_prompt_cache_markers,
 )
 from nanobot_lambda.adapters.llm.transcription import transcriber_for
@@ -119,12 +119,16 @@ def test_retries_then_succeeds(model_server: ScriptedModelServer) -> None:
 
 
 def test_system_prompt_is_marked_for_caching_only_for_claude() -> None:
+    """More on the breakpoints in test_prompt_cache.py."""
     messages = [{"role": "system", "content": "stable"}, {"role": "user", "content": "hi"}]
-    marked = mark_system_prompt_for_caching(messages)
+    marked = mark_cache_breakpoints(messages)
     assert marked[0]["content"] == [
         {"type": "text", "text": "stable", "cache_control": {"type": "ephemeral"}}
     ]
-    assert marked[1] == messages[1] and messages[0]["content"] == "stable"
+    assert marked[1]["content"] == [
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert messages == [{"role": "system", "content": "stable"}, {"role": "user", "content": "hi"}]
     for model in (
         "anthropic/claude-sonnet-4-5",
         "bedrock/anthropic.claude-3-5-sonnet",

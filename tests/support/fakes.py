@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -107,6 +108,20 @@ class MemoryWorkspace:
             for name, data in sorted(self.files.items())
             if name.startswith(prefix)
         ]
+
+
+class ApproxTokenCounter:
+    """A TokenCounter for unit tests: a token per four characters of the request's JSON."""
+
+    def __init__(self, context_window: int = 128_000) -> None:
+        self.context_window = context_window
+        self.calls = 0
+
+    def count(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        self.calls += 1
+        return len(json.dumps([messages, tools or []], ensure_ascii=False)) // 4
 
 
 class ScriptedModel:
@@ -421,6 +436,8 @@ class MemoryTurnJournal:
         key = (session_key, progress.turn_id)
         if key not in self.records:
             self.records[key] = TurnProgress(progress.turn_id, recorded=True)
+        if progress.context is not None:
+            self.records[key].context = progress.context
         return self.records[key]
 
     def get(self, session_key: str, turn_id: str) -> TurnProgress:

@@ -13,6 +13,10 @@ final chunk with the `finish_reason`, the usage chunk when `stream_options.inclu
 It also serves `/v1/audio/transcriptions` (multipart, as OpenAI's Whisper API) from its own
 script (`transcribe`, `fail_transcription`), so `TRANSCRIPTION_MODEL=openai/whisper-1` with the
 same base URL reaches it through litellm.
+
+With `context_window` set, it refuses a request longer than that, as OpenAI does (400,
+`context_length_exceeded`, counted with litellm's gpt-4o tokenizer, the reply's `max_tokens`
+included), without taking a step; `too_long` records those requests.
 """
 
 from __future__ import annotations
@@ -92,6 +96,8 @@ class ScriptedModelServer(JsonHttpServer):
         self.transcriptions: list[TranscriptionRequest] = []
         # The model the responses name (litellm prices a reply by it); default: the requested one.
         self.response_model: str | None = None
+        self.context_window: int | None = None  # tokens; None: any request is taken
+        self.too_long: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -158,6 +164,9 @@ class ScriptedModelServer(JsonHttpServer):
         with self._lock:
             self.requests.append(request)
             self.headers.append(headers)
+            if self._over_the_window(request):
+                self.too_long.append(request)
+                return Step(status=400)
             if not self.steps:
                 self.unexpected.append(request)
                 return None
@@ -168,12 +177,22 @@ class ScriptedModelServer(JsonHttpServer):
             step.hold.wait(30)
         return step
 
+    def _over_the_window(self, request: dict[str, Any]) -> bool:
+        if self.context_window is None:
+            return False
+        import litellm  # only when a test sets a window: litellm takes seconds to import
+
+        tokens = litellm.token_counter(
+            model="gpt-4o", messages=request.get("messages", []), tools=request.get("tools")
+        )
+        return int(tokens) + int(request.get("max_tokens") or 0) > self.context_window
+
     def _next(self, request: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
         step = self._take(request, headers)
         if step is None:
             return 500, NO_STEP_LEFT
         if step.status != 200:
-            return step.status, SCRIPTED_FAILURE
+            return step.status, _failure(step)
         message: dict[str, Any] = {"role": "assistant", "content": step.content}
         if step.tool_calls:
             message["tool_calls"] = step.tool_calls
@@ -246,7 +265,7 @@ class ScriptedModelServer(JsonHttpServer):
         step = self._take(request, dict(handler.headers))
         if step is None or step.status != 200:
             status = 500 if step is None else step.status
-            _send_json(handler, status, NO_STEP_LEFT if step is None else SCRIPTED_FAILURE)
+            _send_json(handler, status, NO_STEP_LEFT if step is None else _failure(step))
             return
         chunks, end = self._chunks(step, request)
         # OpenAI streams over HTTP/1.1 in a chunked body: its end is explicit, so a connection
@@ -344,6 +363,21 @@ SCRIPTED_FAILURE = {"error": {"message": "scripted failure", "type": "server_err
 STREAM_ERROR = {
     "error": {"message": "scripted failure mid-stream", "type": "server_error", "code": 500}
 }
+
+
+CONTEXT_TOO_LONG = {
+    "error": {
+        "message": "This model's maximum context length was exceeded. Please reduce the length "
+        "of the messages.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
+
+
+def _failure(step: Step) -> dict[str, Any]:
+    return CONTEXT_TOO_LONG if step.status == 400 else SCRIPTED_FAILURE
 
 
 def _finish_reason(step: Step) -> str:

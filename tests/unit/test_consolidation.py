@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.core import workspace as workspace_module
+from nanobot_lambda.core.budget import HistoryBudget
 from nanobot_lambda.core.consolidation import (
     MAX_TRANSCRIPT_TOOL_CHARS,
     SAVE_MEMORY,
@@ -26,6 +27,7 @@ from nanobot_lambda.core.sessions import (
     SessionHistory,
 )
 from tests.support.fakes import (
+    ApproxTokenCounter,
     MemorySessionStore,
     MemoryWorkspace,
     ScriptedModel,
@@ -80,7 +82,7 @@ def consolidator(
         model,
         workspace,
         store,
-        window=window,
+        HistoryBudget(ApproxTokenCounter(), max_tokens=1_000_000, max_messages=window),
         timezone=timezone,
         clock=lambda: datetime(2030, 1, 2, 3, 4, tzinfo=UTC),
     )

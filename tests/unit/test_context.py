@@ -24,8 +24,8 @@ FILES = {
 }
 
 
-def runtime(now: datetime) -> RuntimeContext:
-    return RuntimeContext(now, "Europe/Paris", "telegram", "111111111")
+def runtime(now: datetime) -> str:
+    return RuntimeContext(now, "Europe/Paris", "telegram", "111111111").render()
 
 
 def test_sections_in_order() -> None:

@@ -422,12 +422,12 @@ def test_content_parts_get_the_runtime_block_as_first_text_part() -> None:
         {"type": "image_url", "image_url": {"url": data_url("image/png", PNG)}},
         {"type": "text", "text": "[image] (saved at x)"},
     ]
-    request = ContextBuilder(MemoryWorkspace()).messages([], parts_in, runtime)
+    request = ContextBuilder(MemoryWorkspace()).messages([], parts_in, runtime.render())
     assert request[-1] == {
         "role": "user",
         "content": [{"type": "text", "text": runtime.render()}, *parts_in],
     }
-    text_request = ContextBuilder(MemoryWorkspace()).messages([], "hi", runtime)
+    text_request = ContextBuilder(MemoryWorkspace()).messages([], "hi", runtime.render())
     assert text_request[-1]["content"] == f"{runtime.render()}\n\nhi"
 
 

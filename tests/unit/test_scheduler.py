@@ -9,7 +9,7 @@ import pytest
 
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.heartbeat import heartbeat_tasks
-from nanobot_lambda.core.jobs import CronTaskJob
+from nanobot_lambda.core.jobs import ContinuationJob, CronTaskJob, parse_job
 from nanobot_lambda.core.workspace import default_workspace_files
 from nanobot_lambda.entry.scheduler import SchedulerPorts, SchedulerService
 from tests.support.fakes import (
@@ -154,6 +154,34 @@ def test_a_task_is_queued_as_a_turn_in_its_own_group() -> None:
     assert group == "cron:ab12cd34"
     assert dedup_id == "cron-ab12cd34-2026-11-22T09-00-00Z"
     assert bot.sent == []
+    assert task.quiet is False
+
+
+def test_a_quiet_task_is_queued_quiet() -> None:
+    jobs = MemoryJobStore()
+    jobs.put(replace(job("task"), quiet=True))
+    scheduler, queue = service({}, jobs=jobs)
+    assert fire(scheduler) == {"status": "queued"}
+    ((task, _, _),) = queue.sent
+    assert isinstance(task, CronTaskJob) and task.quiet is True
+    assert parse_job(task.model_dump_json()) == task
+
+
+# Envelopes as queued before quiet tasks existed (the job envelope is a public contract).
+OLD_TASK = (
+    '{"version":1,"kind":"cron_task","job_id":"ab12cd34","chat_id":111,"thread_id":7,'
+    '"name":"stretch","message":"Stretch your legs","fired_at":"2026-11-22T09:00:00Z"}'
+)
+
+
+@pytest.mark.parametrize(
+    "body", [OLD_TASK, f'{{"version":1,"kind":"continuation","job":{OLD_TASK},"part":2}}']
+)
+def test_a_task_queued_before_quiet_tasks_existed_still_parses_as_not_quiet(body: str) -> None:
+    parsed = parse_job(body)
+    task = parsed.job if isinstance(parsed, ContinuationJob) else parsed
+    assert isinstance(task, CronTaskJob)
+    assert (task.job_id, task.message, task.quiet) == ("ab12cd34", "Stretch your legs", False)
 
 
 def test_a_removed_job_fires_into_nothing() -> None:

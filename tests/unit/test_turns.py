@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.heartbeat import DECISION
 from nanobot_lambda.core.jobs import (
@@ -29,6 +30,7 @@ from nanobot_lambda.entry.agent_turn.service import TurnService
 from nanobot_lambda.settings import AgentSettings
 from tests.conftest import telegram_update
 from tests.support.fakes import (
+    ApproxTokenCounter,
     MemoryJobStore,
     MemoryQueue,
     MemorySchedules,
@@ -48,6 +50,7 @@ from tests.support.settings import AGENT_ENV
 
 ADA = 111111111
 SESSION = f"telegram:{ADA}"
+HINTS = {"SEND_PROGRESS": "true", "SEND_TOOL_HINTS": "true"}
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Bot:
     stop_flags: MemoryStopFlags = field(default_factory=MemoryStopFlags)
     queue: MemoryQueue = field(default_factory=MemoryQueue)
     metrics: RecordingMetrics = field(default_factory=RecordingMetrics)
+    tokens: ApproxTokenCounter = field(default_factory=ApproxTokenCounter)
     settings: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -80,6 +84,7 @@ class Bot:
                 channel=self.channel,
                 media=self.channel,
                 model=self.model,
+                tokens=self.tokens,
                 queue=self.queue,
                 schedules=MemorySchedules(),
             ),
@@ -291,6 +296,127 @@ def test_a_scheduled_task_runs_in_its_own_session_and_reports_to_its_chat() -> N
     assert bot.saved() == []  # not the chat's session
     bot.process(cron_task())  # a repeated delivery of the same firing
     assert len(bot.said) == 1
+
+
+def quiet_task(fired_at: str = "2026-11-23T09:00:00Z") -> CronTaskJob:
+    return cron_task(fired_at).model_copy(update={"quiet": True})
+
+
+def with_job_record(bot: Bot, quiet: bool = True) -> Bot:
+    """The task's record, as the cron tool stored it (its runs are recorded there)."""
+    bot.jobs.put(
+        CronJob(
+            job_id="ab12cd34",
+            chat_id=ADA,
+            kind="task",
+            message="Summarise my notes",
+            name="notes",
+            expression="rate(1 hour)",
+            timezone="UTC",
+            description="every hour",
+            one_time=False,
+            created_at="2026-11-22T08:00:00+00:00",
+            quiet=quiet,
+        )
+    )
+    return bot
+
+
+def last_status(bot: Bot) -> str | None:
+    record = bot.jobs.get(ADA, "ab12cd34")
+    assert record is not None
+    return record.last_status
+
+
+def test_a_quiet_task_with_nothing_to_report_sends_nothing_and_saves_its_turn() -> None:
+    listed = tool("list_dir", json.dumps({"path": ""}), content="Let me look at the notes.")
+    bot = with_job_record(Bot(ScriptedModel(listed, text("HEARTBEAT_OK")), settings=HINTS))
+    bot.process(quiet_task())
+
+    assert bot.said == []  # no report, and no progress text or tool hint either
+    prompt = bot.model.requests[0][0][-1]["content"]
+    assert "answer exactly HEARTBEAT_OK" in prompt and "earlier runs" in prompt
+    saved = bot.saved("cron:ab12cd34")
+    assert [m["role"] for m in saved] == ["user", "assistant", "tool", "assistant"]
+    assert saved[-1]["content"] == "HEARTBEAT_OK"
+    assert last_status(bot) == "done: nothing to report"
+    assert bot.journal.records == {}  # the save closed the turn's record
+
+    bot.process(quiet_task())  # a repeated delivery of the same firing
+    assert bot.said == [] and len(bot.model.requests) == 2
+    assert len(bot.saved("cron:ab12cd34")) == 4  # not saved twice
+
+
+def test_a_quiet_task_reports_news_once_comparing_with_its_earlier_runs() -> None:
+    bot = with_job_record(
+        Bot(ScriptedModel(text("HEARTBEAT_OK"), text("A new note: buy tea.")), settings=HINTS)
+    )
+    bot.process(quiet_task("2026-11-23T09:00:00Z"))
+    bot.process(quiet_task("2026-11-23T10:00:00Z"))
+    bot.process(quiet_task("2026-11-23T10:00:00Z"))  # delivered again
+
+    assert bot.said == ["A new note: buy tea."]
+    second_request = bot.model.requests[1][0]
+    assert {"role": "assistant", "content": "HEARTBEAT_OK"} in second_request  # the earlier run
+    assert [m["role"] for m in bot.saved("cron:ab12cd34")] == ["user", "assistant"] * 2
+    assert last_status(bot) == "done"
+
+
+def test_a_quiet_tasks_retry_after_its_save_neither_sends_nor_saves_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bot = with_job_record(Bot(ScriptedModel(text("HEARTBEAT_OK"))))
+    record_run = bot.jobs.record_run
+
+    def crash(*_: Any, **__: Any) -> None:
+        raise RuntimeError("the process died")
+
+    monkeypatch.setattr(bot.jobs, "record_run", crash)
+    with pytest.raises(RuntimeError):
+        bot.process(quiet_task())  # saved, then the invocation died
+    monkeypatch.setattr(bot.jobs, "record_run", record_run)
+    bot.process(quiet_task())  # SQS's retry
+
+    assert bot.said == [] and len(bot.model.requests) == 1
+    assert len(bot.saved("cron:ab12cd34")) == 2
+    assert bot.metrics.total("DuplicatesSuppressed") == 1
+
+
+def test_a_quiet_task_out_of_time_stays_quiet_in_its_continuation() -> None:
+    steps = [tool("write_file", json.dumps({"path": f"p{n}.md", "content": "x"})) for n in (1, 2)]
+    model = ScriptedModel(*steps, text("HEARTBEAT_OK"))
+    bot = with_job_record(Bot(model))
+    bot.process(quiet_task(), lambda: 40_000 - 20_000 * len(model.requests))
+
+    (continuation,) = bot.queue.jobs
+    assert isinstance(continuation, ContinuationJob) and continuation.job == quiet_task()
+    bot.process(continuation)
+
+    assert bot.said == [] and len(model.requests) == 3
+    assert len(bot.saved("cron:ab12cd34")) == 6
+    assert last_status(bot) == "done: nothing to report"
+
+
+def test_a_task_that_is_not_quiet_reports_every_run_as_before() -> None:
+    tools_then_text = [
+        tool("list_dir", json.dumps({"path": ""}), content="Looking."),
+        text("Nothing new."),
+    ]
+    bot = with_job_record(Bot(ScriptedModel(*tools_then_text, text("Still nothing new."))), False)
+    bot.process(cron_task("2026-11-23T09:00:00Z"))
+    bot.process(cron_task("2026-11-23T10:00:00Z"))
+
+    assert bot.said == ["Looking.", "Nothing new.", "Still nothing new."]
+    assert "HEARTBEAT_OK" not in bot.model.requests[0][0][-1]["content"]
+    assert last_status(bot) == "done"
+
+
+def test_a_task_that_is_not_quiet_sends_even_the_marker() -> None:
+    # Its prompt never asks for the marker; its answer is sent whatever it says, as before.
+    bot = Bot(ScriptedModel(text("HEARTBEAT_OK")))
+    bot.process(cron_task())
+
+    assert bot.said == ["HEARTBEAT_OK"]
 
 
 def heartbeat_job() -> HeartbeatJob:

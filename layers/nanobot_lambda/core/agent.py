@@ -14,6 +14,9 @@ in a fresh invocation.
 With `on_text`, each model call is streamed and the text it writes so far (reasoning left out)
 goes to `on_text` as it arrives, the text before tool calls as much as the final answer; what
 the turn sends and saves is still the complete reply.
+
+With a `RequestFitter`, each request is made to fit the model's context window before it is
+sent (core/budget.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.budget import RequestFitter
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage
 from nanobot_lambda.core.ports import ChatModel
@@ -122,12 +126,17 @@ class AgentLoop:
         *,
         tool_result_max_chars: int = 16_000,
         tool_hints: bool = False,
+        fitter: RequestFitter | None = None,
     ) -> None:
         self._model = model
+        self._fitter = fitter  # keeps each request within the model's context window
         self._tools = tools
         self._max_iterations = max_iterations
         self._tool_result_max_chars = tool_result_max_chars
         self._tool_hints = tool_hints
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        return self._tools.definitions()
 
     def run(
         self,
@@ -164,9 +173,12 @@ class AgentLoop:
             budget = None if time_left is None else time_left()
             if budget is not None and budget <= 0:
                 return self._suspend(outcome)
+            request = [*messages, *outcome.new_messages]
+            if self._fitter is not None:
+                request = self._fitter.fit(messages, outcome.new_messages, definitions)
             try:
                 reply = self._model.complete(
-                    [*messages, *outcome.new_messages],
+                    request,
                     definitions,
                     timeout=budget,
                     on_text=stream,
@@ -269,13 +281,16 @@ class AgentLoop:
 _SAVED_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name", "ts")
 
 
-def for_saving(message: dict[str, Any], max_tool_chars: int = 2_000) -> dict[str, Any]:
-    """The message as stored: tool results shortened (the model saw them longer), reasoning
-    dropped (providers only need it within the turn that produced it)."""
+def for_saving(message: dict[str, Any], max_tool_chars: int | None = None) -> dict[str, Any]:
+    """The message as stored: as the model was shown it, so that later turns send it again
+    byte for byte (see core/context.py), but for reasoning, dropped (providers only need it
+    within the turn that produced it), and tool results over `max_tool_chars`, shortened."""
     saved = {
         key: value for key, value in message.items() if key in _SAVED_FIELDS or key.endswith("_id")
     }
     content = saved.get("content")
+    if max_tool_chars is None:
+        return saved
     if saved.get("role") == "tool" and isinstance(content, str) and len(content) > max_tool_chars:
         kept = content[:max_tool_chars]
         saved["content"] = f"{kept}\n[… {len(content) - len(kept)} chars not saved]"

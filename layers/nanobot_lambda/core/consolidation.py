@@ -1,7 +1,8 @@
 """Consolidation: summarise the older part of a session into HISTORY.md and MEMORY.md.
 
-When a session's unconsolidated messages pass the window, everything but the most recent half
-is summarised by one model call forced to call `save_memory(history_entry, memory_update)`:
+When a session's unconsolidated history outgrows its budget (core/budget.py: tokens, and a
+backstop count of messages), everything but the newest exchanges filling half of it is
+summarised by one model call forced to call `save_memory(history_entry, memory_update)`:
 structured output through a tool schema, never JSON scraped from prose. Then, in this order:
 the history entry is appended (with a marker naming the session and range, so a retry cannot
 append it twice), MEMORY.md is rewritten if it changed and the change is not a drastic shrink,
@@ -23,6 +24,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.budget import HistoryBudget
 from nanobot_lambda.core.errors import ModelError, NanobotError, StorageError
 from nanobot_lambda.core.memory import MEMORY_FILE, append_history, find_marker, guard_memory_update
 from nanobot_lambda.core.model import force_tool, function_tool
@@ -71,20 +73,20 @@ class Consolidator:
         model: ChatModel,
         workspace: Workspace,
         sessions: SessionStore,
+        budget: HistoryBudget,
         *,
-        window: int,
         timezone: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._model = model
         self._workspace = workspace
         self._sessions = sessions
-        self._window = window
+        self._budget = budget
         self._zone = ZoneInfo(timezone)
         self._clock = clock
 
     def due(self, history: SessionHistory) -> bool:
-        return history.unconsolidated > self._window
+        return self._budget.over(history.messages, history.unconsolidated)
 
     def consolidate(self, key: str, *, everything: bool = False) -> Consolidated | None:
         """Summarise the older unconsolidated messages (all of them with `everything`).
@@ -107,7 +109,8 @@ class Consolidator:
             logger.info("consolidation resumed", extra={"session": key, "end": target})
             return Consolidated(start, target, False)
         messages = self._sessions.load_range(key, start, end)
-        target = end if everything else self._boundary(messages, end)
+        target = end if everything else self._budget.keep_from(messages, end)
+        target = self._budget.summarised_until(messages, target)
         archived = [message for seq, message in messages if seq < target]
         if target <= start or not archived:
             return None
@@ -130,15 +133,6 @@ class Consolidator:
             extra={"session": key, "start": start, "end": target, "memory_updated": bool(written)},
         )
         return Consolidated(start, target, written is not None)
-
-    def _boundary(self, messages: list[tuple[int, Message]], end: int) -> int:
-        """Where the kept part starts: the first user message among the newest window/2."""
-        keep_from = end - self._window // 2
-        user_turns = [seq for seq, message in messages if message.get("role") == "user"]
-        for seq in user_turns:
-            if seq >= keep_from:
-                return seq
-        return user_turns[-1] if user_turns else end
 
     def _summarise(self, archived: list[Message], memory: str) -> tuple[str, str]:
         timestamp = self._timestamp(archived)

@@ -2,10 +2,14 @@
 
 The system prompt holds only what changes when the workspace changes, in a fixed order:
 identity, bootstrap files, memory, the always-on skills in full, and a summary of every skill
-(progressive disclosure: the model reads a skill's SKILL.md when it needs it). Two turns in a
-row therefore send byte-identical prefixes and provider prompt caching works. Time, chat and
-recalled history go in a runtime-context block on the user message instead; that block is
-never saved to the session.
+(progressive disclosure: the model reads a skill's SKILL.md when it needs it). Time, chat and
+recalled history go in a runtime-context block at the head of the user message instead.
+
+Every request then starts with the previous one, byte for byte, so provider prompt caches serve
+it: the system prompt changes only with the workspace, and a saved message is sent in later
+turns exactly as it was first sent. That is why the user message is saved with the block it
+was sent with (`RUNTIME_FIELD`, apart from its text, which is what consolidation, recall and the
+operator read) and why a continued turn reuses the block its first run rendered.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ SECTION_SEPARATOR = "\n\n---\n\n"
 MAX_FILE_CHARS = 20_000
 MAX_BOOTSTRAP_CHARS = 60_000
 TRUNCATION_MARKER = "\n[… truncated: read the file for the rest]"
+RUNTIME_FIELD = "context"  # of a saved user message: the runtime block it was sent with
 
 
 @dataclass(frozen=True)
@@ -119,21 +124,22 @@ class ContextBuilder:
         self,
         history: list[dict[str, Any]],
         user_content: str | list[dict[str, Any]],
-        runtime: RuntimeContext,
+        runtime: str,
     ) -> list[dict[str, Any]]:
-        """The request: system prompt, history (as saved), and the user message with metadata.
+        """The request: system prompt, history (as first sent), and the user message headed by
+        `runtime`, the rendered runtime-context block (`RuntimeContext.render`).
 
         The user message is text, or content parts (text and images); with parts, the
         runtime-context block is the first text part.
         """
         content: str | list[dict[str, Any]]
         if isinstance(user_content, str):
-            content = f"{runtime.render()}\n\n{user_content}"
+            content = _headed(runtime, user_content)
         else:
-            content = [{"type": "text", "text": runtime.render()}, *user_content]
+            content = [{"type": "text", "text": runtime}, *user_content]
         return [
             {"role": "system", "content": self.system_prompt()},
-            *(_for_model(message) for message in history),
+            *(for_model(message) for message in history),
             {"role": "user", "content": content},
         ]
 
@@ -141,6 +147,19 @@ class ContextBuilder:
 _MODEL_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
-def _for_model(message: dict[str, Any]) -> dict[str, Any]:
-    """A saved message without the bookkeeping fields providers would reject."""
-    return {key: value for key, value in message.items() if key in _MODEL_FIELDS}
+def _headed(runtime: str, text: str) -> str:
+    return f"{runtime}\n\n{text}"
+
+
+def for_model(message: dict[str, Any]) -> dict[str, Any]:
+    """A saved message as it was first sent: without the bookkeeping fields providers would
+    reject, and a user message headed by its runtime block again.
+
+    (A message whose images were sent inline is saved with placeholders: that one message is
+    sent differently from the next turn on.)
+    """
+    sent = {key: value for key, value in message.items() if key in _MODEL_FIELDS}
+    runtime = message.get(RUNTIME_FIELD)
+    if isinstance(runtime, str) and isinstance(sent.get("content"), str):
+        sent["content"] = _headed(runtime, sent["content"])
+    return sent

@@ -34,6 +34,9 @@ class CronJob:
     # rate() jobs: the first firing (creation + one interval). Without a StartDate, Scheduler
     # fires a rate schedule the moment it is created.
     starts_at: str | None = None
+    # A task that reports only when there is something new or needing attention (the
+    # heartbeat's "nothing to report" answer is not sent). Records from before it: not quiet.
+    quiet: bool = False
     last_run: str | None = None
     last_status: str | None = None
 

@@ -47,6 +47,7 @@ class CronTaskJob(_Job):
     name: str
     message: str
     fired_at: str | None = None  # the schedule's time: one firing, one turn
+    quiet: bool = False  # report only news: a "nothing to report" answer is not sent
 
 
 class SubagentJob(_Job):

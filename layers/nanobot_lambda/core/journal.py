@@ -9,7 +9,9 @@ background task). While it runs, its progress (`TurnProgress`) is recorded:
   conditional write right after the channel accepted it (its last part);
 - `parts`: for a message longer than the channel's limit, which goes out as several messages,
   each part accepted so far, recorded the same way before the next part is sent, and the
-  message's text (`partial`), recorded with its first part.
+  message's text (`partial`), recorded with its first part;
+- `context`: the runtime-context block the turn's request was sent with, so that a continued
+  turn sends the very same request (see core/context.py).
 A re-delivered or continued turn resumes from there: completed iterations are not redone, a
 message whose number is in `sent` is not sent again, and a message cut short resumes at its
 first part not yet accepted, with the text its first parts came from. The one message that can
@@ -47,6 +49,7 @@ class TurnProgress:
     parts: set[tuple[int, int]] = field(default_factory=set)  # (message, part) accepted
     partial: tuple[int, str] | None = None  # (message, text) of the message sent in parts
     continuations: int = 0
+    context: str | None = None  # the runtime-context block the request was sent with
     done: bool = False
     recorded: bool = False  # an item exists, so finishing the turn deletes it
 

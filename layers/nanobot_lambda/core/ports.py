@@ -317,6 +317,17 @@ class ChatModel(Protocol):
         ...
 
 
+class TokenCounter(Protocol):
+    context_window: int  # the model's input limit in tokens
+
+    def count(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        """The input tokens of a request (messages and tool schemas), as the model's tokenizer
+        counts them or close to it."""
+        ...
+
+
 class Transcriber(Protocol):
     def transcribe(self, filename: str, data: bytes) -> str:
         """The speech in the audio as text. Raises ModelError on any failure, naming the kind

@@ -91,6 +91,7 @@ class SchedulerService:
                     name=job.name,
                     message=job.message,
                     fired_at=scheduled,
+                    quiet=job.quiet,
                 )
                 # Its own message group: a long task does not hold up the chat.
                 self._queue.enqueue(

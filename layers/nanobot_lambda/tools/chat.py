@@ -30,6 +30,7 @@ class TurnScope:
     origin: TurnOrigin
     outbox: Outbox  # the turn's messages, each sent once (entry/agent_turn/delivery.py)
     sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
+    quiet: bool = False  # sends no progress while it works (a quiet task)
 
 
 class CurrentTurn:
@@ -63,6 +64,12 @@ class CronTool(Tool):
             "at": {"type": "string"},
             "name": {"type": "string", "maxLength": 100},
             "job_id": {"type": "string"},
+            "quiet": {
+                "type": "boolean",
+                "description": "Tasks only: report only when there is something new or needing "
+                "attention; otherwise stay silent (for checks and monitoring). Default false: "
+                "every run reports.",
+            },
         },
         "required": ["action"],
         "additionalProperties": False,
@@ -102,11 +109,14 @@ class CronTool(Tool):
         at: str | None = None,
         name: str | None = None,
         job_id: str | None = None,
+        quiet: bool = False,
     ) -> str:
         if scope.origin != "user":
             raise ToolError("a scheduled or background turn cannot create new jobs")
         if not message or not message.strip():
             raise ToolError("message is required: the reminder text, or the task to run")
+        if quiet and kind != "task":
+            raise ToolError("quiet is for tasks only: a reminder's text is always sent")
         now = self._clock()
         try:
             spec = build_schedule(
@@ -136,6 +146,7 @@ class CronTool(Tool):
             .isoformat(timespec="seconds")
             if every_seconds
             else None,
+            quiet=quiet,
         )
         self._store.put(job)
         try:
@@ -144,8 +155,8 @@ class CronTool(Tool):
             self._store.delete(job.chat_id, job.job_id)  # no job without a schedule
             raise
         return (
-            f"Added {job.kind} '{job.name}' (id {job.job_id}): {job.description}; "
-            f"next run {self._next(job)}."
+            f"Added {job.kind} '{job.name}' (id {job.job_id}){_quiet(job)}: "
+            f"{job.description}; next run {self._next(job)}."
         )
 
     def _list(self, scope: TurnScope) -> str:
@@ -153,7 +164,8 @@ class CronTool(Tool):
         if not jobs:
             return "No scheduled jobs in this chat."
         return "\n".join(
-            f"{job.job_id}: {job.kind} '{job.name}', {job.description}, next run {self._next(job)}"
+            f"{job.job_id}: {job.kind} '{job.name}'{_quiet(job)}, {job.description}, "
+            f"next run {self._next(job)}"
             + (f", last run {job.last_run} ({job.last_status})" if job.last_run else "")
             for job in jobs
         )
@@ -172,6 +184,10 @@ class CronTool(Tool):
         anchor = datetime.fromisoformat(job.starts_at or job.created_at)
         upcoming = next_run((job.expression, job.timezone), self._clock(), anchor=anchor)
         return upcoming.strftime("%Y-%m-%d %H:%M UTC") if upcoming else "none (done)"
+
+
+def _quiet(job: CronJob) -> str:
+    return " (quiet: reports only what is new or needs attention)" if job.quiet else ""
 
 
 class MessageTool(Tool):

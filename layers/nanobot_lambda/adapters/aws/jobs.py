@@ -1,7 +1,8 @@
 """Scheduled jobs, background-task records and the owner's chat, in the jobs table.
 
 Items: `chat#<id>` / `job#<id>` (the job as JSON, plus `last_fired` and `firing_parts` for the
-firing being delivered), `chat#<id>` / `subagent#<id>` (a running background task, expiring
+firing being delivered; the JSON holds `quiet` only for a quiet task, and a record without it is
+not quiet), `chat#<id>` / `subagent#<id>` (a running background task, expiring
 after a day), and `owner` / `latest-private-chat`.
 """
 
@@ -36,7 +37,7 @@ class DynamoJobStore:
     def put(self, job: CronJob) -> None:
         self._dynamodb.put_item(
             TableName=self._table,
-            Item={**_key(job.chat_id, job.job_id), "job": {"S": json.dumps(asdict(job))}},
+            Item={**_key(job.chat_id, job.job_id), "job": {"S": _stored(job)}},
             ConditionExpression="attribute_not_exists(sk)",
         )
 
@@ -145,7 +146,7 @@ class DynamoJobStore:
                 Key=_key(job.chat_id, job.job_id),
                 UpdateExpression="SET job = :job",
                 ConditionExpression="attribute_exists(sk)",
-                ExpressionAttributeValues={":job": {"S": json.dumps(asdict(updated))}},
+                ExpressionAttributeValues={":job": {"S": _stored(updated)}},
             )
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
@@ -198,6 +199,15 @@ class DynamoJobStore:
     def latest_private_chat(self) -> int | None:
         item = self._dynamodb.get_item(TableName=self._table, Key=OWNER_KEY).get("Item")
         return int(item["chat_id"]["N"]) if item else None
+
+
+def _stored(job: CronJob) -> str:
+    """The job's JSON. `quiet` is written only when set: any other job is stored as it was
+    before quiet tasks existed."""
+    fields = asdict(job)
+    if not job.quiet:
+        del fields["quiet"]
+    return json.dumps(fields)
 
 
 def _job(item: dict[str, Any]) -> CronJob:

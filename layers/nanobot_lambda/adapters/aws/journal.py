@@ -1,10 +1,11 @@
 """The turn journal in DynamoDB: the item `~turn#<turn id>` in the turn's session partition.
 
 Attributes: `messages` (zlib JSON), `iterations`, `sends`, `continuations`, `sent` (a number
-set), `parts` (a string set of `<message>.<part>`), `partial_of` and `partial_text` (zlib), or
-`done` for a finished turn that saves no session. The items sort after the session header, so
-the session Query a turn makes anyway returns them (`adapters/aws/sessions.py`). See
-`core/journal.py` for what the journal guarantees.
+set), `parts` (a string set of `<message>.<part>`), `partial_of` and `partial_text` (zlib),
+`context` (the runtime-context block the request was sent with), or `done` for a finished turn
+that saves no session. The items sort after the session header, so the session Query a turn
+makes anyway returns them (`adapters/aws/sessions.py`). See `core/journal.py` for what the
+journal guarantees.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def parse_turn_item(item: dict[str, Any]) -> TurnProgress:
         parts={_part_of(value) for value in item.get("parts", {}).get("SS", [])},
         partial=partial,
         continuations=int(item.get("continuations", {}).get("N", 0)),
+        context=item.get("context", {}).get("S"),
         done=item.get("done", {}).get("BOOL", False),
         recorded=True,
     )
@@ -77,6 +79,10 @@ def _partial_attributes(number: int, text: str) -> dict[str, Any]:
         "partial_of": {"N": str(number)},
         "partial_text": {"B": zlib.compress(text.encode())},
     }
+
+
+def _context_attribute(progress: TurnProgress) -> dict[str, Any]:
+    return {} if progress.context is None else {"context": {"S": progress.context}}
 
 
 class DynamoTurnJournal:
@@ -118,6 +124,7 @@ class DynamoTurnJournal:
             item["parts"] = {"SS": [_part_label(*part) for part in sorted(progress.parts)]}
         if progress.partial is not None:
             item.update(_partial_attributes(*progress.partial))
+        item.update(_context_attribute(progress))
         self._dynamodb.put_item(TableName=self._table, Item=item)
         progress.recorded = True
 
@@ -159,7 +166,7 @@ class DynamoTurnJournal:
             ":expires": {"N": str(int(time.time()) + OPEN_TURN_SECONDS)},
         }
         assignments = ["expires_at = :expires"]
-        for name, attribute_value in (also or {}).items():
+        for name, attribute_value in {**(also or {}), **_context_attribute(progress)}.items():
             values[f":{name}"] = attribute_value
             assignments.append(f"{name} = :{name}")
         try:

@@ -57,6 +57,10 @@ def _number(item: dict[str, Any] | None, name: str) -> int:
     return int(item[name]["N"])
 
 
+def _meta(items: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((item for item in items if item["sk"]["S"] == META_KEY), None)
+
+
 class DynamoSessionStore:
     def __init__(self, table: str, dynamodb: DynamoDBClient) -> None:
         self._table = table
@@ -64,18 +68,30 @@ class DynamoSessionStore:
 
     @aws_errors
     def load(self, key: str, limit: int) -> SessionHistory:
-        response = self._dynamodb.query(
-            TableName=self._table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": key}},
-            ScanIndexForward=False,
-            Limit=limit + 1 + OPEN_TURNS_READ,  # unfinished turns, the header, the window
-        )
-        items: list[dict[str, Any]] = list(response.get("Items", []))
+        wanted = limit + 1 + OPEN_TURNS_READ  # unfinished turns, the header, the window
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": key}},
+            "ScanIndexForward": False,
+            "Limit": wanted,
+        }
+        items: list[dict[str, Any]] = []
+        while True:  # a Query page stops at 1 MB: long tool results can fill one before `limit`
+            response = self._dynamodb.query(**arguments)
+            items.extend(response.get("Items", []))
+            if "LastEvaluatedKey" not in response or len(items) >= wanted:
+                break
+            if items[-1]["sk"]["S"].startswith(MESSAGE_PREFIX) and (
+                _seq(items[-1]) < _number(_meta(items), "consolidated_upto")
+            ):
+                break  # past the consolidation cursor: nothing older is sent
+            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            arguments["Limit"] = wanted - len(items)
         open_turns = [
             parse_turn_item(item) for item in items if item["sk"]["S"].startswith(TURN_PREFIX)
         ]
-        meta = next((item for item in items if item["sk"]["S"] == META_KEY), None)
+        meta = _meta(items)
         cursor = _number(meta, "consolidated_upto")
         newest_first = [
             json.loads(item["message"]["S"])

@@ -11,10 +11,12 @@ import logging
 
 from nanobot_lambda.adapters.telegram.inbound import session_key_for
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.jobs import AnnouncementJob, SubagentJob
 from nanobot_lambda.entry.agent_turn.parts import TurnParts
 from nanobot_lambda.entry.agent_turn.run import RemainingMillis
+from nanobot_lambda.entry.agent_turn.saving import consolidate_quietly
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +28,7 @@ def subagent_turn(parts: TurnParts, job: SubagentJob, remaining_ms: RemainingMil
     if run is None:
         return
     prompt = texts.render("subagent_task", label=job.label, task=job.task)
-    request = parts.context.messages([], prompt, parts.runtime(job.chat_id))
+    request = parts.context.messages([], prompt, parts.runtime_block(run, job.chat_id))
     log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
     with parts.scope(run, job.chat_id, job.thread_id, "subagent") as scope:
         outcome = parts.runner.run(parts.subagent, request, scope, run, log, apologise=False)
@@ -66,11 +68,17 @@ def announcement_turn(
         outcome="finished" if job.succeeded else "did not finish",
         result=job.result,
     )
-    request = parts.context.messages(history.messages, note, parts.runtime(job.chat_id))
+    runtime = parts.runtime_block(run, job.chat_id)
+    request = parts.request_that_fits(
+        history, lambda past: parts.context.messages(past, note, runtime)
+    )
     log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
     with parts.scope(run, job.chat_id, job.thread_id, "announcement") as scope:
         outcome = parts.runner.run(parts.agent, request, scope, run, log, apologise=False)
         if outcome is None:
             raise ModelError("announcement could not be told")  # SQS retries it
         if parts.deliver_reply(run, scope, outcome):
-            parts.saver.save(history, {"role": "user", "content": note}, outcome, run)
+            user = {"role": "user", "content": note, RUNTIME_FIELD: runtime}
+            parts.saver.save(history, user, outcome, run)
+    if parts.consolidator.due(history):
+        consolidate_quietly(parts.consolidator, key)

@@ -20,6 +20,7 @@ from nanobot_lambda.adapters.telegram.inbound import (
     to_inbound,
 )
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.entry.agent_turn.parts import TurnParts
 from nanobot_lambda.entry.agent_turn.run import RemainingMillis
@@ -65,9 +66,9 @@ def telegram_turn(
         content = parts.media.resolve(message, inbound.chat_id)
         for notice in content.notices:  # e.g. a file too large to fetch: told at once
             run.outbox.send(inbound.chat_id, notice, inbound.thread_id)
-        recalled = parts.recall.search(content.saved_text)
-        request = parts.context.messages(
-            history.messages, content.model_content, parts.runtime(inbound.chat_id, recalled)
+        runtime = parts.runtime_block(run, inbound.chat_id, recall_for=content.saved_text)
+        request = parts.request_that_fits(
+            history, lambda past: parts.context.messages(past, content.model_content, runtime)
         )
         outcome = parts.runner.run(parts.agent, request, scope, run, log)
     if outcome is None:
@@ -76,14 +77,13 @@ def telegram_turn(
         parts.ports.stores.stop_flags.clear(key)
     if not parts.deliver_reply(run, scope, outcome):
         return
-    parts.saver.save(history, _user_message(content.saved_text, inbound), outcome, run)
+    parts.saver.save(history, _user_message(content.saved_text, runtime, inbound), outcome, run)
     logger.info(
         "turn finished",
         extra={
             **log,
             "iterations": outcome.iterations,
             "tool_calls": outcome.tool_calls,
-            "recalled": len(recalled),
             "prompt_tokens": outcome.usage.prompt_tokens,
             "completion_tokens": outcome.usage.completion_tokens,
         },
@@ -99,12 +99,13 @@ def _remember_private_chat(parts: TurnParts, chat_id: int) -> None:
         parts.remembered_private_chat = chat_id
 
 
-def _user_message(text: str, inbound: InboundMessage) -> dict[str, Any]:
+def _user_message(text: str, runtime: str, inbound: InboundMessage) -> dict[str, Any]:
     """The user message as saved: its text (with placeholders for files, never their bytes),
-    without the runtime-context block."""
+    and apart from it the runtime-context block it was sent with."""
     return {
         "role": "user",
         "content": text,
+        RUNTIME_FIELD: runtime,
         "message_id": inbound.message_id,
         "update_id": inbound.update_id,
     }

@@ -14,9 +14,12 @@ from datetime import datetime
 
 from nanobot_lambda.adapters.telegram.media import MediaResolver
 from nanobot_lambda.core.agent import AgentLoop, TurnOutcome
+from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext
+from nanobot_lambda.core.ports import TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
+from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.commands import Commands
@@ -26,10 +29,14 @@ from nanobot_lambda.entry.agent_turn.drafts import Drafts
 from nanobot_lambda.entry.agent_turn.ports import TurnPorts
 from nanobot_lambda.entry.agent_turn.run import TurnRun, TurnStarter
 from nanobot_lambda.entry.agent_turn.running import AgentRunner
-from nanobot_lambda.entry.agent_turn.saving import TurnSaver
+from nanobot_lambda.entry.agent_turn.saving import TurnSaver, consolidate_quietly
 from nanobot_lambda.entry.agent_turn.toolbox import agent_tools
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import CurrentTurn, TurnOrigin, TurnScope
+
+# Consolidations a turn may run first to make its request fit the model's window (each one
+# summarises what fits one model request).
+BUDGET_CONSOLIDATIONS = 3
 
 
 class TurnParts:
@@ -61,14 +68,21 @@ class TurnParts:
             services.queue,
             clock,
         )
+        self.fitter = RequestFitter(services.tokens, request_budget(settings, services.tokens))
         self.agent = self._loop([*workspace_tools, *chat_tools], settings.max_tool_iterations)
         # Background tasks work with the files only: no messages, no jobs, no more tasks.
         self.subagent = self._loop(workspace_tools, settings.subagent_max_iterations)
+        history_budget = HistoryBudget(
+            services.tokens,
+            settings.history_max_tokens or min(24_000, self.fitter.max_tokens // 4),
+            settings.history_window,
+            max_summarised_tokens=self.fitter.max_tokens // 2,
+        )
         self.consolidator = Consolidator(
             self.model,
             stores.workspace,
             stores.sessions,
-            window=settings.history_window,
+            history_budget,
             timezone=settings.timezone,
             clock=clock,
         )
@@ -99,6 +113,7 @@ class TurnParts:
             max_iterations,
             tool_result_max_chars=self.settings.tool_result_max_chars,
             tool_hints=self.settings.send_tool_hints,
+            fitter=self.fitter,
         )
 
     def runtime(self, chat_id: int, recalled: list[str] | None = None) -> RuntimeContext:
@@ -107,12 +122,48 @@ class TurnParts:
             self.clock(), self.settings.timezone, "telegram", str(chat_id), tuple(recalled or ())
         )
 
+    def request_that_fits(
+        self, history: SessionHistory, build: Callable[[list[Message]], list[Message]]
+    ) -> list[Message]:
+        """The turn's first request, `build` from the history: when it would not fit the
+        model's window (the consolidation after an earlier turn failed, or a turn added a great
+        deal), the oldest exchanges are summarised first, a slice at a time, and it is built
+        again. What still does not fit, the request fitter leaves out."""
+        request = build(history.messages)
+        tools = self.agent.tool_definitions()
+        for _ in range(BUDGET_CONSOLIDATIONS):
+            if self.fitter.fits(request, tools) or not self.consolidator.due(history):
+                break
+            cursor = history.consolidated_upto
+            consolidate_quietly(self.consolidator, history.key)
+            fresh = self.ports.stores.sessions.load(history.key, self.settings.history_window)
+            if fresh.consolidated_upto == cursor:
+                break  # it failed: nothing more to try now
+            history.messages, history.consolidated_upto = fresh.messages, fresh.consolidated_upto
+            request = build(history.messages)
+        return request
+
+    def runtime_block(self, run: TurnRun, chat_id: int, recall_for: str | None = None) -> str:
+        """The run's rendered runtime block: the one an earlier run of the turn recorded (so a
+        continued turn sends the very request it sent before), else rendered now, with what
+        recall finds for `recall_for`, and kept in the run's record."""
+        if run.progress.context is None:
+            recalled = self.recall.search(recall_for) if recall_for else []
+            run.progress.context = self.runtime(chat_id, recalled).render()
+        return run.progress.context
+
     @contextmanager
     def scope(
-        self, run: TurnRun, chat_id: int, thread_id: int | None, origin: TurnOrigin
+        self,
+        run: TurnRun,
+        chat_id: int,
+        thread_id: int | None,
+        origin: TurnOrigin,
+        *,
+        quiet: bool = False,
     ) -> Iterator[TurnScope]:
         """The run's chat, for the chat tools (cron, message, spawn) while it is open."""
-        self.current.scope = TurnScope(chat_id, thread_id, origin, run.outbox)
+        self.current.scope = TurnScope(chat_id, thread_id, origin, run.outbox, quiet=quiet)
         try:
             yield self.current.scope
         finally:
@@ -120,3 +171,10 @@ class TurnParts:
 
     def deliver_reply(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
         return deliver_reply(self.ports.stores.journal, run, scope, outcome)
+
+
+def request_budget(settings: AgentSettings, tokens: TokenCounter) -> int:
+    """The most input tokens a request may have: the context window, less room for the reply
+    and a margin for tokenizers that count a little differently from litellm's."""
+    window = settings.context_window_tokens or tokens.context_window
+    return max(window // 2, int(window * 0.95) - settings.llm_max_tokens)

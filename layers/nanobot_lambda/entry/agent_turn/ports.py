@@ -14,6 +14,7 @@ from nanobot_lambda.core.ports import (
     Schedules,
     SessionStore,
     StopFlags,
+    TokenCounter,
     Transcriber,
     TurnJournal,
     TurnQueue,
@@ -41,6 +42,7 @@ class Services:
     channel: Channel
     media: MediaSource
     model: ChatModel
+    tokens: TokenCounter  # the model's tokenizer and context window
     queue: TurnQueue
     schedules: Schedules
     transcriber: Transcriber | None = None

@@ -57,7 +57,9 @@ class AgentRunner:
 
         recorded = run.progress
         resume = Resume(recorded.messages, recorded.iterations) if recorded.iterations else None
-        show_progress = self._settings.send_progress and scope.origin != "subagent"
+        show_progress = (
+            self._settings.send_progress and scope.origin != "subagent" and not scope.quiet
+        )
         try:
             outcome = loop.run(
                 request,

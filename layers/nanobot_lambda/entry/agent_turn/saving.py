@@ -23,6 +23,8 @@ from nanobot_lambda.entry.agent_turn.run import TurnRun
 logger = logging.getLogger(__name__)
 
 SAVE_ATTEMPTS = 3
+# A saved message is one DynamoDB item (400 KB at most): no tool result is saved longer.
+MAX_SAVED_TOOL_CHARS = 50_000
 
 
 class TurnSaver:
@@ -31,13 +33,15 @@ class TurnSaver:
         sessions: SessionStore,
         journal: TurnJournal,
         meter: UsageMeter,
-        saved_tool_result_max_chars: int,
+        saved_tool_result_max_chars: int | None,
         clock: Callable[[], datetime],
     ) -> None:
         self._sessions = sessions
         self._journal = journal
         self._meter = meter
-        self._tool_chars = saved_tool_result_max_chars
+        self._tool_chars = min(
+            saved_tool_result_max_chars or MAX_SAVED_TOOL_CHARS, MAX_SAVED_TOOL_CHARS
+        )
         self._clock = clock
 
     def save(

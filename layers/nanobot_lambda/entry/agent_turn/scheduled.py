@@ -2,7 +2,9 @@
 
 The heartbeat first asks the model whether any standing task is due (a small forced tool call);
 only then does it run the agent, in a throwaway session, and it reports only when there is news.
-A scheduled task runs in its own session `cron:<job id>`, and its report goes to its chat.
+A scheduled task runs in its own session `cron:<job id>`, and its report goes to its chat. A
+quiet task reports only news, as the heartbeat does: it shows no progress, and its "nothing to
+report" answer is saved (the next run compares with it) but not sent.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ import logging
 import secrets
 
 from nanobot_lambda.core import heartbeat, texts
+from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.heartbeat import HEARTBEAT_GROUP
+from nanobot_lambda.core.heartbeat import HEARTBEAT_GROUP, HEARTBEAT_OK
 from nanobot_lambda.core.jobs import CronTaskJob, HeartbeatJob
 from nanobot_lambda.entry.agent_turn.parts import TurnParts
 from nanobot_lambda.entry.agent_turn.run import RemainingMillis
+from nanobot_lambda.entry.agent_turn.saving import consolidate_quietly
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +47,8 @@ def heartbeat_turn(
             return
     else:
         tasks = job.tasks  # the decision was made by the run that started the turn
-    request = parts.context.messages([], texts.render("heartbeat_turn", tasks=tasks), runtime)
+    block = parts.runtime_block(run, job.chat_id)
+    request = parts.context.messages([], texts.render("heartbeat_turn", tasks=tasks), block)
     with parts.scope(run, job.chat_id, None, "heartbeat") as scope:
         outcome = parts.runner.run(parts.agent, request, scope, run, {}, apologise=False)
         if outcome is None or heartbeat.nothing_to_report(outcome.reply):
@@ -62,15 +67,39 @@ def cron_task_turn(
     history, run = parts.starter.in_session(job, f"cron-{job.job_id}-{firing}", key, remaining_ms)
     if run is None:
         return
-    prompt = texts.render("cron_task", name=job.name, message=job.message)
-    request = parts.context.messages(history.messages, prompt, parts.runtime(job.chat_id))
+    prompt = cron_task_prompt(job)
+    runtime = parts.runtime_block(run, job.chat_id)
+    request = parts.request_that_fits(
+        history, lambda past: parts.context.messages(past, prompt, runtime)
+    )
     log = {"job_id": job.job_id, "chat_id": job.chat_id}
-    with parts.scope(run, job.chat_id, job.thread_id, "cron") as scope:
+    with parts.scope(run, job.chat_id, job.thread_id, "cron", quiet=job.quiet) as scope:
         outcome = parts.runner.run(parts.agent, request, scope, run, log, apologise=False)
         status = "failed: model unavailable" if outcome is None else "done"
-        if outcome is not None and parts.deliver_reply(run, scope, outcome):
-            parts.saver.save(history, {"role": "user", "content": prompt}, outcome, run)
+        # A quiet task with nothing to report sends nothing, but its turn is saved all the same
+        # (the next run compares with it; the save closes its journal record, so a retry of
+        # the turn is skipped).
+        silent = outcome is not None and job.quiet and heartbeat.nothing_to_report(outcome.reply)
+        if silent:
+            logger.info("quiet task: nothing to report", extra=log)
+            status = "done: nothing to report"
+        if outcome is not None and (silent or parts.deliver_reply(run, scope, outcome)):
+            parts.saver.save(
+                history, {"role": "user", "content": prompt, RUNTIME_FIELD: runtime}, outcome, run
+            )
+    if parts.consolidator.due(history):
+        consolidate_quietly(parts.consolidator, key)
     jobs = parts.ports.stores.jobs
     record = jobs.get(job.chat_id, job.job_id)
     if record is not None:
         jobs.record_run(record, at=parts.clock().isoformat(timespec="seconds"), status=status)
+
+
+def cron_task_prompt(job: CronTaskJob) -> str:
+    """The task as the model gets it. A quiet task's prompt asks for the heartbeat's marker
+    when nothing changed and nothing needs attention since the earlier runs."""
+    if job.quiet:
+        return texts.render(
+            "cron_task_quiet", name=job.name, message=job.message, marker=HEARTBEAT_OK
+        )
+    return texts.render("cron_task", name=job.name, message=job.message)

@@ -27,7 +27,8 @@ def register(commands: Any) -> None:
         actions,
         "list",
         help="every job, with its next run",
-        description="Every scheduled job (or one chat's), with its kind and next run.",
+        description="Every scheduled job (or one chat's), with its kind and next run "
+        "(a quiet task, which reports only what is new or needs attention, shows `task quiet`).",
         examples=[
             "nanobot-lambda cron list --stack nanobot-lambda",
             "nanobot-lambda cron list --chat 111111111 --stack nanobot-lambda",
@@ -64,8 +65,9 @@ def list_command(arguments: argparse.Namespace) -> int:
         anchor = datetime.fromisoformat(listed.starts_at or listed.created_at)
         upcoming = next_run((listed.expression, listed.timezone), now, anchor=anchor)
         when = upcoming.strftime("%Y-%m-%d %H:%M UTC") if upcoming else "-"
+        kind = f"{listed.kind} quiet" if listed.quiet else listed.kind
         print(
-            f"{listed.job_id}  chat {listed.chat_id}  {listed.kind:<8} next {when}  "
+            f"{listed.job_id}  chat {listed.chat_id}  {kind:<10} next {when}  "
             f"{listed.description}  {listed.name}"
         )
     return 0

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import secrets
+import sys
 import threading
 import time
 import uuid
@@ -145,6 +146,13 @@ class LocalOutput:
     replace_log_output: bool = False  # the functions' own log output is dropped
 
 
+def _kept_by_litellm(variable: str) -> bool:
+    """litellm points TIKTOKEN_CACHE_DIR at the encodings it bundles when it is imported (on
+    Lambda, after the template's value is set). Once litellm is imported, a stack must neither
+    set nor restore it, or tiktoken would look for them elsewhere and try to download them."""
+    return variable == "TIKTOKEN_CACHE_DIR" and "litellm" in sys.modules
+
+
 class LocalStack:
     def __init__(
         self,
@@ -247,7 +255,13 @@ class LocalStack:
             if variable not in declared
         )
         for environment in self.environment.values():
-            self._set_environ(**{k: v for k, v in environment.items() if os.environ.get(k) != v})
+            self._set_environ(
+                **{
+                    k: v
+                    for k, v in environment.items()
+                    if os.environ.get(k) != v and not _kept_by_litellm(k)
+                }
+            )
         seed_workspace(self.workspace)
         for name, logical_id in FUNCTIONS.items():
             # SAM resolves CodeUri relative to the template's folder.
@@ -283,6 +297,8 @@ class LocalStack:
             if self.log_sink in logger.handlers:
                 logger.removeHandler(self.log_sink)
         for name, previous in self._replaced_environ.items():
+            if _kept_by_litellm(name):
+                continue
             if previous is None:
                 os.environ.pop(name, None)
             else:
