@@ -246,7 +246,26 @@ def test_no_drafts_in_a_group() -> None:
 def test_a_refused_chat_keeps_typing_and_gets_its_answer() -> None:
     bot = Bot(ScriptedModel(text("Hello"), text("Again")))
     bot.channel.fail_drafts_with = ChannelError("sendMessageDraft", 404, "Not Found")
+    # The first turn's model "writes" until its draft was tried (the worker thread races the
+    # final send otherwise, which drops a draft not yet shown).
+    tried = threading.Event()
+    send_draft = bot.channel.send_draft
+
+    def send_draft_and_tell(*args: Any, **kwargs: Any) -> Any:
+        tried.set()
+        return send_draft(*args, **kwargs)
+
+    bot.channel.send_draft = send_draft_and_tell  # type: ignore[method-assign]
+    complete = bot.model.complete
+
+    def complete_after_the_draft(*args: Any, **kwargs: Any) -> Any:
+        reply = complete(*args, **kwargs)
+        assert tried.wait(5)
+        return reply
+
+    bot.model.complete = complete_after_the_draft  # type: ignore[method-assign]
     bot.process(message("hi"))
+    bot.model.complete = complete  # type: ignore[method-assign]
     bot.channel.fail_drafts_with = None
     bot.process(message("hi again", update_id=800000002))
 
