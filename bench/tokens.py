@@ -87,7 +87,7 @@ def agent_tool_set(store: S3Workspace) -> list[Tool]:
 
 
 def first_request(store: S3Workspace, text: str = "hello") -> dict[str, int]:
-    runtime = RuntimeContext(datetime.now(UTC), "UTC", "telegram", "111111111")
+    runtime = RuntimeContext(datetime.now(UTC), "UTC", "telegram", "111111111").render()
     messages = ContextBuilder(store, {}).messages([], text, runtime)
     tools = ToolRegistry(agent_tool_set(store)).definitions()
     system = tokens(messages[:1])

@@ -115,12 +115,10 @@ class ApproxTokenCounter:
 
     def __init__(self, context_window: int = 128_000) -> None:
         self.context_window = context_window
-        self.calls = 0
 
     def count(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> int:
-        self.calls += 1
         return len(json.dumps([messages, tools or []], ensure_ascii=False)) // 4
 
 

@@ -281,7 +281,13 @@ class AgentLoop:
 _SAVED_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name", "ts")
 
 
-def for_saving(message: dict[str, Any], max_tool_chars: int | None = None) -> dict[str, Any]:
+# A saved message is one DynamoDB item (400 KB at most): no tool result is saved longer.
+MAX_SAVED_TOOL_CHARS = 50_000
+
+
+def for_saving(
+    message: dict[str, Any], max_tool_chars: int = MAX_SAVED_TOOL_CHARS
+) -> dict[str, Any]:
     """The message as stored: as the model was shown it, so that later turns send it again
     byte for byte (see core/context.py), but for reasoning, dropped (providers only need it
     within the turn that produced it), and tool results over `max_tool_chars`, shortened."""
@@ -289,8 +295,6 @@ def for_saving(message: dict[str, Any], max_tool_chars: int | None = None) -> di
         key: value for key, value in message.items() if key in _SAVED_FIELDS or key.endswith("_id")
     }
     content = saved.get("content")
-    if max_tool_chars is None:
-        return saved
     if saved.get("role") == "tool" and isinstance(content, str) and len(content) > max_tool_chars:
         kept = content[:max_tool_chars]
         saved["content"] = f"{kept}\n[… {len(content) - len(kept)} chars not saved]"

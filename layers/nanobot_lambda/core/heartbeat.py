@@ -12,7 +12,6 @@ import logging
 import re
 
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.context import RuntimeContext
 from nanobot_lambda.core.model import force_tool, function_tool
 from nanobot_lambda.core.ports import ChatModel
 
@@ -54,11 +53,12 @@ DECISION_TOOL = function_tool(
 )
 
 
-def due_tasks(model: ChatModel, tasks: str, runtime: RuntimeContext) -> str | None:
-    """The tasks to run now, or None to skip. A malformed decision counts as a skip."""
+def due_tasks(model: ChatModel, tasks: str, runtime: str) -> str | None:
+    """The tasks to run now, or None to skip, asked with `runtime`, the rendered runtime block.
+    A malformed decision counts as a skip."""
     request = [
         {"role": "system", "content": texts.load("heartbeat_decision")},
-        {"role": "user", "content": f"{runtime.render()}\n\n{tasks}"},
+        {"role": "user", "content": f"{runtime}\n\n{tasks}"},
     ]
     reply = model.complete(request, [DECISION_TOOL], tool_choice=force_tool(DECISION))
     call = reply.call_to(DECISION)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from nanobot_lambda.core.agent import TurnOutcome, for_saving
+from nanobot_lambda.core.agent import MAX_SAVED_TOOL_CHARS, TurnOutcome, for_saving
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.ports import SessionStore, TurnJournal
 from nanobot_lambda.core.sessions import SessionConflict, SessionHistory
@@ -23,8 +23,6 @@ from nanobot_lambda.entry.agent_turn.run import TurnRun
 logger = logging.getLogger(__name__)
 
 SAVE_ATTEMPTS = 3
-# A saved message is one DynamoDB item (400 KB at most): no tool result is saved longer.
-MAX_SAVED_TOOL_CHARS = 50_000
 
 
 class TurnSaver:

@@ -36,7 +36,7 @@ def heartbeat_turn(
     )
     if run is None:
         return
-    runtime = parts.runtime(job.chat_id)
+    runtime = parts.runtime_block(run, job.chat_id)
     if not run.progress.resumed:
         try:
             tasks = heartbeat.due_tasks(parts.model, job.tasks, runtime)
@@ -47,8 +47,7 @@ def heartbeat_turn(
             return
     else:
         tasks = job.tasks  # the decision was made by the run that started the turn
-    block = parts.runtime_block(run, job.chat_id)
-    request = parts.context.messages([], texts.render("heartbeat_turn", tasks=tasks), block)
+    request = parts.context.messages([], texts.render("heartbeat_turn", tasks=tasks), runtime)
     with parts.scope(run, job.chat_id, None, "heartbeat") as scope:
         outcome = parts.runner.run(parts.agent, request, scope, run, {}, apologise=False)
         if outcome is None or heartbeat.nothing_to_report(outcome.reply):
