@@ -118,6 +118,33 @@ def test_retries_then_succeeds(model_server: ScriptedModelServer) -> None:
     assert len(model_server.requests) == 2
 
 
+def test_spent_retries_report_the_providers_error(model_server: ScriptedModelServer) -> None:
+    """What the operator reads in the log names the provider's failure (litellm's own retry
+    wrapper would turn it into "tenacity import failed")."""
+    model_server.fail(500, times=2)
+    with pytest.raises(ModelError) as error:
+        model_for(model_server, LLM_NUM_RETRIES="1").complete(
+            [{"role": "user", "content": "x"}], []
+        )
+    assert len(model_server.requests) == 2  # one try, one retry
+    assert "status 500" in str(error.value) and "tenacity" not in str(error.value)
+
+
+def test_a_rate_limit_is_retried_and_a_refused_key_is_not(
+    model_server: ScriptedModelServer,
+) -> None:
+    model_server.fail(429).reply("after the limit")
+    model = model_for(model_server, LLM_NUM_RETRIES="2")
+    assert model.complete([{"role": "user", "content": "x"}], []).content == "after the limit"
+    assert len(model_server.requests) == 2
+
+    model_server.fail(401).reply("never asked")
+    with pytest.raises(ModelError, match="status 401"):
+        model.complete([{"role": "user", "content": "x"}], [])
+    assert len(model_server.requests) == 3  # a wrong key does not get better with retries
+    model_server.steps.clear()
+
+
 def test_system_prompt_is_marked_for_caching_only_for_claude() -> None:
     """More on the breakpoints in test_prompt_cache.py."""
     messages = [{"role": "system", "content": "stable"}, {"role": "user", "content": "hi"}]

@@ -1,13 +1,14 @@
 """`ChatModel` on litellm: any provider litellm supports, chosen by `LLM_MODEL`.
 
 Importing this module imports litellm (about 3 s), so only agent_turn does, in its init phase.
-litellm's own retries handle 429/5xx/timeouts (`LLM_NUM_RETRIES`); when they are spent, the
-fallback models (`LLM_FALLBACK_MODELS`) are tried in order. Credentials go only to the provider
+Failures that may pass (429, 5xx, time-outs, lost connections) are retried here
+(`LLM_NUM_RETRIES`, with a doubling pause); when the retries are spent, the fallback models
+(`LLM_FALLBACK_MODELS`) are tried in order. Credentials go only to the provider
 they belong to: a fallback of another provider never receives `LLM_API_KEY`.
 
-Given `on_text`, a completion is streamed: litellm retries only the opening of a stream, so a
-stream that breaks midway (or ends without a finish_reason) is retried here, whole, and the time
-budget is checked between chunks.
+Given `on_text`, a completion is streamed: a failure to open the stream is retried like any
+other, a stream that breaks midway (or ends without a finish_reason) is retried whole, and
+the time budget is checked between chunks.
 
 Claude models (Anthropic, Bedrock, Vertex, OpenRouter) cache a prompt prefix only where the
 request says so, so each request to one carries cache breakpoints (`mark_cache_breakpoints`):
@@ -48,6 +49,11 @@ for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "openai"):
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_DETAIL_CHARS = 300
+# Between attempts of one model (LLM_NUM_RETRIES): doubling, as the provider SDKs do.
+RETRY_FIRST_PAUSE = 0.5
+RETRY_MAX_PAUSE = 8.0
+# Statuses worth another attempt: time-outs, conflicts, rate limits, server errors.
+_RETRYABLE_STATUSES = {408, 409, 429}
 
 
 class IncompleteStreamError(Exception):
@@ -137,16 +143,31 @@ class LitellmChatModel:
         if uses_prompt_cache_markers(model):
             messages = mark_cache_breakpoints(messages)
         attempt_timeout = self._timeout
+        deadline = None if budget is None else time.monotonic() + budget
         if budget is not None:  # each attempt gets its share, so retries end within it too
             attempt_timeout = min(self._timeout, budget / (retries + 1))
-        return litellm.completion(
-            model=model,
-            messages=messages,
-            tools=tools or None,
-            timeout=attempt_timeout,
-            num_retries=retries,
-            **options,
-        )
+        for attempt in range(retries + 1):
+            try:
+                # Retried here, not by litellm: its wrapper for num_retries needs tenacity and
+                # would stack on the provider SDK's own retries (max_retries).
+                return litellm.completion(
+                    model=model,
+                    messages=messages,
+                    tools=tools or None,
+                    timeout=attempt_timeout,
+                    num_retries=0,
+                    max_retries=0,
+                    **options,
+                )
+            except Exception as error:
+                pause = min(RETRY_MAX_PAUSE, RETRY_FIRST_PAUSE * 2**attempt)
+                if attempt == retries or not _retryable(error):
+                    raise
+                if deadline is not None and time.monotonic() + pause >= deadline:
+                    raise
+                logger.warning("model %s failed (%s); retrying", model, self._describe(error))
+                time.sleep(pause)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _streamed(
         self,
@@ -159,7 +180,7 @@ class LitellmChatModel:
     ) -> Any:
         """The completion streamed, its text so far given to `on_text` as it grows.
 
-        litellm's retries cover the opening; a stream that fails while it is read is opened again
+        `_completion` retries the opening; a stream that fails while it is read is opened again
         (with the retries left), and `on_text` then starts again from the beginning. litellm's
         timeout bounds each read of a stream, not the whole: the deadline is checked between
         chunks, so a stream that trickles ends with the budget (a stalled one at most one read
@@ -220,6 +241,13 @@ class LitellmChatModel:
         if key:
             detail = detail.replace(key, "<api-key>")
         return f"{type(error).__name__} (status {status}): {detail}"
+
+
+def _retryable(error: Exception) -> bool:
+    """A failure another attempt may cure: no HTTP status (a connection error, a time-out), or
+    one of the transient ones. A refused key, a bad request or a missing model is not."""
+    status = getattr(error, "status_code", None)
+    return not isinstance(status, int) or status in _RETRYABLE_STATUSES or status >= 500
 
 
 def uses_prompt_cache_markers(model: str) -> bool:
