@@ -53,6 +53,11 @@ settings = AgentSettings.from_env()
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 
 
+def _model_for(name: str | None) -> LitellmChatModel | None:
+    """A model for background work, or None to use LLM_MODEL."""
+    return LitellmChatModel(settings, name) if name else None
+
+
 def build_records() -> RecordRunner:
     """The turn machinery and its clients: made at init, and anew after a SnapStart restore."""
     dynamodb = dynamodb_client()
@@ -70,6 +75,8 @@ def build_records() -> RecordRunner:
         channel=telegram,
         media=telegram,
         model=LitellmChatModel(settings),
+        heartbeat_model=_model_for(settings.heartbeat_model),
+        consolidation_model=_model_for(settings.consolidation_model),
         tokens=LitellmTokenCounter(settings.llm_model),
         queue=queue,
         schedules=EventBridgeSchedules(

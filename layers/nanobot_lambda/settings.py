@@ -177,6 +177,11 @@ class LlmSettings(_Settings):
     # A fallback of the same provider reuses LLM_API_KEY / LLM_API_BASE; another provider reads
     # its own key from litellm's usual variable (e.g. ANTHROPIC_API_KEY).
     llm_fallback_models: tuple[str, ...] = Field(default=(), alias="LLM_FALLBACK_MODELS")
+    # Cheaper models for background work (unset: LLM_MODEL), falling back to LLM_MODEL. Like a
+    # fallback, one of LLM_MODEL's provider reuses LLM_API_KEY / LLM_API_BASE, another reads
+    # its provider's usual variable.
+    heartbeat_model: str | None = Field(default=None, alias="HEARTBEAT_MODEL", min_length=1)
+    consolidation_model: str | None = Field(default=None, alias="CONSOLIDATION_MODEL", min_length=1)
 
     @field_validator("llm_fallback_models", mode="before")
     @classmethod

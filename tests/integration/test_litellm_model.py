@@ -224,6 +224,35 @@ def test_a_fallback_of_another_provider_gets_neither_our_key_nor_our_endpoint(
     assert [request["model"] for request in model_server.requests] == ["scripted"]
 
 
+def test_a_background_model_of_our_provider_uses_our_key_and_falls_back_to_llm_model(
+    model_server: ScriptedModelServer,
+) -> None:
+    """HEARTBEAT_MODEL / CONSOLIDATION_MODEL: a cheaper model first, LLM_MODEL when it fails."""
+    settings = LlmSettings.model_validate(
+        {**model_server.env(api_key="sk-test-123"), "LLM_NUM_RETRIES": "0"}
+    )
+    model_server.reply("cheap answer").fail(500).reply("from LLM_MODEL")
+    cheap = LitellmChatModel(settings, "openai/cheap")
+    assert cheap.complete([{"role": "user", "content": "x"}], []).content == "cheap answer"
+    assert cheap.complete([{"role": "user", "content": "x"}], []).content == "from LLM_MODEL"
+    assert [request["model"] for request in model_server.requests] == ["cheap", "cheap", "scripted"]
+    assert {headers["Authorization"] for headers in model_server.headers} == {"Bearer sk-test-123"}
+
+
+def test_a_background_model_of_another_provider_gets_neither_our_key_nor_our_endpoint(
+    model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    model_server.reply("from LLM_MODEL")
+    settings = LlmSettings.model_validate(
+        {**model_server.env(api_key="sk-test-123"), "LLM_NUM_RETRIES": "0"}
+    )
+    cheap = LitellmChatModel(settings, "anthropic/claude-haiku-4-5")
+    # No Anthropic key of its own: it fails before any request, and LLM_MODEL answers.
+    assert cheap.complete([{"role": "user", "content": "x"}], []).content == "from LLM_MODEL"
+    assert [request["model"] for request in model_server.requests] == ["scripted"]
+
+
 def test_a_deadline_bounds_the_call(model_server: ScriptedModelServer) -> None:
     """agent_turn passes the time left in the invocation: a slow provider is cut off in time."""
     model_server.steps.append(Step(content="late", delay=5))

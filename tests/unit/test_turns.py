@@ -67,6 +67,8 @@ class Bot:
     queue: MemoryQueue = field(default_factory=MemoryQueue)
     metrics: RecordingMetrics = field(default_factory=RecordingMetrics)
     tokens: ApproxTokenCounter = field(default_factory=ApproxTokenCounter)
+    heartbeat_model: ScriptedModel | None = None  # HEARTBEAT_MODEL
+    consolidation_model: ScriptedModel | None = None  # CONSOLIDATION_MODEL
     settings: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -87,6 +89,8 @@ class Bot:
                 tokens=self.tokens,
                 queue=self.queue,
                 schedules=MemorySchedules(),
+                heartbeat_model=self.heartbeat_model,
+                consolidation_model=self.consolidation_model,
             ),
             self.metrics,
         )
@@ -443,6 +447,36 @@ def test_a_heartbeat_runs_due_tasks_and_reports_only_news_once() -> None:
     assert len(bot.model.requests) == 2
     (record,) = bot.journal.records.values()
     assert record.done
+
+
+def test_heartbeat_model_does_the_heartbeat_and_nothing_else() -> None:
+    cheap = ScriptedModel(decide("run"), text("The plants need water today."))
+    bot = Bot(ScriptedModel(text("Hello Ada.")), heartbeat_model=cheap)
+    bot.process(heartbeat_job())
+    bot.process(message("hi"))
+
+    assert bot.said == ["The plants need water today.", "Hello Ada."]
+    assert len(cheap.requests) == 2 and len(bot.model.requests) == 1
+    assert bot.usage.tallies[(ADA, "total")].model_calls == 3  # the cheaper model's too
+
+
+def test_consolidation_model_summarises_and_the_main_model_answers() -> None:
+    summary = tool(
+        "save_memory",
+        json.dumps({"history_entry": "[2030-01-01 10:00] Chat.", "memory_update": "- Ada"}),
+    )
+    cheap = ScriptedModel(summary)
+    bot = Bot(
+        ScriptedModel(text("One."), text("Two.")),
+        consolidation_model=cheap,
+        settings={"HISTORY_WINDOW": "2"},
+    )
+    bot.process(message("first"))
+    bot.process(message("second", update_id=800000002))
+
+    assert bot.said == ["One.", "Two."]
+    assert len(cheap.requests) == 1 and cheap.tool_choices[0]["function"]["name"] == "save_memory"
+    assert len(bot.model.requests) == 2
 
 
 def test_a_heartbeat_with_nothing_to_report_stays_silent() -> None:

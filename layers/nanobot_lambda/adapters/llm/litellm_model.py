@@ -74,9 +74,17 @@ def provider_of(model: str) -> str:
 
 
 class LitellmChatModel:
-    def __init__(self, settings: LlmSettings) -> None:
-        self._model = settings.llm_model
-        self._fallbacks = settings.llm_fallback_models
+    def __init__(self, settings: LlmSettings, model: str | None = None) -> None:
+        """LLM_MODEL with its fallbacks; or `model` (a cheaper one for background work, e.g.
+        HEARTBEAT_MODEL), falling back to LLM_MODEL and its fallbacks."""
+        self._model = model or settings.llm_model
+        self._fallbacks = tuple(
+            name
+            for name in dict.fromkeys((settings.llm_model, *settings.llm_fallback_models))
+            if name != self._model
+        )
+        # LLM_API_KEY and LLM_API_BASE belong to LLM_MODEL's provider, whichever model is asked.
+        self._keyed_provider = provider_of(settings.llm_model)
         self._timeout = settings.llm_timeout_seconds
         self._num_retries = settings.llm_num_retries
         self._options: dict[str, Any] = {"max_tokens": settings.llm_max_tokens}
@@ -136,7 +144,7 @@ class LitellmChatModel:
     ) -> Any:
         retries = self._num_retries if retries is None else retries
         options = dict(self._options, **extra)
-        if provider_of(model) == provider_of(self._model):
+        if provider_of(model) == self._keyed_provider:
             options.update(self._credentials)
         if tool_choice is not None:
             options["tool_choice"] = tool_choice

@@ -17,7 +17,7 @@ from nanobot_lambda.core.agent import AgentLoop, TurnOutcome
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext
-from nanobot_lambda.core.ports import TokenCounter
+from nanobot_lambda.core.ports import ChatModel, TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.core.tools import Tool, ToolRegistry
@@ -54,6 +54,9 @@ class TurnParts:
         # Every model call is counted for the job's chat.
         self.meter = UsageMeter(stores.usage, ports.metrics, clock=clock)
         self.model = self.meter.metered(services.model)
+        # Background work may use cheaper models (HEARTBEAT_MODEL, CONSOLIDATION_MODEL).
+        self.heartbeat_model = self._metered_or_main(services.heartbeat_model)
+        consolidation_model = self._metered_or_main(services.consolidation_model)
         self.context = ContextBuilder(stores.workspace, environ)  # skills check `requires.env`
         self.recall = HistoryRecall(stores.workspace, max_chars=settings.recall_max_chars)
         self.media = MediaResolver(services.media, stores.workspace, settings, services.transcriber)
@@ -69,7 +72,11 @@ class TurnParts:
             clock,
         )
         self.fitter = RequestFitter(services.tokens, request_budget(settings, services.tokens))
-        self.agent = self._loop([*workspace_tools, *chat_tools], settings.max_tool_iterations)
+        every_tool = [*workspace_tools, *chat_tools]
+        self.agent = self._loop(every_tool, settings.max_tool_iterations)
+        self.heartbeat_agent = self._loop(
+            every_tool, settings.max_tool_iterations, self.heartbeat_model
+        )
         # Background tasks work with the files only: no messages, no jobs, no more tasks.
         self.subagent = self._loop(workspace_tools, settings.subagent_max_iterations)
         history_budget = HistoryBudget(
@@ -79,7 +86,7 @@ class TurnParts:
             max_summarised_tokens=self.fitter.max_tokens // 2,
         )
         self.consolidator = Consolidator(
-            self.model,
+            consolidation_model,
             stores.workspace,
             stores.sessions,
             history_budget,
@@ -106,9 +113,14 @@ class TurnParts:
         self.drafts = Drafts(services.channel, settings.stream_replies)
         self.commands = Commands(services.channel, stores.stop_flags, self.consolidator, self.meter)
 
-    def _loop(self, tools: list[Tool], max_iterations: int) -> AgentLoop:
+    def _metered_or_main(self, model: ChatModel | None) -> ChatModel:
+        return self.model if model is None else self.meter.metered(model)
+
+    def _loop(
+        self, tools: list[Tool], max_iterations: int, model: ChatModel | None = None
+    ) -> AgentLoop:
         return AgentLoop(
-            self.model,
+            model or self.model,
             ToolRegistry(tools),
             max_iterations,
             tool_result_max_chars=self.settings.tool_result_max_chars,

@@ -46,6 +46,9 @@ class Services:
     queue: TurnQueue
     schedules: Schedules
     transcriber: Transcriber | None = None
+    # Models for background work (HEARTBEAT_MODEL, CONSOLIDATION_MODEL); None: `model`.
+    heartbeat_model: ChatModel | None = None
+    consolidation_model: ChatModel | None = None
 
 
 @dataclass(frozen=True)

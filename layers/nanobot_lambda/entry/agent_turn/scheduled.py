@@ -39,7 +39,7 @@ def heartbeat_turn(
     runtime = parts.runtime_block(run, job.chat_id)
     if not run.progress.resumed:
         try:
-            tasks = heartbeat.due_tasks(parts.model, job.tasks, runtime)
+            tasks = heartbeat.due_tasks(parts.heartbeat_model, job.tasks, runtime)
         except ModelError as error:
             logger.error("heartbeat decision failed: %s", error)
             return
@@ -49,7 +49,7 @@ def heartbeat_turn(
         tasks = job.tasks  # the decision was made by the run that started the turn
     request = parts.context.messages([], texts.render("heartbeat_turn", tasks=tasks), runtime)
     with parts.scope(run, job.chat_id, None, "heartbeat") as scope:
-        outcome = parts.runner.run(parts.agent, request, scope, run, {}, apologise=False)
+        outcome = parts.runner.run(parts.heartbeat_agent, request, scope, run, {}, apologise=False)
         if outcome is None or heartbeat.nothing_to_report(outcome.reply):
             logger.info("heartbeat: nothing to report")
         else:

@@ -48,6 +48,8 @@ STACK_SETTINGS = {
     "LlmApiBase": "LLM_API_BASE",
     "LlmApiKeyParameter": "LLM_API_KEY_PARAM",
     "LlmFallbackModels": "LLM_FALLBACK_MODELS",
+    "HeartbeatModel": "HEARTBEAT_MODEL",
+    "ConsolidationModel": "CONSOLIDATION_MODEL",
     "Timezone": "TIMEZONE",
     "MaxToolIterations": "MAX_TOOL_ITERATIONS",
     "HistoryWindow": "HISTORY_WINDOW",
