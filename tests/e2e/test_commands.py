@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
 from tests.support.scripted_model import ScriptedModelServer
@@ -16,7 +17,7 @@ def test_start_and_help_answer_without_the_model(
     stack.process_queue()
     assert [m.plain_text for m in stack.bot_api.messages] == [
         texts.load("start").replace("\n\n", "\n\n"),
-        texts.load("help"),
+        help_text(),
     ]
     assert model_server.requests == []
 

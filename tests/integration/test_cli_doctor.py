@@ -11,6 +11,7 @@ import boto3
 import pytest
 
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.bot_commands import command_menu
 from nanobot_lambda.core.workspace import seed_workspace
 from nanobot_lambda.operator.cli import main
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
@@ -61,6 +62,7 @@ def deploy(
             },
         )
         bot_api.webhook.url = stack_output(stack, "WebhookUrl")
+        bot_api.commands = command_menu()  # as `webhook set` leaves them
         return stack
 
     return make
@@ -96,6 +98,7 @@ def test_a_healthy_deployment_passes_every_check(
         "model",
         "bot token",
         "webhook",
+        "command menu",
         "workspace",
     ]
     assert all(line.startswith("ok") for line in checks.values()), checks
@@ -152,12 +155,17 @@ def breaks_a_skill(api: LocalBotApi, resources: TemplateContext) -> None:
     )
 
 
+def breaks_command_menu(bot_api: LocalBotApi, resources: TemplateContext) -> None:
+    bot_api.commands = [{"command": "start", "description": "an older menu"}]
+
+
 @pytest.mark.parametrize(
     ("breakage", "check", "detail", "fix"),
     [
         (breaks_bot_token, "bot token", "refused the token (401", BOT_TOKEN_PARAMETER),
         (breaks_webhook_url, "webhook", "old-stack.example", "nanobot-lambda webhook set --stack"),
         (breaks_webhook_delivery, "webhook", "401 Unauthorized", "sam logs -n WebhookFunction"),
+        (breaks_command_menu, "command menu", "not the commands /help", "webhook set --stack"),
         (breaks_workspace_files, "workspace", "missing AGENTS.md", "nanobot-lambda onboard"),
         (breaks_a_skill, "workspace", "skills/tea/SKILL.md: always must be true", "pull DIR"),
     ],
@@ -210,8 +218,9 @@ def test_without_a_stack_it_checks_what_the_local_commands_use(
     out = capsys.readouterr().out
     assert code == 0, out
     statuses = [line.split()[0] for line in out.splitlines()[:-1]]
-    assert statuses == ["ok", "skip", "skip", "ok", "ok", "ok", "skip"]
+    assert statuses == ["ok", "skip", "skip", "ok", "ok", "ok", "skip", "skip"]
     assert "none set: updates wait for getUpdates (nanobot-lambda poll)" in out
+    assert "skip  command menu     not set: `nanobot-lambda webhook set` sets it" in out
 
     monkeypatch.delenv("LLM_MODEL")
     assert main(["doctor", "--env-file", "/nonexistent"]) == 1

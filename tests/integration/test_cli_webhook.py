@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
+from nanobot_lambda.core.bot_commands import command_menu
 from nanobot_lambda.operator.cli import main
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.cfn import TemplateContext
@@ -65,6 +66,8 @@ def test_set_generates_and_stores_the_secret_then_registers_the_stack_url(
     assert call["allowed_updates"] == ["message"]
     assert "drop_pending_updates" not in call  # only on request
     assert f"url:              {url}  (the stack's)" in out
+    assert bot_api.commands == command_menu()  # the menu Telegram shows for "/"
+    assert "Command menu set: /new /stop /usage /help." in out
 
     # A second set reuses the stored secret.
     assert main(["webhook", "set", "--stack", stack, "--drop-pending-updates"]) == 0

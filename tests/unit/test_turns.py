@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.heartbeat import DECISION
@@ -255,7 +256,7 @@ def test_help_is_answered_without_the_model_and_saves_nothing() -> None:
     bot = Bot(ScriptedModel())
     bot.process(message("/help"))
 
-    assert bot.said == [texts.load("help")]
+    assert bot.said == [help_text()]
     assert bot.model.requests == [] and bot.saved() == []
 
 

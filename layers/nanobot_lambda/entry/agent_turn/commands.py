@@ -15,6 +15,7 @@ import logging
 
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.ports import Channel, StopFlags
 from nanobot_lambda.core.usage import UsageMeter
@@ -39,8 +40,10 @@ class Commands:
     def handle(self, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
         command = inbound.command
-        if command in ("start", "help"):
-            self._answer(inbound, texts.load(command))
+        if command == "start":
+            self._answer(inbound, texts.load("start"))
+        elif command == "help":
+            self._answer(inbound, help_text())
         elif command == "new":
             self._new_session(inbound)
         elif command == "stop":

@@ -6,6 +6,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
+from nanobot_lambda.core.bot_commands import BOT_COMMANDS
 from nanobot_lambda.operator.cli.common import (
     add_command,
     add_env_file_option,
@@ -17,6 +18,7 @@ from nanobot_lambda.operator.ops.webhook_admin import (
     ALLOWED_UPDATES,
     WebhookInfo,
     delete_webhook,
+    set_command_menu,
     set_webhook,
     webhook_info,
 )
@@ -109,6 +111,8 @@ def set_command(arguments: argparse.Namespace) -> int:
         print(f"Generated a secret token and stored it in SSM {name} (SecureString).")
     set_webhook(bot, url, secret, drop_pending_updates=arguments.drop_pending_updates)
     print(f"Webhook set: {url} (allowed updates: {', '.join(ALLOWED_UPDATES)}).")
+    set_command_menu(bot)
+    print(f"Command menu set: {' '.join('/' + command for command, _ in BOT_COMMANDS)}.")
     if created and target.stack is not None:
         print(
             "The webhook function reads the secret when it starts: if it was running, "

@@ -52,6 +52,8 @@ WEBHOOK_CONFLICT = (
     "use deleteWebhook to delete the webhook first"
 )
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
+_BOT_COMMAND = re.compile(r"[a-z0-9_]{1,32}")
+MAX_BOT_COMMANDS = 100
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class LocalBotApi(JsonHttpServer):
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.timeline: list[tuple[float, str, dict[str, Any]]] = []  # (monotonic, method, params)
         self.reactions: list[SetReaction] = []
+        self.commands: list[dict[str, str]] = []  # the command menu (setMyCommands)
         self._message_ids = itertools.count(1000)
         self._lock = threading.Lock()
         self.files: dict[str, StoredFile] = {}  # by file_id
@@ -197,6 +200,15 @@ class LocalBotApi(JsonHttpServer):
             return self._set_webhook(params)
         if method == "getWebhookInfo":
             return self._webhook_info()
+        if method == "setMyCommands":
+            return self._set_commands(params)
+        if method == "getMyCommands":
+            with self._lock:
+                return [dict(command) for command in self.commands]
+        if method == "deleteMyCommands":
+            with self._lock:
+                self.commands = []
+            return True
         if method == "deleteWebhook":
             with self._lock:
                 self.webhook = WebhookState(set_calls=self.webhook.set_calls)
@@ -233,6 +245,30 @@ class LocalBotApi(JsonHttpServer):
                     int(params["chat_id"]), int(params["message_id"]), emoji, time.monotonic()
                 )
             )
+        return True
+
+    def _set_commands(self, params: dict[str, Any]) -> bool:
+        """The bot's command menu (default scope and language only), checked as Telegram does."""
+        commands = params.get("commands")
+        if isinstance(commands, str):  # form-encoded: a JSON-serialized array
+            try:
+                commands = json.loads(commands)
+            except ValueError:
+                commands = None
+        if not isinstance(commands, list):
+            raise ApiError(400, "Bad Request: can't parse commands JSON object")
+        if len(commands) > MAX_BOT_COMMANDS:
+            raise ApiError(400, "Bad Request: BOT_COMMANDS_TOO_MUCH")
+        for item in commands:
+            if not isinstance(item, dict) or not _BOT_COMMAND.fullmatch(str(item.get("command"))):
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(str(item.get("description") or "").strip()) <= 256:
+                raise ApiError(400, "Bad Request: BOT_COMMAND_DESCRIPTION_INVALID")
+        with self._lock:
+            self.commands = [
+                {"command": str(item["command"]), "description": str(item["description"])}
+                for item in commands
+            ]
         return True
 
     def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.core.bot_commands import BOT_COMMANDS
 from nanobot_lambda.core.errors import ConfigError, StorageError
 from nanobot_lambda.core.skills import load_skills
 from nanobot_lambda.core.workspace import default_workspace_files
@@ -28,7 +29,11 @@ from nanobot_lambda.operator.ops.deployment import (
     describe_stack,
     fetch_reference,
 )
-from nanobot_lambda.operator.ops.webhook_admin import WebhookInfo, webhook_info
+from nanobot_lambda.operator.ops.webhook_admin import (
+    WebhookInfo,
+    command_menu_is_current,
+    webhook_info,
+)
 from nanobot_lambda.settings import (
     AgentBehaviourSettings,
     AllowListSettings,
@@ -108,6 +113,7 @@ class Doctor:
         yield self.model()
         yield self.bot_token()
         yield self.webhook()
+        yield self.command_menu()
         yield self.workspace()
 
     def _stack_unreadable(self) -> bool:
@@ -291,6 +297,24 @@ class Doctor:
                 f"re-register the secret: {set_it}",
             )
         return _ok(name, f"set to the stack's URL, {info.pending_update_count} pending")
+
+    def command_menu(self) -> Check:
+        name = "command menu"
+        if self._bot is None:
+            return _skip(name, "no working bot token")
+        try:
+            current = command_menu_is_current(self._bot)
+        except TelegramError as error:
+            return _fail(name, str(error), "check the network and try again")
+        if not current and (self._deployment is None or self._deployment.stack is None):
+            return _skip(name, "not set: `nanobot-lambda webhook set` sets it with the webhook")
+        if not current:
+            return _fail(
+                name,
+                "Telegram's menu is not the commands /help lists",
+                f"nanobot-lambda webhook set {self._stack_flag} (it sets the menu too)",
+            )
+        return _ok(name, " ".join(f"/{command}" for command, _ in BOT_COMMANDS))
 
     # -- workspace ------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The Telegram side of a deployment: the webhook registration and what Telegram says of it."""
+"""The Telegram side of a deployment: the webhook registration and what Telegram says of it,
+and the bot's command menu."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nanobot_lambda.adapters.telegram.client import TelegramBot
+from nanobot_lambda.core.bot_commands import command_menu
 from nanobot_lambda.operator.ops.deployment import OperatorError
 
 # The update kinds the bot acts on: `telegram.inbound.to_inbound` reads `message` only (an
@@ -60,6 +62,15 @@ def set_webhook(
         allowed_updates=list(ALLOWED_UPDATES),
         drop_pending_updates=drop_pending_updates or None,
     )
+
+
+def set_command_menu(bot: TelegramBot) -> None:
+    """The menu Telegram shows when the user types "/": the commands /help lists."""
+    bot.call("setMyCommands", commands=command_menu())
+
+
+def command_menu_is_current(bot: TelegramBot) -> bool:
+    return list(bot.call("getMyCommands") or []) == command_menu()
 
 
 def delete_webhook(bot: TelegramBot, *, drop_pending_updates: bool = False) -> None:
