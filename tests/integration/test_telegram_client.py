@@ -9,6 +9,7 @@ import pytest
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.operator.local.bot_api import ApiError, LocalBotApi
 
 TOKEN = "123456:secret-token-value"
@@ -65,6 +66,17 @@ def test_5xx_is_retried_with_backoff(api: FaultyBotApi) -> None:
     bot(api, sleeps).send_text(42, "hello")
     assert sleeps == [0.5, 1.0]
     assert len(api.messages) == 1
+
+
+def test_a_file_upload_is_retried_whole_after_a_5xx(api: FaultyBotApi) -> None:
+    api.fail("sendDocument", ApiError(502, "Bad Gateway"))
+    sleeps: list[float] = []
+    document = OutgoingFile("notes.md", b"# Notes\n", "document", caption="My notes")
+    message_id = bot(api, sleeps).send_file(42, document, thread_id=7)
+    (sent,) = api.files_sent
+    assert sleeps == [0.5] and sent.message_id == message_id
+    assert (sent.method, sent.filename, sent.data) == ("sendDocument", "notes.md", b"# Notes\n")
+    assert (sent.chat_id, sent.thread_id, sent.plain_caption) == (42, 7, "My notes")
 
 
 def test_blocked_by_user_is_a_403_error_without_retry(api: FaultyBotApi) -> None:

@@ -18,6 +18,7 @@ from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall
+from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.ports import (
     Channel,
     ChatModel,
@@ -260,6 +261,7 @@ class RecordingChannel:
         self.drafts: list[tuple[int, int, str]] = []  # (chat_id, draft_id, html)
         self.fail_drafts_with: ChannelError | None = None  # raised by every draft
         self.files: dict[str, bytes] = {}  # file id -> bytes, for get_file and download
+        self.files_sent: list[tuple[int, OutgoingFile, int | None]] = []  # send_file
         self.me = BotUser(id=7000000001, username="nano_lambda_bot")
 
     def message_parts(self, text: str) -> list[str]:
@@ -274,6 +276,13 @@ class RecordingChannel:
             raise ChannelError("sendMessage", 502, "Bad Gateway")
         self.sent.append((chat_id, part, thread_id))
         return len(self.sent)
+
+    def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
+        if self.fail_with is not None:
+            error, self.fail_with = self.fail_with, None
+            raise error
+        self.files_sent.append((chat_id, file, thread_id))
+        return len(self.sent) + len(self.files_sent)
 
     def send_text(self, chat_id: int, text: str, *, thread_id: int | None = None) -> list[int]:
         parts = self.message_parts(text)

@@ -21,8 +21,6 @@ included), without taking a step; `too_long` records those requests.
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import io
 import itertools
 import json
@@ -35,7 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, BinaryIO, cast
 
-from nanobot_lambda.operator.local.http import JsonHttpServer
+from nanobot_lambda.operator.local.http import FormFile, JsonHttpServer, parse_form_data
 
 ARGUMENT_PIECE_CHARS = 8  # a streamed tool call's arguments arrive in pieces this long
 
@@ -300,20 +298,13 @@ class ScriptedModelServer(JsonHttpServer):
 
     def _transcription(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
         content_type = headers.get("Content-Type", headers.get("content-type", ""))
-        parsed = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            f"Content-Type: {content_type}\r\n\r\n".encode() + body
-        )
         fields: dict[str, str] = {}
         filename, data = "", b""
-        for part in parsed.iter_parts():
-            name = part.get_param("name", header="content-disposition")
-            payload = part.get_payload(decode=True)
-            if not isinstance(payload, bytes):
-                continue
-            if part.get_filename():
-                filename, data = str(part.get_filename()), payload
-            elif isinstance(name, str):
-                fields[name] = payload.decode()
+        for name, value in parse_form_data(content_type, body).items():
+            if isinstance(value, FormFile):
+                filename, data = value.filename, value.data
+            else:
+                fields[name] = value
         with self._lock:
             self.transcriptions.append(
                 TranscriptionRequest(fields.get("model", ""), filename, data, headers)

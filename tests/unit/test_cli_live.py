@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from nanobot_lambda.operator.cli.live import LiveReplies
-from nanobot_lambda.operator.local.bot_api import SentDraft, SentMessage
+from nanobot_lambda.operator.local.bot_api import SentDraft, SentFile, SentMessage
 
 
 def draft(text: str, draft_id: int = 7) -> SentDraft:
@@ -37,3 +37,35 @@ def test_a_draft_that_does_not_continue_the_line_starts_a_new_one() -> None:
     replies.message(message("Right answer"))
 
     assert out.getvalue() == "nanobot> Wrong start\nnanobot> Right answer\n"
+
+
+def test_a_file_shows_on_its_own_line_with_its_size_and_caption() -> None:
+    out = io.StringIO()
+    replies = LiveReplies(out)
+    replies.draft(draft("Here is"))
+    replies.file(sent_file("photo", "plot.png", 12_595, "Sales by month"))
+    replies.file(sent_file("document", "notes.txt", 20, None))
+    replies.file(sent_file("voice", "reply.ogg", 3 * 1024 * 1024, ""))
+
+    assert out.getvalue() == (
+        "nanobot> Here is\n"
+        "nanobot> 📎 photo plot.png (12.3 KB) — Sales by month\n"
+        "nanobot> 📎 document notes.txt (20 B)\n"
+        "nanobot> 📎 voice reply.ogg (3.0 MB)\n"
+    )
+
+
+def sent_file(field: str, filename: str, size: int, caption: str | None) -> SentFile:
+    return SentFile(
+        chat_id=1,
+        thread_id=None,
+        method="send" + field.capitalize(),
+        field=field,
+        filename=filename,
+        caption=caption,
+        plain_caption=caption,
+        message_id=1,
+        file_id="f",
+        at=0,
+        data=bytes(size),
+    )

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.jobs import AnyJob
     from nanobot_lambda.core.journal import TurnProgress
     from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice
+    from nanobot_lambda.core.outgoing import OutgoingFile
     from nanobot_lambda.core.sessions import Message, SessionHistory
     from nanobot_lambda.core.usage import Tally, UsageSummary
     from nanobot_lambda.core.workspace import Entry, WorkspaceFile
@@ -252,6 +253,10 @@ class Channel(Protocol):
         """Send Markdown `text` in as many messages as it takes (not journaled)."""
         ...
 
+    def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
+        """Upload `file` as its kind (photo, document, audio, voice); returns its message id."""
+        ...
+
     def typing(self, chat_id: int, *, thread_id: int | None = None) -> AbstractContextManager[None]:
         """Show "typing…" in the chat while the context is open."""
         ...
@@ -282,6 +287,11 @@ class Outbox(Protocol):
     ) -> bool:
         """Send `text` (or what an earlier run of the turn did not send of it); False when
         the chat blocked the bot."""
+        ...
+
+    def send_file(self, chat_id: int, file: OutgoingFile, thread_id: int | None = None) -> bool:
+        """Send `file` unless an earlier run of the turn did; False when the chat blocked the
+        bot."""
         ...
 
 

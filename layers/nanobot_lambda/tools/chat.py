@@ -1,4 +1,4 @@
-"""Tools that act for the chat a turn belongs to: cron, message, spawn.
+"""Tools that act for the chat a turn belongs to: cron, message, send_file, spawn.
 
 They read the turn's `TurnScope` (which chat, which thread, what kind of turn) from a
 `CurrentTurn` the turn service sets before each turn; a container runs one turn at a time.
@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import PurePosixPath
 from typing import Any, ClassVar, Literal
 
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.cron import CronJob
-from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.errors import ChannelError, ToolError
 from nanobot_lambda.core.jobs import SubagentJob
-from nanobot_lambda.core.ports import JobStore, Outbox, Schedules, TurnQueue
+from nanobot_lambda.core.outgoing import MAX_CAPTION_CHARS, MAX_UPLOAD_BYTES, OutgoingFile, kind_for
+from nanobot_lambda.core.paths import PathError, normalize_path
+from nanobot_lambda.core.ports import JobStore, Outbox, Schedules, TurnQueue, Workspace
 from nanobot_lambda.core.schedules import ScheduleError, build_schedule, next_run
 from nanobot_lambda.core.tools import Tool
 
@@ -221,6 +224,62 @@ class MessageTool(Tool):
         scope.outbox.send(target, content, thread)
         scope.sent.append((target, content.strip()))
         return f"Sent to chat {target}."
+
+
+class SendFileTool(Tool):
+    name = "send_file"
+    description = (
+        "Send a workspace file to this chat now: an image as a photo, .ogg/.opus as a voice "
+        "note, .mp3/.m4a as audio, anything else as a document (at most 50 MB). Sent once."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1},
+            "caption": {"type": "string", "maxLength": MAX_CAPTION_CHARS},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, current: CurrentTurn, workspace: Workspace) -> None:
+        self._current = current
+        self._workspace = workspace
+
+    def run(self, path: str, caption: str | None = None) -> str:
+        scope = self._current.require()
+        try:
+            path = normalize_path(path)
+        except PathError as error:
+            raise ToolError(str(error)) from None
+        size = self._size(path)
+        if size is not None and size > MAX_UPLOAD_BYTES:
+            raise ToolError(
+                f"{path} is {size / 1_048_576:.1f} MB; Telegram takes files of at most 50 MB "
+                "from a bot. Send a smaller file (compress it, or split it)."
+            )
+        file = self._workspace.read(path)
+        if file is None or size is None:
+            raise ToolError(f"file not found: {path}. Use list_dir to see what exists.")
+        name = PurePosixPath(path).name
+        kind = kind_for(name, len(file.data))
+        outgoing = OutgoingFile(name, file.data, kind, caption.strip() if caption else None)
+        try:
+            scope.outbox.send_file(scope.chat_id, outgoing, scope.thread_id)
+        except ChannelError as error:
+            if kind != "photo" or error.status != 400:
+                raise ToolError(f"Telegram refused {path}: {error}") from None
+            # An image Telegram cannot show as a photo (its size, its format) still goes as a file.
+            kind = "document"
+            scope.outbox.send_file(scope.chat_id, replace(outgoing, kind=kind), scope.thread_id)
+        return f"Sent {path} to the chat as a {kind}."
+
+    def _size(self, path: str) -> int | None:
+        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        for entry in self._workspace.list_files(folder):
+            if entry.path == path and not entry.is_dir:
+                return entry.size
+        return None
 
 
 class SpawnTool(Tool):

@@ -23,6 +23,7 @@ from nanobot_lambda.adapters.telegram.drafts import render_draft
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.adapters.telegram.models import User
 from nanobot_lambda.core.errors import ChannelError
+from nanobot_lambda.core.outgoing import OutgoingFile
 
 logger = logging.getLogger(__name__)
 # urllib3 logs request paths (which contain the token) at DEBUG.
@@ -31,6 +32,7 @@ logging.getLogger("urllib3").setLevel(logging.WARNING)
 TYPING_REFRESH_SECONDS = 4.5  # Telegram shows "typing…" for 5 s per sendChatAction
 MAX_RETRY_AFTER_SECONDS = 30
 DRAFT_TIMEOUT = (2.0, 3.0)  # connect, read: a draft late by more is not worth waiting for
+UPLOAD_TIMEOUT = (3.05, 120.0)  # Telegram answers an upload once it has taken in up to 50 MB
 DOWNLOAD_CHUNK_BYTES = 64 * 1024
 
 
@@ -77,18 +79,23 @@ class TelegramBot:
         *,
         attempts: int | None = None,
         http_timeout: tuple[float, float] | None = None,
+        files: dict[str, tuple[str, bytes]] | None = None,
         **params: Any,
     ) -> Any:
         """Call a Bot API method; retries 429 (honouring retry_after), 5xx and network errors.
-        `http_timeout` (connect, read) replaces the client's for this call."""
+        `http_timeout` (connect, read) replaces the client's for this call. With `files`
+        (field -> (file name, bytes)), the call is an upload (multipart/form-data)."""
         payload = {key: value for key, value in params.items() if value is not None}
+        sent: dict[str, Any] = {"json": payload}
+        if files is not None:
+            sent = {"data": {key: str(value) for key, value in payload.items()}, "files": files}
         attempts = attempts or self._max_attempts
         for attempt in range(1, attempts + 1):
             last = attempt == attempts
             failure = None
             try:
                 response = self._session.post(
-                    f"{self._base}/{method}", json=payload, timeout=http_timeout or self._timeout
+                    f"{self._base}/{method}", timeout=http_timeout or self._timeout, **sent
                 )
             except requests.RequestException as error:
                 # The exception text includes the URL, hence the token: keep only its type, and
@@ -199,6 +206,20 @@ class TelegramBot:
         """Send one message of Telegram HTML within the length limit; returns its message id.
         If Telegram refuses to parse the HTML, the same text goes out as plain text."""
         result = self._send_html("sendMessage", html, chat_id=chat_id, message_thread_id=thread_id)
+        return int(result["message_id"])
+
+    def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
+        """Upload `file` with the method of its kind (sendPhoto, sendDocument, sendAudio,
+        sendVoice), its caption as plain text."""
+        method = f"send{file.kind.capitalize()}"
+        result = self.call(
+            method,
+            files={file.kind: (file.name, file.data)},
+            http_timeout=UPLOAD_TIMEOUT,
+            chat_id=chat_id,
+            message_thread_id=thread_id,
+            caption=file.caption or None,
+        )
         return int(result["message_id"])
 
     def _send_html(self, method: str, html: str, **params: Any) -> Any:

@@ -6,7 +6,8 @@ soon as the channel accepts it, before the next one is sent: a message whose num
 was delivered by an earlier run (before a crash or a continuation) and is skipped, and a message
 cut short resumes at its first part not yet accepted, with the text its first parts came from.
 The last part of the final answer is recorded by the transaction that saves the turn
-(`record=False` here), which costs nothing extra.
+(`record=False` here), which costs nothing extra. A file (`send_file`) is one message, recorded
+when the channel accepts it.
 
 While a draft stream is attached (drafts.py), the next message can be shown as it is being
 written (`draft`); drafts are ephemeral and not journaled, and each send settles the stream
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.ports import Channel, TurnJournal
 
 if TYPE_CHECKING:
@@ -73,6 +75,22 @@ class JournaledOutbox:
         if self._rendered[0] != text:
             self._rendered = (text, self._channel.message_parts(text))
         return self._rendered[1]
+
+    def send_file(self, chat_id: int, file: OutgoingFile, thread_id: int | None = None) -> bool:
+        """Send `file` unless an earlier run of this turn did (a file is one message, recorded
+        as soon as the channel accepts it); False if the chat blocked the bot."""
+        if self.drafts is not None:
+            self.drafts.settle()
+        self.count += 1
+        if self.count in self._progress.sent:
+            logger.info("file %d of the turn was sent by an earlier run: skipped", self.count)
+            return True
+        try:
+            self._channel.send_file(chat_id, file, thread_id=thread_id)
+        except ChannelError as error:
+            return _dropped_if_blocked(error, chat_id)
+        self._journal.record_send(self._key, self._progress, self.count)
+        return True
 
     def send(
         self, chat_id: int, text: str, thread_id: int | None = None, *, record: bool = True

@@ -1,5 +1,6 @@
 """The bot's replies on the terminal for `chat`: a reply being written grows on its line (the
-drafts the local Bot API receives), and the message it becomes finishes that line."""
+drafts the local Bot API receives), and the message it becomes finishes that line. A file the
+bot sends shows on a line of its own: `nanobot> 📎 photo plot.png (12.3 KB) — caption`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import threading
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from nanobot_lambda.operator.local.bot_api import SentDraft, SentMessage
+    from nanobot_lambda.operator.local.bot_api import SentDraft, SentFile, SentMessage
 
 PREFIX = "nanobot> "
 
@@ -40,6 +41,15 @@ class LiveReplies:
                 self._write(PREFIX + text + "\n")
             self._draft_id, self._shown = None, ""
 
+    def file(self, sent: SentFile) -> None:
+        line = f"{PREFIX}📎 {sent.field} {sent.filename} ({_size(len(sent.data))})"
+        if sent.plain_caption:
+            line += f" — {sent.plain_caption}"
+        with self._lock:
+            self._end_line()
+            self._write(line + "\n")
+            self._draft_id, self._shown = None, ""
+
     def _end_line(self) -> None:
         if self._draft_id is not None:
             self._write("\n")
@@ -47,3 +57,11 @@ class LiveReplies:
     def _write(self, text: str) -> None:
         self._out.write(text)
         self._out.flush()
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count} B"
+    if count < 1024 * 1024:
+        return f"{count / 1024:.1f} KB"
+    return f"{count / (1024 * 1024):.1f} MB"

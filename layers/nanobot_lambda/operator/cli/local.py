@@ -153,6 +153,7 @@ def chat_command(arguments: argparse.Namespace) -> int:
         output=LocalOutput(
             on_message=replies.message,
             on_draft=replies.draft if interactive else None,
+            on_file=replies.file,
             on_log=_log_printer(arguments.verbose),
             replace_log_output=not arguments.verbose,
         ),

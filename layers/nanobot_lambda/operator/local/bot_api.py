@@ -5,6 +5,11 @@ that Telegram cannot parse, and texts over 4096 characters (400, with Telegram's
 Accepted messages are recorded and handed to `on_message` (the chat prints them); message
 drafts (`sendMessageDraft`, private chats only, a non-zero `draft_id`) likewise to `on_draft`.
 
+Files the bot sends (`sendPhoto`, `sendDocument`, `sendAudio`, `sendVoice`, uploaded as
+multipart/form-data) are checked as Telegram checks them (50 MB per upload, 413; a photo of at
+most 10 MB that is a JPEG, PNG, WebP or GIF; captions of at most 1024 characters), recorded in
+`files_sent` and handed to `on_file`; they can then be downloaded like received files.
+
 Files the bot "received" are registered with `add_file`; `getFile` and the download route
 `/file/bot<token>/<file_path>` serve them as Telegram does (400 for an unknown file_id or a file
 over the 20 MB bots may download).
@@ -23,9 +28,11 @@ is refused (400 `REACTION_INVALID`). Every call is kept in `calls`, and in `time
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
+import mimetypes
 import re
 import threading
 import time
@@ -42,7 +49,7 @@ from nanobot_lambda.adapters.telegram.html_check import (
     telegram_length,
 )
 from nanobot_lambda.adapters.telegram.reactions import is_reaction_emoji
-from nanobot_lambda.operator.local.http import JsonHttpServer
+from nanobot_lambda.operator.local.http import FormFile, JsonHttpServer, parse_form_data
 
 BOT_USER = {"id": 7000000001, "is_bot": True, "first_name": "Nano", "username": "nano_lambda_bot"}
 GET_FILE_MAX_BYTES = 20 * 1024 * 1024  # bots cannot download larger files
@@ -54,6 +61,17 @@ WEBHOOK_CONFLICT = (
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _BOT_COMMAND = re.compile(r"[a-z0-9_]{1,32}")
 MAX_BOT_COMMANDS = 100
+UPLOAD_MAX_BYTES = 50 * 1024 * 1024  # bots cannot send larger files
+PHOTO_MAX_BYTES = 10 * 1024 * 1024
+CAPTION_MAX_CHARS = 1024
+# The file part each sending method takes, and the folder Telegram's file paths put it in.
+FILE_METHODS = {
+    "sendPhoto": ("photo", "photos"),
+    "sendDocument": ("document", "documents"),
+    "sendAudio": ("audio", "music"),
+    "sendVoice": ("voice", "voice"),
+}
+_IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a")
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,22 @@ class SentMessage:
     plain_text: str  # as the user would read it
     parse_mode: str | None
     thread_id: int | None
+
+
+@dataclass(frozen=True)
+class SentFile:
+    chat_id: int
+    thread_id: int | None
+    method: str  # sendPhoto, sendDocument, sendAudio or sendVoice
+    field: str  # the file's part: photo, document, audio or voice
+    filename: str
+    caption: str | None  # as sent (HTML when parse_mode is HTML)
+    plain_caption: str | None  # as the user would read it
+    message_id: int
+    file_id: str  # getFile serves it, as Telegram does a file the bot sent
+    at: float  # time.monotonic() when it arrived
+    # Last, as mypy takes a field() for a default; dataclasses.field, as `field` is one here.
+    data: bytes = dataclasses.field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -116,13 +150,16 @@ class LocalBotApi(JsonHttpServer):
         token: str,
         on_message: Callable[[SentMessage], None] | None = None,
         on_draft: Callable[[SentDraft], None] | None = None,
+        on_file: Callable[[SentFile], None] | None = None,
     ) -> None:
         super().__init__()
         self.token = token
         self.on_message = on_message
         self.on_draft = on_draft
+        self.on_file = on_file
         self.messages: list[SentMessage] = []
         self.drafts: list[SentDraft] = []
+        self.files_sent: list[SentFile] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.timeline: list[tuple[float, str, dict[str, Any]]] = []  # (monotonic, method, params)
         self.reactions: list[SetReaction] = []
@@ -194,6 +231,8 @@ class LocalBotApi(JsonHttpServer):
             return self._send_message(params)
         if method == "sendMessageDraft":
             return self._send_draft(params)
+        if method in FILE_METHODS:
+            return self._send_file(method, params)
         if method == "getUpdates":
             return self._get_updates(params)
         if method == "setWebhook":
@@ -329,14 +368,7 @@ class LocalBotApi(JsonHttpServer):
         """(text, displayed text, parse_mode), or the 400 Telegram answers for the text."""
         text = str(params["text"])
         parse_mode = params.get("parse_mode")
-        plain = text
-        if parse_mode == "HTML":
-            try:
-                plain = parse_telegram_html(text)
-            except TelegramHtmlError as error:
-                raise ApiError(400, f"Bad Request: {error}") from None
-        elif parse_mode is not None:
-            raise ApiError(400, f"Bad Request: unsupported parse_mode {parse_mode}")
+        plain = _displayed(text, parse_mode)
         if not plain.strip():
             raise ApiError(400, "Bad Request: message text is empty")
         if telegram_length(plain) > TELEGRAM_TEXT_LIMIT:
@@ -396,6 +428,86 @@ class LocalBotApi(JsonHttpServer):
             self.on_draft(draft)
         return True
 
+    def _send_file(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A file the bot uploads (multipart/form-data), refused where Telegram refuses it."""
+        name, folder = FILE_METHODS[method]
+        _require(params, "chat_id")
+        upload = params.get(name)
+        if not isinstance(upload, FormFile):
+            if upload not in (None, ""):  # a file_id or URL: the stand-in takes uploads only
+                raise ApiError(400, "Bad Request: wrong file identifier/HTTP URL specified")
+            raise ApiError(400, f"Bad Request: there is no {name} in the request")
+        if len(upload.data) > UPLOAD_MAX_BYTES:
+            raise ApiError(413, "Request Entity Too Large")
+        if name == "photo":
+            if len(upload.data) > PHOTO_MAX_BYTES:
+                # Telegram documents the 10 MB limit; this wording is the stand-in's own.
+                raise ApiError(400, "Bad Request: photo is too big (at most 10 MB)")
+            if not _is_image(upload.data):
+                raise ApiError(400, "Bad Request: IMAGE_PROCESS_FAILED")
+        caption, plain_caption = None, None
+        if params.get("caption") not in (None, ""):
+            caption = str(params["caption"])
+            plain_caption = _displayed(caption, params.get("parse_mode"))
+            if telegram_length(plain_caption) > CAPTION_MAX_CHARS:
+                raise ApiError(400, "Bad Request: message caption is too long")
+        thread = params.get("message_thread_id")
+        message_id = next(self._message_ids)
+        # Telegram keeps photos as JPEGs (it recompresses them); other files as they came.
+        guessed = mimetypes.guess_extension(_mime_type(upload) or "")
+        extension = ".jpg" if name == "photo" else guessed or ""
+        stored = self.add_file(
+            f"{name}-{message_id}-{hashlib.sha256(upload.data).hexdigest()[:16]}",
+            upload.data,
+            f"{folder}/file_{len(self.files)}{extension}",
+            file_unique_id=hashlib.sha256(upload.data).hexdigest()[:12],  # same file, same id
+        )
+        sent = SentFile(
+            chat_id=int(params["chat_id"]),
+            thread_id=int(thread) if thread not in (None, "") else None,
+            method=method,
+            field=name,
+            filename=upload.filename,
+            data=upload.data,
+            caption=caption,
+            plain_caption=plain_caption,
+            message_id=message_id,
+            file_id=stored.file_id,
+            at=time.monotonic(),
+        )
+        with self._lock:
+            self.files_sent.append(sent)
+        if self.on_file is not None:
+            self.on_file(sent)
+        media: dict[str, Any] = {
+            "file_id": stored.file_id,
+            "file_unique_id": stored.file_unique_id,
+            "file_size": len(upload.data),
+        }
+        if name == "photo":
+            # Telegram always gives a size's dimensions; the stand-in does not decode images.
+            media.update(width=1, height=1)
+        else:
+            if name != "voice":  # a Voice has no file name
+                media["file_name"] = upload.filename
+            if name != "document":
+                media["duration"] = 0  # required in Audio and Voice; not decoded here
+            mime_type = _mime_type(upload)
+            if mime_type is not None:
+                media["mime_type"] = mime_type
+        result: dict[str, Any] = {
+            "message_id": message_id,
+            "from": BOT_USER,
+            "chat": {"id": sent.chat_id, "type": "private"},
+            "date": int(time.time()),
+            name: [media] if name == "photo" else media,
+        }
+        if sent.thread_id is not None:
+            result["message_thread_id"] = sent.thread_id
+        if plain_caption is not None:
+            result["caption"] = plain_caption
+        return result
+
     def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "file_id")
         stored = self.files.get(str(params["file_id"]))
@@ -450,14 +562,18 @@ class LocalBotApi(JsonHttpServer):
     def answer(
         self, method: str, path: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, Any]:
-        """Route `/bot<token>/<method>`; parameters as JSON, form or query string."""
+        """Route `/bot<token>/<method>`; parameters as JSON, form (urlencoded or multipart, a
+        file part as a `FormFile`) or query string."""
         route, _, query = path.partition("?")
         parts = route.strip("/").split("/")
         if len(parts) != 2 or not parts[0].startswith("bot"):
             return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
-        if "json" in headers.get("Content-Type", headers.get("content-type", "")):
+        content_type = headers.get("Content-Type", headers.get("content-type", ""))
+        if "json" in content_type:
             loaded = json.loads(body or b"{}")
             params = loaded if isinstance(loaded, dict) else {}
+        elif content_type.startswith("multipart/form-data"):  # uploads (sendPhoto...)
+            params = dict(parse_form_data(content_type, body))
         else:
             params = dict(parse_qsl(body.decode() or query))
         return self._dispatch(parts[0][3:], parts[1], params)
@@ -484,6 +600,31 @@ class LocalBotApi(JsonHttpServer):
             if error.retry_after is not None:
                 body["parameters"] = {"retry_after": error.retry_after}
             return error.code, body
+
+
+def _displayed(text: str, parse_mode: object) -> str:
+    """The text as the user reads it, or the 400 Telegram answers for its markup."""
+    if parse_mode == "HTML":
+        try:
+            return parse_telegram_html(text)
+        except TelegramHtmlError as error:
+            raise ApiError(400, f"Bad Request: {error}") from None
+    if parse_mode is not None:
+        raise ApiError(400, f"Bad Request: unsupported parse_mode {parse_mode}")
+    return text
+
+
+def _is_image(data: bytes) -> bool:
+    """A JPEG, PNG, GIF or WebP, by its magic bytes (what Telegram takes as a photo)."""
+    return data.startswith(_IMAGE_MAGIC) or (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
+
+
+def _mime_type(upload: FormFile) -> str | None:
+    """The type Telegram reports: guessed from the file name, else as the client declared it."""
+    guessed = mimetypes.guess_type(upload.filename)[0]
+    if guessed is None and upload.content_type not in (None, "application/octet-stream"):
+        return upload.content_type
+    return guessed
 
 
 def _flag(value: object) -> bool:

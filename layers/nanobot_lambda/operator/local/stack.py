@@ -37,7 +37,7 @@ import boto3
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.core.workspace import seed_workspace
 from nanobot_lambda.entry.webhook import SECRET_HEADER
-from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentDraft, SentMessage
+from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentDraft, SentFile, SentMessage
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
 from nanobot_lambda.operator.local.resources import create_resources
 from nanobot_lambda.operator.local.runtime import (
@@ -142,6 +142,7 @@ class LocalOutput:
 
     on_message: Callable[[SentMessage], None] | None = None
     on_draft: Callable[[SentDraft], None] | None = None  # a reply as it is being written
+    on_file: Callable[[SentFile], None] | None = None  # a photo, document, audio or voice
     on_log: Callable[[logging.LogRecord], None] | None = None  # WARNING and up
     replace_log_output: bool = False  # the functions' own log output is dropped
 
@@ -179,6 +180,7 @@ class LocalStack:
         self._endpoint_url = endpoint_url
         self._on_message = output.on_message
         self._on_draft = output.on_draft
+        self._on_file = output.on_file
         self._replace_log_output = output.replace_log_output
         # The variables this stack set, with the values they had before (None: unset).
         self._replaced_environ: dict[str, str | None] = {}
@@ -223,7 +225,9 @@ class LocalStack:
             # The CLI's quiet mode: no EMF metric records among the replies on the terminal.
             self._set_environ(POWERTOOLS_METRICS_DISABLED="true")
         if self._telegram_api_base is None:
-            self.bot_api = LocalBotApi(self.bot_token, self._on_message, self._on_draft).start()
+            self.bot_api = LocalBotApi(
+                self.bot_token, self._on_message, self._on_draft, on_file=self._on_file
+            ).start()
         api_base = self._telegram_api_base or self.bot_api.base_url
         self.template = TemplateContext(
             load_template(self.template_path), parameters=self._template_parameters()
