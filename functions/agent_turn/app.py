@@ -36,6 +36,7 @@ from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.speech import speaker_for
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
 from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.adapters.telegram.client import TelegramBot
@@ -86,6 +87,7 @@ def build_records() -> RecordRunner:
             role_arn=settings.scheduler_role_arn,
         ),
         transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
+        speaker=speaker_for(settings),  # None unless TTS_MODEL is set
     )
     # Skills check their `requires.env` against the environment.
     turns = TurnService(settings, TurnPorts(stores, services, EMF), environ=os.environ)

@@ -241,6 +241,10 @@ class InputSettings(_Settings):
     transcription_api_base: str | None = Field(
         default=None, alias="TRANSCRIPTION_API_BASE", pattern=r"^https?://\S+$"
     )
+    # litellm speech model (e.g. openai/tts-1): a voice note is also answered with one, the
+    # answer read aloud; unset: voice replies are off. LLM_MODEL's key only for its provider.
+    tts_model: str | None = Field(default=None, alias="TTS_MODEL", min_length=1)
+    tts_voice: str = Field(default="alloy", alias="TTS_VOICE", min_length=1)
 
 
 class LoopSettings(_Settings):

@@ -149,6 +149,27 @@ def test_voice_note_is_transcribed_when_a_model_is_configured(
     assert stored is not None and stored.data == OGG
 
 
+def test_a_voice_note_is_answered_with_the_text_then_a_voice_note_when_tts_is_set(
+    stack_factory: StackFactory, model_server: ScriptedModelServer
+) -> None:
+    stack = stack_factory(
+        TranscriptionModel=ScriptedModelServer.TRANSCRIPTION_MODEL,
+        TtsModel=ScriptedModelServer.SPEECH_MODEL,
+    )
+    add_voice(stack)
+    model_server.transcribe("remind me to buy milk").reply("I will remind you about the milk.")
+    turn(stack, "voice")
+
+    assert [m.plain_text for m in stack.bot_api.messages] == ["I will remind you about the milk."]
+    (voice,) = stack.bot_api.files_sent
+    assert (voice.method, voice.chat_id) == ("sendVoice", OWNER)
+    assert voice.data == ScriptedModelServer.SPEECH_AUDIO
+    (speech,) = model_server.speeches
+    assert speech["input"] == "I will remind you about the milk."
+    # The text is the record: the session holds it, not the audio.
+    assert session(stack, f"telegram:{OWNER}")[-1]["content"] == "I will remind you about the milk."
+
+
 def test_voice_note_without_transcription_is_announced_as_unheard(
     stack: LocalStack, model_server: ScriptedModelServer
 ) -> None:

@@ -123,6 +123,22 @@ class ApproxTokenCounter:
         return len(json.dumps([messages, tools or []], ensure_ascii=False)) // 4
 
 
+class RecordingSpeaker:
+    """A Speaker that records what it is asked to read, and answers audio (or `fail_with`)."""
+
+    AUDIO = b"OggS\x00\x02fake opus"
+
+    def __init__(self) -> None:
+        self.spoken: list[str] = []
+        self.fail_with: Exception | None = None
+
+    def speak(self, text: str) -> bytes:
+        self.spoken.append(text)
+        if self.fail_with is not None:
+            raise self.fail_with
+        return self.AUDIO
+
+
 class ScriptedModel:
     """A ChatModel that replays replies and records every request (fails on an extra call)."""
 

@@ -12,7 +12,9 @@ final chunk with the `finish_reason`, the usage chunk when `stream_options.inclu
 
 It also serves `/v1/audio/transcriptions` (multipart, as OpenAI's Whisper API) from its own
 script (`transcribe`, `fail_transcription`), so `TRANSCRIPTION_MODEL=openai/whisper-1` with the
-same base URL reaches it through litellm.
+same base URL reaches it through litellm; and `/v1/audio/speech` (OpenAI's text to speech),
+answering `SPEECH_AUDIO` to every request it records in `speeches` (or a 500 while
+`speech_failures` lasts).
 
 With `context_window` set, it refuses a request longer than that, as OpenAI does (400,
 `context_length_exceeded`, counted with litellm's gpt-4o tokenizer, the reply's `max_tokens`
@@ -83,6 +85,8 @@ class TranscriptionRequest:
 class ScriptedModelServer(JsonHttpServer):
     MODEL = "openai/scripted"
     TRANSCRIPTION_MODEL = "openai/whisper-1"
+    SPEECH_MODEL = "openai/tts-1"
+    SPEECH_AUDIO = b"OggS\x00\x02" + b"scripted opus audio" * 8  # what /audio/speech answers
 
     def __init__(self) -> None:
         super().__init__()
@@ -92,6 +96,8 @@ class ScriptedModelServer(JsonHttpServer):
         self.unexpected: list[dict[str, Any]] = []
         self.transcription_steps: deque[TranscriptionStep] = deque()
         self.transcriptions: list[TranscriptionRequest] = []
+        self.speeches: list[dict[str, Any]] = []  # the JSON bodies of /audio/speech
+        self.speech_failures = 0  # the next speech requests that get a 500
         # The model the responses name (litellm prices a reply by it); default: the requested one.
         self.response_model: str | None = None
         self.context_window: int | None = None  # tokens; None: any request is taken
@@ -323,6 +329,13 @@ class ScriptedModelServer(JsonHttpServer):
     ) -> tuple[int, Any]:
         if method == "POST" and path.rstrip("/").endswith("/audio/transcriptions"):
             return self._transcription(headers, body)
+        if method == "POST" and path.rstrip("/").endswith("/audio/speech"):
+            with self._lock:
+                self.speeches.append(json.loads(body or b"{}"))
+                if self.speech_failures:
+                    self.speech_failures -= 1
+                    return 500, SCRIPTED_FAILURE
+            return 200, self.SPEECH_AUDIO
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             return 404, {"error": {"message": f"no route {method} {path}"}}
         return self._next(json.loads(body or b"{}"), headers)

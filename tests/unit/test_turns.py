@@ -42,6 +42,7 @@ from tests.support.fakes import (
     MemoryWorkspace,
     RecordingChannel,
     RecordingMetrics,
+    RecordingSpeaker,
     ScriptedModel,
     outage,
     text,
@@ -70,6 +71,7 @@ class Bot:
     tokens: ApproxTokenCounter = field(default_factory=ApproxTokenCounter)
     heartbeat_model: ScriptedModel | None = None  # HEARTBEAT_MODEL
     consolidation_model: ScriptedModel | None = None  # CONSOLIDATION_MODEL
+    speaker: RecordingSpeaker | None = None  # TTS_MODEL
     settings: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -92,6 +94,7 @@ class Bot:
                 schedules=MemorySchedules(),
                 heartbeat_model=self.heartbeat_model,
                 consolidation_model=self.consolidation_model,
+                speaker=self.speaker,
             ),
             self.metrics,
         )

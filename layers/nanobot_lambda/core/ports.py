@@ -327,6 +327,13 @@ class ChatModel(Protocol):
         ...
 
 
+class Speaker(Protocol):
+    def speak(self, text: str) -> bytes:
+        """The Markdown `text` read aloud, as an OGG/Opus voice note. Raises ModelError on any
+        failure, naming its kind and status, never the request."""
+        ...
+
+
 class TokenCounter(Protocol):
     context_window: int  # the model's input limit in tokens
 

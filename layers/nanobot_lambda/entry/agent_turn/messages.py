@@ -75,7 +75,7 @@ def telegram_turn(
         return
     if outcome.stopped:
         parts.ports.stores.stop_flags.clear(key)
-    if not parts.deliver_reply(run, scope, outcome):
+    if not parts.deliver_reply(run, scope, outcome, voice=message.voice is not None):
         return
     parts.saver.save(history, _user_message(content.saved_text, runtime, inbound), outcome, run)
     logger.info(

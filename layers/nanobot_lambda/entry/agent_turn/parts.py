@@ -24,7 +24,7 @@ from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.commands import Commands
 from nanobot_lambda.entry.agent_turn.continuation import Continuation
-from nanobot_lambda.entry.agent_turn.delivery import deliver_reply
+from nanobot_lambda.entry.agent_turn.delivery import deliver_reply, send_voice_reply
 from nanobot_lambda.entry.agent_turn.drafts import Drafts
 from nanobot_lambda.entry.agent_turn.ports import TurnPorts
 from nanobot_lambda.entry.agent_turn.run import TurnRun, TurnStarter
@@ -181,8 +181,18 @@ class TurnParts:
         finally:
             self.current.scope = None
 
-    def deliver_reply(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
-        return deliver_reply(self.ports.stores.journal, run, scope, outcome)
+    def deliver_reply(
+        self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, voice: bool = False
+    ) -> bool:
+        """The final answer; with `voice` (the user spoke) and voice replies on, read aloud
+        after it too."""
+        speaker = self.ports.services.speaker if voice else None
+        journal = self.ports.stores.journal
+        if not deliver_reply(journal, run, scope, outcome, more_follows=speaker is not None):
+            return False
+        if speaker is not None:
+            send_voice_reply(speaker, run, scope, outcome.reply)
+        return True
 
 
 def request_budget(settings: AgentSettings, tokens: TokenCounter) -> int:

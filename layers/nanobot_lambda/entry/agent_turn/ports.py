@@ -13,6 +13,7 @@ from nanobot_lambda.core.ports import (
     MetricsPort,
     Schedules,
     SessionStore,
+    Speaker,
     StopFlags,
     TokenCounter,
     Transcriber,
@@ -46,6 +47,7 @@ class Services:
     queue: TurnQueue
     schedules: Schedules
     transcriber: Transcriber | None = None
+    speaker: Speaker | None = None  # voice replies (TTS_MODEL)
     # Models for background work (HEARTBEAT_MODEL, CONSOLIDATION_MODEL); None: `model`.
     heartbeat_model: ChatModel | None = None
     consolidation_model: ChatModel | None = None

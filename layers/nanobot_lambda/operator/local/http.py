@@ -92,7 +92,7 @@ class JsonHttpServer(BackgroundHttpServer, ABC):
     def answer(
         self, method: str, path: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, Any]:
-        """Return (HTTP status, JSON-serialisable body) for one request."""
+        """Return (HTTP status, JSON-serialisable body, or bytes) for one request."""
 
     def _request_handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -108,9 +108,11 @@ class JsonHttpServer(BackgroundHttpServer, ABC):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 status, payload = server.answer(method, self.path, dict(self.headers), body)
-                encoded = json.dumps(payload).encode()
+                binary = isinstance(payload, bytes)  # e.g. audio
+                encoded = payload if binary else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                kind = "application/octet-stream" if binary else "application/json"
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(encoded)))
                 self.end_headers()
                 self.wfile.write(encoded)

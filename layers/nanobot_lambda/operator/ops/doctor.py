@@ -60,6 +60,7 @@ STACK_SETTINGS = {
     "HistoryWindow": "HISTORY_WINDOW",
     "GroupPolicy": "GROUP_POLICY",
     "TranscriptionModel": "TRANSCRIPTION_MODEL",
+    "TtsModel": "TTS_MODEL",
     "TranscriptionApiKeyParameter": "TRANSCRIPTION_API_KEY_PARAM",
     "AckReaction": "ACK_REACTION",  # the webhook's
 }
