@@ -21,13 +21,14 @@ from nanobot_lambda.adapters.telegram.media import human_size
 from nanobot_lambda.core import texts
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
+from tests.support.documents import pdf
 from tests.support.scripted_model import ScriptedModelServer
 
 OWNER = 111111111
 MONTH = f"uploads/{OWNER}/2025-11"  # the fixtures are dated 2025-11-22
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + bytes(range(256)) * 40
 OGG = b"OggS\x00\x02\x00\x00" + bytes(range(256)) * 8
-PDF = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n" + bytes(200)
+PDF = pdf("Invoice 42: three boxes of tea", "Total: 18 EUR")
 GROUP = -1001234567890
 FORUM = -1009876543210
 
@@ -199,23 +200,29 @@ def test_failed_transcription_falls_back_to_unheard(
 # -- documents ---------------------------------------------------------------------------------
 
 
-def test_document_is_stored_and_announced(
+def test_a_pdf_is_stored_and_its_text_given_to_the_model(
     stack: LocalStack, model_server: ScriptedModelServer
 ) -> None:
     stack.bot_api.add_file("BQACAgQAAxkBAAIBDoc", PDF, "documents/file_5.pdf")
-    model_server.reply("I can see the invoice but not read PDFs yet.")
+    model_server.reply("Invoice 42: three boxes of tea, 18 EUR in total.")
     turn(stack, "document_pdf")
     path = f"{MONTH}/AgADd1.pdf"
+    extracted = "--- page 1 ---\nInvoice 42: three boxes of tea\n\n--- page 2 ---\nTotal: 18 EUR"
     note = texts.render(
-        "media_document_binary",
+        "media_document_extracted",
         filename="invoice.pdf",
         type="application/pdf",
         size=human_size(len(PDF)),
         path=path,
+        pages=", 2 pages",
+        more="",
+        text=extracted,
     )
     assert user_content(model_server).endswith(f"\n\n{note}\nsummarize this")
     stored = stack.workspace.read(path)
     assert stored is not None and stored.data == PDF
+    beside = stack.workspace.read(f"{path}.txt")
+    assert beside is not None and beside.text == extracted
     assert session(stack, f"telegram:{OWNER}")[0]["content"] == f"{note}\nsummarize this"
 
 

@@ -12,6 +12,7 @@ import pytest
 from nanobot_lambda.adapters.llm.transcription import LitellmTranscriber, transcriber_for
 from nanobot_lambda.adapters.telegram.client import FileTooLarge, TelegramError
 from nanobot_lambda.adapters.telegram.media import (
+    DOCUMENT_CONTEXT_CHARS,
     MediaResolver,
     UserContent,
     choose_photo,
@@ -29,6 +30,7 @@ from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import AgentSettings, InputSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.conftest import telegram_update
+from tests.support.documents import docx, pdf
 from tests.support.fakes import MemoryWorkspace
 from tests.support.settings import AGENT_ENV
 
@@ -37,7 +39,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(64)
 GIF = b"GIF89a" + bytes(32)
 WEBP = b"RIFF\x24\x00\x00\x00WEBPVP8 " + bytes(32)
 OGG = b"OggS\x00\x02" + bytes(500)
-PDF = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n" + bytes(300)
+PDF = pdf("Invoice 42: three boxes of tea", "Total: 18 EUR")
 MONTH = "uploads/111111111/2025-11"  # the fixtures' message date is 2025-11-22
 BOT_USER = User(id=7000000001, is_bot=True, first_name="Nano", username="nano_lambda_bot")
 
@@ -265,15 +267,60 @@ def test_document_is_stored_and_announced() -> None:
     bot.add("BQACAgQAAxkBAAIBDoc", PDF, "documents/file_5.pdf")
     content = resolver(bot, workspace).resolve(message("document_pdf"), 111111111)
     path = f"{MONTH}/AgADd1.pdf"
+    extracted = "--- page 1 ---\nInvoice 42: three boxes of tea\n\n--- page 2 ---\nTotal: 18 EUR"
     note = texts.render(
-        "media_document_binary",
+        "media_document_extracted",
         filename="invoice.pdf",
         type="application/pdf",
         size=human_size(len(PDF)),
         path=path,
+        pages=", 2 pages",
+        more="",
+        text=extracted,
     )
     assert content.model_content == f"{note}\nsummarize this"
     assert workspace.files[path] == PDF
+    assert workspace.files[f"{path}.txt"] == extracted.encode()  # for read_file
+
+
+def test_a_long_documents_text_starts_in_the_message_and_is_whole_beside_it() -> None:
+    bot, workspace = FakeBot(), MemoryWorkspace()
+    pages = [f"Chapter {n}: " + "the garden grows " * 60 for n in range(1, 30)]
+    bot.add("BQACAgQAAxkBAAIBDoc", pdf(*pages), "documents/file_5.pdf")
+    content = resolver(bot, workspace).resolve(message("document_pdf"), 111111111)
+    path = f"{MONTH}/AgADd1.pdf"
+    whole = workspace.files[f"{path}.txt"].decode()
+    assert "Chapter 29" in whole and "Chapter 29" not in str(content.model_content)
+    assert f"the start of it; the text read is in {path}.txt" in str(content.model_content)
+    assert len(str(content.model_content)) < DOCUMENT_CONTEXT_CHARS + 1_000
+
+
+def test_a_docx_is_stored_as_docx_and_its_text_given_to_the_model() -> None:
+    bot, workspace = FakeBot(), MemoryWorkspace()
+    letter = docx("Dear Ada,", "The seeds arrive on Monday.")
+    bot.add("docx-id", letter, "documents/file_7.docx")
+    document = {
+        "file_id": "docx-id",
+        "file_unique_id": "AgADx1",
+        "file_name": "letter.docx",
+        "mime_type": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "file_size": len(letter),
+    }
+    content = resolver(bot, workspace).resolve(
+        message("document_pdf", document=document, caption=None), 111111111
+    )
+    assert "Dear Ada,\nThe seeds arrive on Monday." in str(content.model_content)
+    assert workspace.files[f"{MONTH}/AgADx1.docx"] == letter
+
+
+def test_an_encrypted_pdf_is_stored_and_the_model_is_told_why_it_cannot_be_read() -> None:
+    bot, workspace = FakeBot(), MemoryWorkspace()
+    locked = pdf("the secret plan", password="hunter2")
+    bot.add("BQACAgQAAxkBAAIBDoc", locked, "documents/file_5.pdf")
+    content = resolver(bot, workspace).resolve(message("document_pdf"), 111111111)
+    assert "it is encrypted (password-protected)" in str(content.model_content)
+    assert "secret plan" not in str(content.model_content)
+    assert workspace.files[f"{MONTH}/AgADd1.pdf"] == locked
 
 
 def test_text_document_is_readable_with_read_file() -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from nanobot_lambda.adapters import documents
 from nanobot_lambda.adapters.telegram.client import FileTooLarge, TelegramError
 from nanobot_lambda.adapters.telegram.inbound import (
     context_lines,
@@ -50,6 +51,7 @@ logger = logging.getLogger(__name__)
 
 UPLOADS_DIR = "uploads"
 TEXT_SNIFF_BYTES = 8192
+DOCUMENT_CONTEXT_CHARS = 12_000  # of a PDF's or DOCX's text, put in the message itself
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _SAFE_EXTENSION = re.compile(r"[A-Za-z0-9]{1,10}")
 _EXTENSIONS = {
@@ -107,6 +109,10 @@ _SAME_CONTAINER = {
             "application/x-zip-compressed",
             "application/java-archive",
             "application/vnd.android.package-archive",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+            "application/epub+zip",
         }
     ),
     "application/x-ole-storage": frozenset(
@@ -338,13 +344,36 @@ class MediaResolver:
         path = self._store(folder, document.file_unique_id, _extension(name, mime), data)
         resolved.stored.append(path)
         facts = {"filename": name, "type": mime, "size": human_size(len(data)), "path": path}
-        if sniff_image(data) and len(data) <= self._settings.image_max_bytes:
+        readable = documents.kind_of(name, mime)
+        if readable is not None:
+            resolved.notes.append(self._document_text(readable, data, facts))
+        elif sniff_image(data) and len(data) <= self._settings.image_max_bytes:
             resolved.images.append(image_part(data, mime))
             resolved.notes.append(texts.render("media_document_image", **facts))
         elif looks_like_text(data):
             resolved.notes.append(texts.render("media_document_text", **facts))
         else:
             resolved.notes.append(texts.render("media_document_binary", **facts))
+
+    def _document_text(self, kind: str, data: bytes, facts: dict[str, str]) -> str:
+        """The note for a PDF or DOCX: its text, the first DOCUMENT_CONTEXT_CHARS of it in the
+        message and all of it (within the extractor's caps) beside the upload, for read_file;
+        or why it cannot be read."""
+        extracted = documents.extract(kind, data)
+        if isinstance(extracted, documents.Unreadable):
+            return texts.render("media_document_unreadable", **facts, reason=extracted.reason)
+        beside = f"{facts['path']}.txt"
+        self._workspace.write(beside, extracted.text.encode())
+        shown = extracted.text[:DOCUMENT_CONTEXT_CHARS]
+        more = ""
+        if len(shown) < len(extracted.text) or extracted.cut:
+            more = f" (the start of it; the text read is in {beside}, read it with read_file)"
+        pages = ""
+        if extracted.pages is not None:
+            pages = f", {extracted.pages} page{'s' if extracted.pages != 1 else ''}"
+            if extracted.pages_read != extracted.pages:
+                pages += f", the first {extracted.pages_read} read"
+        return texts.render("media_document_extracted", **facts, pages=pages, more=more, text=shown)
 
     def _audio(self, audio: FileRef, folder: str, resolved: _Resolved, *, voice: bool) -> None:
         name = audio.file_name or "untitled"
