@@ -131,7 +131,11 @@ def test_a_document_whose_name_and_type_lie_is_stored_and_described_as_what_it_i
     content = resolver(bot, workspace).resolve(message("document_pdf", document=document), 1)
     assert isinstance(content.model_content, str)  # not shown to the model as an image
     assert "(application/pdf," in content.saved_text
-    assert list(workspace.files) == ["uploads/1/2025-11/AgADl1.pdf"]
+    # Stored as the PDF it is, its text beside it (a PDF's text is read).
+    assert list(workspace.files) == [
+        "uploads/1/2025-11/AgADl1.pdf",
+        "uploads/1/2025-11/AgADl1.pdf.txt",
+    ]
 
 
 def test_an_image_declared_as_something_else_is_shown_as_the_image_it_is() -> None:

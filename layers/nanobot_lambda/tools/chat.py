@@ -18,10 +18,10 @@ from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ToolError
 from nanobot_lambda.core.jobs import SubagentJob
 from nanobot_lambda.core.outgoing import MAX_CAPTION_CHARS, MAX_UPLOAD_BYTES, OutgoingFile, kind_for
-from nanobot_lambda.core.paths import PathError, normalize_path
 from nanobot_lambda.core.ports import JobStore, Outbox, Schedules, TurnQueue, Workspace
 from nanobot_lambda.core.schedules import ScheduleError, build_schedule, next_run
 from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.tools.files import tool_path
 
 TurnOrigin = Literal["user", "cron", "heartbeat", "subagent", "announcement"]
 
@@ -248,10 +248,7 @@ class SendFileTool(Tool):
 
     def run(self, path: str, caption: str | None = None) -> str:
         scope = self._current.require()
-        try:
-            path = normalize_path(path)
-        except PathError as error:
-            raise ToolError(str(error)) from None
+        path = tool_path(path)
         size = self._size(path)
         if size is not None and size > MAX_UPLOAD_BYTES:
             raise ToolError(

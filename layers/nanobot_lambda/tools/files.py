@@ -38,7 +38,8 @@ MAX_GREP_LINE_CHARS = 2_000  # longer lines are searched and shown cut, which bo
 MAX_GREP_SECONDS = 10.0  # the whole search; checked between lines (see bounded_regex)
 
 
-def _path(value: Any, *, allow_root: bool = False) -> str:
+def tool_path(value: Any, *, allow_root: bool = False) -> str:
+    """A workspace path from a tool's argument; a hostile one is the model's error to read."""
     try:
         return normalize_path(value, allow_root=allow_root)
     except PathError as error:
@@ -75,7 +76,7 @@ class ReadFile(WorkspaceTool):
     }
 
     def run(self, path: str, offset: int = 1, limit: int = DEFAULT_READ_LINES) -> str:
-        text, _ = _read_text(self._workspace, _path(path))
+        text, _ = _read_text(self._workspace, tool_path(path))
         lines = text.splitlines(keepends=True)
         if not lines:
             return "(empty file)"
@@ -115,7 +116,7 @@ class WriteFile(WorkspaceTool):
     }
 
     def run(self, path: str, content: str) -> str:
-        target = _path(path)
+        target = tool_path(path)
         data = content.encode("utf-8")
         if len(data) > MAX_WRITE_BYTES:
             raise ToolError(f"content is over {MAX_WRITE_BYTES} bytes; split it into files.")
@@ -143,7 +144,7 @@ class EditFile(WorkspaceTool):
     }
 
     def run(self, path: str, old_text: str, new_text: str, replace_all: bool = False) -> str:
-        target = _path(path)
+        target = tool_path(path)
         if not old_text:
             raise ToolError("old_text is empty; give the exact text to replace.")
         replaced = 0
@@ -204,7 +205,7 @@ class ListDir(WorkspaceTool):
     }
 
     def run(self, path: str = ".") -> str:
-        folder = _path(path, allow_root=True)
+        folder = tool_path(path, allow_root=True)
         entries = self._workspace.list_dir(folder)
         if not entries:
             return f"{folder or '.'} is empty or does not exist."
@@ -255,7 +256,7 @@ class Grep(WorkspaceTool):
         ignore_case: bool = False,
         max_results: int = 50,
     ) -> str:
-        target = _path(path, allow_root=True)
+        target = tool_path(path, allow_root=True)
         flags = re.IGNORECASE if ignore_case else 0
         try:
             # The cost of a search is bounded before it starts (see bounded_regex).

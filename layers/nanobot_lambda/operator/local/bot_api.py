@@ -260,14 +260,7 @@ class LocalBotApi(JsonHttpServer):
     def _set_reaction(self, params: dict[str, Any]) -> bool:
         """Bots set at most one reaction, of the emoji Telegram allows; none removes theirs."""
         _require(params, "chat_id", "message_id")
-        reaction = params.get("reaction") or []
-        if isinstance(reaction, str):  # form-encoded: a JSON-serialized array
-            try:
-                reaction = json.loads(reaction)
-            except ValueError:
-                reaction = None
-        if not isinstance(reaction, list):
-            raise ApiError(400, "Bad Request: can't parse reaction types JSON object")
+        reaction = _json_array(params.get("reaction") or [], "reaction types")
         if len(reaction) > 1:
             raise ApiError(400, "Bad Request: REACTIONS_TOO_MANY")
         for item in reaction:  # custom emoji and paid reactions are not played here
@@ -288,14 +281,7 @@ class LocalBotApi(JsonHttpServer):
 
     def _set_commands(self, params: dict[str, Any]) -> bool:
         """The bot's command menu (default scope and language only), checked as Telegram does."""
-        commands = params.get("commands")
-        if isinstance(commands, str):  # form-encoded: a JSON-serialized array
-            try:
-                commands = json.loads(commands)
-            except ValueError:
-                commands = None
-        if not isinstance(commands, list):
-            raise ApiError(400, "Bad Request: can't parse commands JSON object")
+        commands = _json_array(params.get("commands"), "commands")
         if len(commands) > MAX_BOT_COMMANDS:
             raise ApiError(400, "Bad Request: BOT_COMMANDS_TOO_MUCH")
         for item in commands:
@@ -336,8 +322,8 @@ class LocalBotApi(JsonHttpServer):
         if secret is not None and not _SECRET_TOKEN.fullmatch(str(secret)):
             raise ApiError(400, "Bad Request: secret token contains unallowed characters")
         allowed = params.get("allowed_updates")
-        if isinstance(allowed, str):  # form-encoded: a JSON-serialized array
-            allowed = json.loads(allowed)
+        if allowed is not None:
+            allowed = _json_array(allowed, "allowed updates")
         with self._lock:
             self.webhook.set_calls.append(dict(params))
             self.webhook.url = url
@@ -635,3 +621,15 @@ def _require(params: dict[str, Any], *names: str) -> None:
     for name in names:
         if params.get(name) in (None, ""):
             raise ApiError(400, f"Bad Request: {name} is empty")
+
+
+def _json_array(value: Any, what: str) -> list[Any]:
+    """An array parameter: a list in a JSON body, a JSON-serialized array in a form."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = None
+    if not isinstance(value, list):
+        raise ApiError(400, f"Bad Request: can't parse {what} JSON object")
+    return value
