@@ -278,12 +278,21 @@ class RecordingChannel:
         self.fail_drafts_with: ChannelError | None = None  # raised by every draft
         self.files: dict[str, bytes] = {}  # file id -> bytes, for get_file and download
         self.files_sent: list[tuple[int, OutgoingFile, int | None]] = []  # send_file
+        self.keyboards: dict[int, tuple[str, ...]] = {}  # message id -> its buttons, until removed
+        self.buttons_removed: list[tuple[int, int]] = []  # (chat_id, message_id) asked
         self.me = BotUser(id=7000000001, username="nano_lambda_bot")
 
     def message_parts(self, text: str) -> list[str]:
         return render_messages(text)
 
-    def send_part(self, chat_id: int, part: str, *, thread_id: int | None = None) -> int:
+    def send_part(
+        self,
+        chat_id: int,
+        part: str,
+        *,
+        thread_id: int | None = None,
+        buttons: Sequence[str] = (),
+    ) -> int:
         if self.fail_with is not None:
             error, self.fail_with = self.fail_with, None
             raise error
@@ -291,7 +300,13 @@ class RecordingChannel:
             self.fail_on = None
             raise ChannelError("sendMessage", 502, "Bad Gateway")
         self.sent.append((chat_id, part, thread_id))
+        if buttons:
+            self.keyboards[len(self.sent)] = tuple(buttons)
         return len(self.sent)
+
+    def remove_buttons(self, chat_id: int, message_id: int) -> bool:
+        self.buttons_removed.append((chat_id, message_id))
+        return self.keyboards.pop(message_id, None) is not None
 
     def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
         if self.fail_with is not None:

@@ -291,7 +291,7 @@ CASES: list[Case] = [
         body=wrap("business_message", private(sender(STRANGER))),
     ),
     Case("edit by the owner", 200, "ignored", body=telegram_update("edited_message")),
-    Case("button press by the owner", 200, "ignored", body=telegram_update("callback_query")),
+    Case("button press by the owner", 200, "queued", body=telegram_update("callback_query")),
     Case("a channel post", 200, "ignored", body=telegram_update("channel_post")),
     Case("username listed, same case", 200, "queued", body=private(CAROL)),
     Case("username listed, other case", 200, "queued", body=private(sender(42, "CAROL_K"))),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 from nanobot_lambda.operator.cli.live import LiveReplies
@@ -68,4 +69,17 @@ def sent_file(field: str, filename: str, size: int, caption: str | None) -> Sent
         file_id="f",
         at=0,
         data=bytes(size),
+    )
+
+
+def test_a_message_s_buttons_show_under_it_a_row_a_line() -> None:
+    out = io.StringIO()
+    replies = LiveReplies(out)
+    replies.draft(draft("Shall"))
+    keyboard = ((("Yes", "y"), ("No, thanks", "n")), (("Later", "l"),))
+    replies.message(dataclasses.replace(message("Shall I?"), keyboard=keyboard))
+    replies.message(message("Fine."))
+
+    assert out.getvalue() == (
+        "nanobot> Shall I?\n   [Yes] [No, thanks]\n   [Later]\nnanobot> Fine.\n"
     )

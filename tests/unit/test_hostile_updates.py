@@ -111,6 +111,11 @@ def test_agent_turn_handles_each_queued_hostile_update(case: Case) -> None:
     update = Update.model_validate(parsed.update)
     inbound = to_inbound(update)
     assert isinstance(inbound, InboundMessage)
+    if inbound.callback_query_id is not None:  # a button pressed: its words are the message
+        for chunk in render_messages(inbound.text):
+            assert telegram_length(chunk) <= 4096
+            parse_telegram_html(chunk)
+        return
     message = update.message
     assert message is not None
     if is_group_chat(message):

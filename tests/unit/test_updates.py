@@ -19,7 +19,7 @@ OWNER = AllowList.parse("111111111")
 
 # What the bot does with each fixture when the owner (111111111) is allowed.
 EXPECTED = {
-    "callback_query": Ignored,
+    "callback_query": Accepted,  # a button pressed: the user's choice
     "channel_post": Ignored,
     "command_new_with_botname": Accepted,
     "command_start": Accepted,
@@ -149,10 +149,37 @@ def test_strangers_are_refused_whatever_they_send(name: str, kind: str) -> None:
     assert isinstance(decision, Rejected) and decision.sender_id == 333333333
 
 
-def test_the_owners_edits_and_button_presses_are_ignored_not_refused() -> None:
-    for name in ("edited_message", "callback_query"):
-        decision = classify(Update.model_validate(telegram_update(name)), LISTED)
-        assert isinstance(decision, Ignored)
+def test_the_owners_edits_are_ignored_not_refused() -> None:
+    decision = classify(Update.model_validate(telegram_update("edited_message")), LISTED)
+    assert isinstance(decision, Ignored)
+
+
+def test_a_button_press_is_the_users_choice_in_words_under_the_message_it_was_on() -> None:
+    update = telegram_update("callback_query")
+    update["callback_query"]["message"]["reply_markup"] = {
+        "inline_keyboard": [[{"text": "Green tea", "callback_data": "opt:1"}]]
+    }
+    decision = classify(Update.model_validate(update), LISTED)
+    assert isinstance(decision, Accepted)
+    pressed = decision.message
+    assert pressed.text == '[pressed the button "Green tea" under your message: "Pick one"]'
+    assert (pressed.chat_id, pressed.message_id) == (111111111, 19)
+    assert pressed.callback_query_id == "4382bfdwdsb323b2d9" and pressed.command is None
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"message": None}, "too old"),
+        ({"from": {"id": 5, "is_bot": True, "first_name": "Bot"}}, "by a bot"),
+        ({"data": None}, "without data"),
+    ],
+)
+def test_a_press_that_cannot_be_a_choice_is_ignored(change: dict[str, object], reason: str) -> None:
+    update = telegram_update("callback_query")
+    update["callback_query"].update(change)
+    inbound = to_inbound(Update.model_validate(update))
+    assert isinstance(inbound, Ignored) and reason in inbound.reason
 
 
 def test_in_a_group_the_sender_must_be_listed_unless_the_group_is() -> None:

@@ -87,15 +87,25 @@ def test_malformed_body_is_400_and_not_logged(body: str, caplog: pytest.LogCaptu
         assert body not in caplog.text
 
 
-@pytest.mark.parametrize(
-    "name", ["edited_message", "channel_post", "callback_query", "my_chat_member_blocked"]
-)
+@pytest.mark.parametrize("name", ["edited_message", "channel_post", "my_chat_member_blocked"])
 def test_kinds_the_bot_does_not_act_on_are_200_ignored(name: str) -> None:
     queue = MemoryQueue()
     response = post(make_webhook(queue), telegram_update(name))
     assert response["statusCode"] == 200
     assert json.loads(response["body"])["status"] == "ignored"
     assert queue.sent == []
+
+
+def test_a_button_press_is_queued_and_answered_at_once_in_the_reply() -> None:
+    queue = MemoryQueue()
+    response = post(make_webhook(queue), telegram_update("callback_query"))
+    body = json.loads(response["body"])
+    assert (response["statusCode"], body["status"]) == (200, "queued")
+    # Telegram performs the method of the reply: the button stops loading at once.
+    assert body["method"] == "answerCallbackQuery"
+    assert body["callback_query_id"] == "4382bfdwdsb323b2d9"
+    ((_, group, _),) = queue.sent
+    assert group == "telegram:111111111"
 
 
 def test_stranger_is_200_refused_and_logged_by_id_without_text(

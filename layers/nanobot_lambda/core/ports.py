@@ -245,8 +245,21 @@ class Channel(Protocol):
         """The messages the Markdown `text` goes out as, within the channel's length limit."""
         ...
 
-    def send_part(self, chat_id: int, part: str, *, thread_id: int | None = None) -> int:
-        """Send one of `message_parts`; returns its message id."""
+    def send_part(
+        self,
+        chat_id: int,
+        part: str,
+        *,
+        thread_id: int | None = None,
+        buttons: Sequence[str] = (),
+    ) -> int:
+        """Send one of `message_parts`, with inline `buttons` under it (each one's press comes
+        back as the user's choice); returns its message id."""
+        ...
+
+    def remove_buttons(self, chat_id: int, message_id: int) -> bool:
+        """Take the buttons off a message; False when it has none any more (a button of it was
+        pressed before) or is gone."""
         ...
 
     def send_text(self, chat_id: int, text: str, *, thread_id: int | None = None) -> list[int]:
@@ -283,10 +296,16 @@ class Outbox(Protocol):
     """A turn's messages to the chat, each sent at most once however often the turn runs."""
 
     def send(
-        self, chat_id: int, text: str, thread_id: int | None = None, *, record: bool = True
+        self,
+        chat_id: int,
+        text: str,
+        thread_id: int | None = None,
+        *,
+        record: bool = True,
+        buttons: Sequence[str] = (),
     ) -> bool:
-        """Send `text` (or what an earlier run of the turn did not send of it); False when
-        the chat blocked the bot."""
+        """Send `text` (or what an earlier run of the turn did not send of it), `buttons`
+        under its last part; False when the chat blocked the bot."""
         ...
 
     def send_file(self, chat_id: int, file: OutgoingFile, thread_id: int | None = None) -> bool:

@@ -214,8 +214,14 @@ class Webhook:
             logger.info("repeated update: already queued", extra=log)
             telemetry.duplicate_suppressed(self._metrics)
             return _reply(200, status="duplicate")
-        assert update.message is not None  # what Accepted means (inbound.to_inbound)
-        call = sign_of_life(update.message, self._policy.ack_reaction, self._policy.group_policy)
+        call: dict[str, Any] | None
+        if message.callback_query_id is not None:
+            # Telegram shows a pressed button as loading until the bot answers the query.
+            call = {"method": "answerCallbackQuery", "callback_query_id": message.callback_query_id}
+        else:
+            assert update.message is not None  # what Accepted means (inbound.to_inbound)
+            policy = self._policy
+            call = sign_of_life(update.message, policy.ack_reaction, policy.group_policy)
         sign = call["method"] if call else None
         logger.info("update queued", extra={**log, "chat_id": message.chat_id, "sign": sign})
         return _reply(200, status="queued", **(call or {}))

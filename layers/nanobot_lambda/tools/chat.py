@@ -1,4 +1,5 @@
-"""Tools that act for the chat a turn belongs to: cron, message, send_file, spawn.
+"""Tools that act for the chat a turn belongs to: cron, message, reply_buttons, send_file,
+spawn.
 
 They read the turn's `TurnScope` (which chat, which thread, what kind of turn) from a
 `CurrentTurn` the turn service sets before each turn; a container runs one turn at a time.
@@ -23,6 +24,9 @@ from nanobot_lambda.core.schedules import ScheduleError, build_schedule, next_ru
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.tools.files import tool_path
 
+MAX_BUTTONS = 8
+MAX_BUTTON_CHARS = 40  # longer labels are cut on phones anyway
+
 TurnOrigin = Literal["user", "cron", "heartbeat", "subagent", "announcement"]
 
 
@@ -34,6 +38,7 @@ class TurnScope:
     outbox: Outbox  # the turn's messages, each sent once (entry/agent_turn/delivery.py)
     sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
     quiet: bool = False  # sends no progress while it works (a quiet task)
+    reply_buttons: tuple[str, ...] = ()  # under the final answer (the reply_buttons tool)
 
 
 class CurrentTurn:
@@ -193,17 +198,27 @@ def _quiet(job: CronJob) -> str:
     return " (quiet: reports only what is new or needs attention)" if job.quiet else ""
 
 
+BUTTONS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": MAX_BUTTON_CHARS},
+    "minItems": 1,
+    "maxItems": MAX_BUTTONS,
+}
+
+
 class MessageTool(Tool):
     name = "message"
     description = (
         "Send a message now, to this chat or (chat_id) another allowed chat; useful mid-task. "
-        "Your final answer is sent anyway."
+        "Your final answer is sent anyway. `buttons`: choices shown under it; a press comes "
+        "back to you as the user's next message."
     )
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
             "content": {"type": "string", "minLength": 1},
             "chat_id": {"type": "integer"},
+            "buttons": BUTTONS_SCHEMA,
         },
         "required": ["content"],
         "additionalProperties": False,
@@ -213,7 +228,9 @@ class MessageTool(Tool):
         self._current = current
         self._allow_list = allow_list
 
-    def run(self, content: str, chat_id: int | None = None) -> str:
+    def run(
+        self, content: str, chat_id: int | None = None, buttons: list[str] | None = None
+    ) -> str:
         scope = self._current.require()
         target = scope.chat_id if chat_id is None else chat_id
         if target != scope.chat_id and not (
@@ -221,9 +238,37 @@ class MessageTool(Tool):
         ):
             raise ToolError(f"chat {target} is not an allowed chat; only ALLOW_FROM ids are")
         thread = scope.thread_id if target == scope.chat_id else None
-        scope.outbox.send(target, content, thread)
+        scope.outbox.send(target, content, thread, buttons=_labels(buttons))
         scope.sent.append((target, content.strip()))
         return f"Sent to chat {target}."
+
+
+class ReplyButtonsTool(Tool):
+    name = "reply_buttons"
+    description = (
+        "Show buttons under your final answer, e.g. a short list of choices or yes/no; the "
+        "user's press comes back to you as their next message. Call it before you answer."
+    )
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"buttons": BUTTONS_SCHEMA},
+        "required": ["buttons"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, current: CurrentTurn) -> None:
+        self._current = current
+
+    def run(self, buttons: list[str]) -> str:
+        scope = self._current.require()
+        scope.reply_buttons = _labels(buttons)
+        return f"Your final answer will show {len(scope.reply_buttons)} buttons."
+
+
+def _labels(buttons: list[str] | None) -> tuple[str, ...]:
+    """Button texts as Telegram shows them: one line each, no duplicates."""
+    labels = (" ".join(text.split()) for text in buttons or ())
+    return tuple(dict.fromkeys(label for label in labels if label))
 
 
 class SendFileTool(Tool):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
@@ -202,11 +202,37 @@ class TelegramBot:
         """The Telegram HTML messages the Markdown `text` goes out as (see formatting.py)."""
         return render_messages(text)
 
-    def send_part(self, chat_id: int, html: str, *, thread_id: int | None = None) -> int:
+    def send_part(
+        self,
+        chat_id: int,
+        html: str,
+        *,
+        thread_id: int | None = None,
+        buttons: Sequence[str] = (),
+    ) -> int:
         """Send one message of Telegram HTML within the length limit; returns its message id.
-        If Telegram refuses to parse the HTML, the same text goes out as plain text."""
-        result = self._send_html("sendMessage", html, chat_id=chat_id, message_thread_id=thread_id)
+        If Telegram refuses to parse the HTML, the same text goes out as plain text. Each
+        button goes on its own row; its callback data is its index (`b0`, `b1`…), the press
+        names the button by its text (inbound.button_text)."""
+        markup = None
+        if buttons:
+            rows = [[{"text": text, "callback_data": f"b{n}"}] for n, text in enumerate(buttons)]
+            markup = {"inline_keyboard": rows}
+        result = self._send_html(
+            "sendMessage", html, chat_id=chat_id, message_thread_id=thread_id, reply_markup=markup
+        )
         return int(result["message_id"])
+
+    def remove_buttons(self, chat_id: int, message_id: int) -> bool:
+        try:
+            self.call("editMessageReplyMarkup", chat_id=chat_id, message_id=message_id)
+        except TelegramError as error:
+            if error.status == 400 and (
+                "not modified" in error.description or "not found" in error.description
+            ):
+                return False
+            raise
+        return True
 
     def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
         """Upload `file` with the method of its kind (sendPhoto, sendDocument, sendAudio,

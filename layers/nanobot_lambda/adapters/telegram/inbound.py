@@ -18,7 +18,14 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from nanobot_lambda.adapters.telegram.models import Chat, Message, MessageEntity, Update, User
+from nanobot_lambda.adapters.telegram.models import (
+    CallbackQuery,
+    Chat,
+    Message,
+    MessageEntity,
+    Update,
+    User,
+)
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.allowlist import AllowList
 
@@ -49,6 +56,9 @@ class InboundMessage:
     sender_username: str | None
     thread_id: int | None
     text: str
+    # A button pressed (a callback query): the query's id, and `message_id` is the message the
+    # button was under.
+    callback_query_id: str | None = None
 
     @property
     def command(self) -> str | None:
@@ -111,6 +121,8 @@ def too_long(message: Message) -> bool:
 
 def to_inbound(update: Update) -> InboundMessage | Ignored:
     """The message the bot should answer in this update, or why there is none."""
+    if update.callback_query is not None:
+        return _pressed(update.update_id, update.callback_query)
     message = update.message
     if message is None:
         return Ignored(f"update kind {update.kind}")
@@ -134,6 +146,40 @@ def to_inbound(update: Update) -> InboundMessage | Ignored:
         thread_id=message.message_thread_id if message.is_topic_message else None,
         text=text,
     )
+
+
+def _pressed(update_id: int, query: CallbackQuery) -> InboundMessage | Ignored:
+    """A button pressed under one of the bot's messages, as the user's choice in words."""
+    message = query.message
+    if message is None:
+        return Ignored("button under a message too old to show")
+    if query.sender.is_bot:
+        return Ignored("button pressed by a bot")
+    choice = button_text(message, query.data) or (query.data or "")
+    if not choice:
+        return Ignored("button without data")
+    quote = (message.text or message.caption or "")[:QUOTE_MAX_CHARS]
+    return InboundMessage(
+        update_id=update_id,
+        chat_id=message.chat.id,
+        chat_type=message.chat.type,
+        message_id=message.message_id,
+        sender_id=query.sender.id,
+        sender_username=query.sender.username,
+        thread_id=message.message_thread_id if message.is_topic_message else None,
+        text=f'[pressed the button "{choice}" under your message: "{quote}"]',
+        callback_query_id=query.id,
+    )
+
+
+def button_text(message: Message, data: str | None) -> str | None:
+    """The text of the message's inline button that carries `data`, if it still has one."""
+    keyboard = (message.reply_markup or {}).get("inline_keyboard")
+    for row in keyboard if isinstance(keyboard, list) else []:
+        for button in row if isinstance(row, list) else []:
+            if isinstance(button, dict) and button.get("callback_data") == data:
+                return str(button.get("text") or "") or None
+    return None
 
 
 def _acting(update: Update) -> tuple[Sender, Chat | None] | Ignored:

@@ -140,6 +140,7 @@ class Message(_TelegramModel):
     reply_to_message: Message | None = None
     forward_origin: dict[str, object] | None = None
     via_bot: User | None = None
+    reply_markup: dict[str, Any] | None = None  # a bot's message: its inline keyboard
 
 
 class CallbackQuery(_TelegramModel):

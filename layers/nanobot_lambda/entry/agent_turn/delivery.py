@@ -41,7 +41,9 @@ def deliver_reply(
     if (several_parts or more_follows) and run.progress.messages != outcome.new_messages:
         # Recorded before its first part: a retry finishes this answer, not another one.
         checkpoint(journal, run, outcome)
-    return run.outbox.send(scope.chat_id, text, scope.thread_id, record=more_follows)
+    return run.outbox.send(
+        scope.chat_id, text, scope.thread_id, record=more_follows, buttons=scope.reply_buttons
+    )
 
 
 VOICE_REPLY_NAME = "answer.ogg"

@@ -1,7 +1,9 @@
 """A Telegram message's turn: the user wrote to the bot.
 
 Groups: the webhook queues every group message (it cannot know the bot's username); only those
-addressed to the bot get a turn. Commands are answered without the agent. Otherwise: files are
+addressed to the bot get a turn. A button pressed under one of the bot's messages is a turn too,
+with the choice as the user's words; its keyboard is taken off first, so a second press of it
+is not heard. Commands are answered without the agent. Otherwise: files are
 fetched (while "typing…" shows), history is recalled, the agent runs (in private chats its
 answer shows as a draft while it is written), the answer is sent, and only then is the turn
 saved, so the session never holds an answer the user did not see.
@@ -19,6 +21,7 @@ from nanobot_lambda.adapters.telegram.inbound import (
     is_group_chat,
     to_inbound,
 )
+from nanobot_lambda.adapters.telegram.media import UserContent
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.jobs import TelegramUpdateJob
@@ -38,10 +41,9 @@ def telegram_turn(
         logger.info("queued update has nothing to answer: %s", inbound.reason)
         return
     log = {"update_id": inbound.update_id, "chat_id": inbound.chat_id}
-    message = update.message
-    assert message is not None  # to_inbound ignores updates without a message
+    message = update.message  # None for a button pressed (a callback query)
     channel = parts.ports.services.channel
-    if is_group_chat(message):
+    if message is not None and is_group_chat(message):
         me = channel.get_me()  # asked once per container, for groups
         policy = parts.settings.group_policy
         if not addressed_to_bot(message, bot_id=me.id, bot_username=me.username, policy=policy):
@@ -55,6 +57,11 @@ def telegram_turn(
     history, run = parts.starter.in_session(job, f"update-{inbound.update_id}", key, remaining_ms)
     if run is None:
         return
+    pressed = inbound.callback_query_id is not None
+    if pressed and not run.outbox.take_buttons_off(inbound.chat_id, inbound.message_id):
+        # The same keyboard's buttons were pressed twice before it went: one choice is heard.
+        logger.info("button of a keyboard already answered: ignored", extra=log)
+        return
     logger.info("turn started", extra=log)
     private = inbound.chat_type == "private"
     with (
@@ -63,7 +70,11 @@ def telegram_turn(
         parts.drafts.streaming(run, inbound.chat_id, inbound.thread_id, private=private),
     ):
         # Files are fetched, stored and transcribed while "typing…" shows.
-        content = parts.media.resolve(message, inbound.chat_id)
+        content = (
+            UserContent(inbound.text, inbound.text)
+            if message is None
+            else parts.media.resolve(message, inbound.chat_id)
+        )
         for notice in content.notices:  # e.g. a file too large to fetch: told at once
             run.outbox.send(inbound.chat_id, notice, inbound.thread_id)
         runtime = parts.runtime_block(run, inbound.chat_id, recall_for=content.saved_text)
@@ -75,7 +86,8 @@ def telegram_turn(
         return
     if outcome.stopped:
         parts.ports.stores.stop_flags.clear(key)
-    if not parts.deliver_reply(run, scope, outcome, voice=message.voice is not None):
+    voice = message is not None and message.voice is not None
+    if not parts.deliver_reply(run, scope, outcome, voice=voice):
         return
     parts.saver.save(history, _user_message(content.saved_text, runtime, inbound), outcome, run)
     logger.info(

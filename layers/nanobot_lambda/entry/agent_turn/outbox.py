@@ -17,6 +17,7 @@ first, so no draft of an earlier text arrives after the message.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nanobot_lambda.core.errors import ChannelError
@@ -92,11 +93,30 @@ class JournaledOutbox:
         self._journal.record_send(self._key, self._progress, self.count)
         return True
 
+    def take_buttons_off(self, chat_id: int, message_id: int) -> bool:
+        """Remove the buttons of a message whose button the user pressed, once per turn (it
+        counts as one of the turn's messages, so a retried turn does not do it again); False
+        when they were gone already: another press of them came first."""
+        self.count += 1
+        if self.count in self._progress.sent:
+            return True
+        if not self._channel.remove_buttons(chat_id, message_id):
+            return False
+        self._journal.record_send(self._key, self._progress, self.count)
+        return True
+
     def send(
-        self, chat_id: int, text: str, thread_id: int | None = None, *, record: bool = True
+        self,
+        chat_id: int,
+        text: str,
+        thread_id: int | None = None,
+        *,
+        record: bool = True,
+        buttons: Sequence[str] = (),
     ) -> bool:
-        """Send what an earlier run of this turn did not send of this message; False if the
-        chat blocked the bot. `record=False`: the caller records the last part itself."""
+        """Send what an earlier run of this turn did not send of this message, `buttons` under
+        its last part; False if the chat blocked the bot. `record=False`: the caller records
+        the last part itself."""
         if self.drafts is not None:
             self.drafts.settle()
         self.count += 1
@@ -110,8 +130,9 @@ class JournaledOutbox:
         for part, rendered in enumerate(parts, start=1):
             if (number, part) in progress.parts:
                 continue
+            under = buttons if part == len(parts) else ()
             try:
-                self._channel.send_part(chat_id, rendered, thread_id=thread_id)
+                self._channel.send_part(chat_id, rendered, thread_id=thread_id, buttons=under)
             except ChannelError as error:
                 return _dropped_if_blocked(error, chat_id)
             if part < len(parts):

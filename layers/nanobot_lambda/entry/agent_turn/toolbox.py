@@ -14,7 +14,14 @@ from nanobot_lambda.core.skills import builtin_skill_files
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.core.workspace import WithBuiltinFiles
 from nanobot_lambda.settings import AgentSettings
-from nanobot_lambda.tools.chat import CronTool, CurrentTurn, MessageTool, SendFileTool, SpawnTool
+from nanobot_lambda.tools.chat import (
+    CronTool,
+    CurrentTurn,
+    MessageTool,
+    ReplyButtonsTool,
+    SendFileTool,
+    SpawnTool,
+)
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.web import web_tools
 
@@ -45,6 +52,7 @@ def agent_tools(
     chat_tools: list[Tool] = [
         CronTool(current, jobs, schedules, timezone=settings.timezone, clock=clock),
         MessageTool(current, settings.allow_from),
+        ReplyButtonsTool(current),
         SendFileTool(current, workspace),
         SpawnTool(
             current,

@@ -1,6 +1,7 @@
 """The bot's replies on the terminal for `chat`: a reply being written grows on its line (the
 drafts the local Bot API receives), and the message it becomes finishes that line. A file the
-bot sends shows on a line of its own: `nanobot> 📎 photo plot.png (12.3 KB) — caption`."""
+bot sends shows on a line of its own: `nanobot> 📎 photo plot.png (12.3 KB) — caption`; the
+buttons of a message's inline keyboard under it, a row a line: `   [Yes] [No, thanks]`."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ class LiveReplies:
             else:
                 self._end_line()
                 self._write(PREFIX + text + "\n")
+            for row in message.keyboard:  # its inline keyboard's buttons, a row a line
+                self._write(" " * 3 + " ".join(f"[{label}]" for label, _ in row) + "\n")
             self._draft_id, self._shown = None, ""
 
     def file(self, sent: SentFile) -> None:

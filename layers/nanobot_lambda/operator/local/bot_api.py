@@ -20,6 +20,13 @@ it) while no webhook is set, 409 Conflict while one is. `setWebhook`, `getWebhoo
 `deleteWebhook` keep the webhook's settings as Telegram does (HTTPS URL only, secret token of
 A-Z a-z 0-9 _ -); nothing is POSTed to the webhook URL.
 
+Inline keyboards play as Telegram plays them: `sendMessage` takes a `reply_markup` of
+`inline_keyboard` buttons (each with a text and 1-64 bytes of `callback_data`, at most 100),
+kept as the message's `keyboard`; `press` makes the Update of a user pressing one of its
+buttons (a `callback_query`, whose id is then answered once with `answerCallbackQuery`, recorded
+in `answered_callbacks`); `editMessageReplyMarkup` changes or removes a message's keyboard
+(recorded in `keyboard_edits`), refusing an unknown message or an unchanged keyboard (400).
+
 Reactions (`setMessageReaction`) are recorded in `reactions`; an emoji Telegram does not allow
 is refused (400 `REACTION_INVALID`). Every call is kept in `calls`, and in `timeline` with the
 `time.monotonic()` it arrived at. `perform` takes a call as Telegram's servers do, without HTTP
@@ -72,6 +79,15 @@ FILE_METHODS = {
     "sendVoice": ("voice", "voice"),
 }
 _IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a")
+MAX_INLINE_BUTTONS = 100
+CALLBACK_DATA_MAX_BYTES = 64
+QUERY_INVALID = "Bad Request: query is too old and response timeout expired or query ID is invalid"
+NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup "
+    "are exactly the same as a current content and reply markup of the message"
+)
+# Rows of (text, callback_data): an inline keyboard as the stand-in keeps it.
+Keyboard = tuple[tuple[tuple[str, str], ...], ...]
 
 
 @dataclass(frozen=True)
@@ -90,6 +106,7 @@ class SentMessage:
     plain_text: str  # as the user would read it
     parse_mode: str | None
     thread_id: int | None
+    keyboard: Keyboard = ()  # its inline keyboard: rows of (text, callback_data)
 
 
 @dataclass(frozen=True)
@@ -164,6 +181,12 @@ class LocalBotApi(JsonHttpServer):
         self.timeline: list[tuple[float, str, dict[str, Any]]] = []  # (monotonic, method, params)
         self.reactions: list[SetReaction] = []
         self.commands: list[dict[str, str]] = []  # the command menu (setMyCommands)
+        self.answered_callbacks: list[str] = []  # callback query ids, as answered
+        # (chat_id, message_id, new keyboard) of each editMessageReplyMarkup, in order
+        self.keyboard_edits: list[tuple[int, int, Keyboard]] = []
+        self._issued_callbacks: set[str] = set()  # callback query ids `press` made
+        self._callback_ids = itertools.count(1)
+        self._update_ids = itertools.count(900_000_001)  # apart from the stack's update ids
         self._message_ids = itertools.count(1000)
         self._lock = threading.Lock()
         self.files: dict[str, StoredFile] = {}  # by file_id
@@ -216,6 +239,42 @@ class LocalBotApi(JsonHttpServer):
             self.webhook.last_error_date = int(time.time()) if at is None else at
             self.webhook.last_error_message = message
 
+    def press(
+        self, message: SentMessage, text: str, user: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The Update Telegram sends when `user` (by default the private chat's) presses the
+        button labelled `text` of `message`'s inline keyboard as it is now."""
+        with self._lock:
+            current = next(
+                (
+                    m
+                    for m in self.messages
+                    if (m.chat_id, m.message_id) == (message.chat_id, message.message_id)
+                ),
+                message,
+            )
+            data = next(
+                (data for row in current.keyboard for label, data in row if label == text), None
+            )
+            if data is None:
+                raise ValueError(f"message {message.message_id} has no button {text!r}")
+            query_id = str(7_000_000_000_000 + next(self._callback_ids))
+            self._issued_callbacks.add(query_id)
+            update_id = next(self._update_ids)
+        sender = user or {"id": message.chat_id, "is_bot": False, "first_name": "Ada"}
+        return {
+            "update_id": update_id,
+            "callback_query": {
+                "id": query_id,
+                "from": sender,
+                "message": _message_json(current, int(time.time())),
+                "chat_instance": str(
+                    int(hashlib.sha256(str(message.chat_id).encode()).hexdigest()[:15], 16)
+                ),
+                "data": data,
+            },
+        }
+
     def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Answer one Bot API call; raise ApiError for the errors Telegram would return."""
         if method == "getMe":
@@ -229,6 +288,10 @@ class LocalBotApi(JsonHttpServer):
             return self._set_reaction(params)
         if method == "sendMessage":
             return self._send_message(params)
+        if method == "answerCallbackQuery":
+            return self._answer_callback(params)
+        if method == "editMessageReplyMarkup":
+            return self._edit_reply_markup(params)
         if method == "sendMessageDraft":
             return self._send_draft(params)
         if method in FILE_METHODS:
@@ -278,6 +341,37 @@ class LocalBotApi(JsonHttpServer):
                 )
             )
         return True
+
+    def _answer_callback(self, params: dict[str, Any]) -> bool:
+        """A callback query is answered once, and only one Telegram issued (`press`)."""
+        _require(params, "callback_query_id")
+        query_id = str(params["callback_query_id"])
+        with self._lock:
+            if query_id not in self._issued_callbacks or query_id in self.answered_callbacks:
+                raise ApiError(400, QUERY_INVALID)
+            self.answered_callbacks.append(query_id)
+        return True
+
+    def _edit_reply_markup(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A sent message's inline keyboard changed, or removed (no markup, or an empty one)."""
+        _require(params, "chat_id", "message_id")
+        keyboard = _inline_keyboard(params.get("reply_markup"))
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        with self._lock:
+            index = next(
+                (i for i, m in enumerate(self.messages) if (m.chat_id, m.message_id) == key),
+                None,
+            )
+            if index is None:
+                raise ApiError(400, "Bad Request: message to edit not found")
+            if self.messages[index].keyboard == keyboard:
+                raise ApiError(400, NOT_MODIFIED)
+            edited = dataclasses.replace(self.messages[index], keyboard=keyboard)
+            self.messages[index] = edited
+            self.keyboard_edits.append((*key, keyboard))
+        result = _message_json(edited, int(time.time()))
+        result["edit_date"] = result["date"]
+        return result
 
     def _set_commands(self, params: dict[str, Any]) -> bool:
         """The bot's command menu (default scope and language only), checked as Telegram does."""
@@ -364,6 +458,7 @@ class LocalBotApi(JsonHttpServer):
     def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "chat_id", "text")
         text, plain, parse_mode = self._checked_text(params)
+        keyboard = _inline_keyboard(params.get("reply_markup"))
         thread = params.get("message_thread_id")
         message = SentMessage(
             chat_id=int(params["chat_id"]),
@@ -372,18 +467,13 @@ class LocalBotApi(JsonHttpServer):
             plain_text=plain,
             parse_mode=parse_mode,
             thread_id=int(thread) if thread is not None else None,
+            keyboard=keyboard,
         )
         with self._lock:
             self.messages.append(message)
         if self.on_message is not None:
             self.on_message(message)
-        return {
-            "message_id": message.message_id,
-            "from": BOT_USER,
-            "chat": {"id": message.chat_id, "type": "private"},
-            "date": int(time.time()),
-            "text": plain,
-        }
+        return _message_json(message, int(time.time()))
 
     def _send_draft(self, params: dict[str, Any]) -> bool:
         """`sendMessageDraft` as Telegram answers it: private chats only (user ids are
@@ -586,6 +676,66 @@ class LocalBotApi(JsonHttpServer):
             if error.retry_after is not None:
                 body["parameters"] = {"retry_after": error.retry_after}
             return error.code, body
+
+
+def _message_json(message: SentMessage, date: int) -> dict[str, Any]:
+    """A sent text message as the Bot API shows it (user ids are positive, groups' negative)."""
+    result: dict[str, Any] = {
+        "message_id": message.message_id,
+        "from": BOT_USER,
+        "chat": {"id": message.chat_id, "type": "private" if message.chat_id > 0 else "supergroup"},
+        "date": date,
+        "text": message.plain_text,
+    }
+    if message.keyboard:
+        result["reply_markup"] = {
+            "inline_keyboard": [
+                [{"text": label, "callback_data": data} for label, data in row]
+                for row in message.keyboard
+            ]
+        }
+    return result
+
+
+def _inline_keyboard(markup: Any) -> Keyboard:
+    """`reply_markup`'s inline keyboard (a dict in a JSON body, JSON in a form), checked as
+    Telegram checks it; () when there is none (other kinds of markup are not played here)."""
+    if markup in (None, ""):
+        return ()
+    if isinstance(markup, str):
+        try:
+            markup = json.loads(markup)
+        except ValueError:
+            markup = None
+    if not isinstance(markup, dict):
+        raise ApiError(400, "Bad Request: can't parse reply keyboard markup JSON object")
+    rows = markup.get("inline_keyboard")
+    if rows is None:
+        return ()
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        raise ApiError(
+            400,
+            'Bad Request: can\'t parse inline keyboard button: field "inline_keyboard" '
+            "of the InlineKeyboardMarkup must be an Array of Arrays",
+        )
+    if sum(len(row) for row in rows) > MAX_INLINE_BUTTONS:
+        raise ApiError(400, "Bad Request: reply markup is too long")
+    keyboard = []
+    for row in rows:
+        buttons = []
+        for button in row:
+            text = button.get("text") if isinstance(button, dict) else None
+            if not isinstance(text, str) or not text.strip():
+                raise ApiError(
+                    400, "Bad Request: text buttons are unallowed in the inline keyboard"
+                )
+            data = button.get("callback_data")
+            if not isinstance(data, str) or not 1 <= len(data.encode()) <= CALLBACK_DATA_MAX_BYTES:
+                raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+            buttons.append((text, data))
+        if buttons:
+            keyboard.append(tuple(buttons))
+    return tuple(keyboard)
 
 
 def _displayed(text: str, parse_mode: object) -> str:

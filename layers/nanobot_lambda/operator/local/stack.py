@@ -406,6 +406,11 @@ class LocalStack:
             },
         }
 
+    def press_button(self, message: SentMessage, text: str) -> dict[str, Any]:
+        """A real-shaped Update for the local user pressing a button of a message's inline
+        keyboard (a `callback_query`; its id is one `answerCallbackQuery` accepts once)."""
+        return self.bot_api.press(message, text, user=self.user.as_telegram())
+
     def post_update(
         self, update: Mapping[str, Any], *, secret: str | None = None
     ) -> dict[str, Any]:

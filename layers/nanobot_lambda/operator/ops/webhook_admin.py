@@ -12,10 +12,11 @@ from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core.bot_commands import command_menu
 from nanobot_lambda.operator.ops.deployment import OperatorError
 
-# The update kinds the bot acts on: `telegram.inbound.to_inbound` reads `message` only (an
-# edited message, a reaction or a callback is ignored). Asking Telegram for nothing else spares
-# the webhook every other kind. tests/unit/test_cli_contracts.py keeps the two in step.
-ALLOWED_UPDATES = ("message",)
+# The update kinds the bot acts on: `telegram.inbound.to_inbound` reads `message` and
+# `callback_query` (a button pressed) only (an edited message or a reaction is ignored). Asking
+# Telegram for nothing else spares the webhook every other kind. tests/unit/test_cli_contracts.py
+# keeps the two in step.
+ALLOWED_UPDATES = ("message", "callback_query")
 # A delivery error Telegram reported more recently than this is a failing webhook.
 RECENT_ERROR = timedelta(hours=1)
 
