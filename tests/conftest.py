@@ -24,6 +24,28 @@ def telegram_update(name: str) -> dict[str, Any]:
     return loaded
 
 
+def album_updates(
+    count: int, *, media_group_id: str = "13571113579", first_update_id: int = 800000100
+) -> list[dict[str, Any]]:
+    """The updates of an album of `count` photos, as Telegram sends them: the photo fixture's
+    message in each, consecutive update and message ids, one media group, the caption on the
+    first part only, and each part its own photo (distinct file ids)."""
+    parts = []
+    for index in range(count):
+        update = telegram_update("photo_with_caption")
+        message = update["message"]
+        update["update_id"] = first_update_id + index
+        message["message_id"] = 500 + index
+        message["media_group_id"] = media_group_id
+        if index:
+            del message["caption"]
+        for size in message["photo"]:
+            size["file_id"] = f"{size['file_id']}{index}"
+            size["file_unique_id"] = f"{size['file_unique_id']}{index}"
+        parts.append(update)
+    return parts
+
+
 def all_telegram_fixture_names() -> list[str]:
     return sorted(path.stem for path in TELEGRAM_FIXTURES.glob("*.json"))
 

@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nanobot_lambda.adapters.aws import snapstart
+from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
 from nanobot_lambda.adapters.aws.clients import (
     dynamodb_client,
     s3_client,
@@ -71,6 +72,7 @@ def build_records() -> RecordRunner:
         jobs=DynamoJobStore(settings.jobs_table, dynamodb),
         usage=DynamoUsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone),
         stop_flags=DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
+        albums=DynamoAlbumBook(settings.sessions_table, lambda: dynamodb),
     )
     services = Services(
         channel=telegram,

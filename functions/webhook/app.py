@@ -8,13 +8,14 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
 from nanobot_lambda.adapters.aws.clients import dynamodb_client, sqs_client
 from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
 from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
-from nanobot_lambda.entry.webhook import Webhook, WebhookPolicy
+from nanobot_lambda.entry.webhook import Webhook, WebhookPolicy, WebhookRecords
 from nanobot_lambda.settings import WebhookSettings
 
 logger = Logger()
@@ -28,8 +29,11 @@ webhook = Webhook(
     settings.telegram_secret_token,
     WebhookPolicy(settings.allow_from, settings.group_policy, settings.ack_reaction),
     SqsTurnQueue(settings.turn_queue_url, sqs_client()),
-    DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
-    ledger,
+    WebhookRecords(
+        ledger,
+        DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
+        DynamoAlbumBook(settings.sessions_table, lambda: dynamodb),
+    ),
     EMF,
 )
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
+from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
@@ -446,6 +447,34 @@ class MemoryStopFlags:
 
     def clear(self, session_key: str) -> bool:
         return self.flags.pop(session_key, None) is not None
+
+
+class MemoryAlbumBook:
+    """AlbumBook in a dict; `now_ms` is the clock parts are recorded by, `fail` makes
+    add_part raise (the webhook records on a best-effort basis)."""
+
+    def __init__(self, now_ms: Callable[[], int] = lambda: 0, fail: bool = False) -> None:
+        self.albums: dict[str, AlbumRecord] = {}
+        self.now_ms = now_ms
+        self.fail = fail
+        self.claims: list[tuple[str, int, frozenset[int]]] = []
+
+    def add_part(self, key: str, update_id: int, update: Any) -> None:
+        if self.fail:
+            raise StorageError("DynamoAlbumBook.add_part: unreachable")
+        old = self.albums.get(key) or AlbumRecord(parts={}, last_part_ms=0)
+        parts = {**old.parts, update_id: copy.deepcopy(dict(update))}
+        self.albums[key] = replace(old, parts=parts, last_part_ms=self.now_ms())
+
+    def get(self, key: str) -> AlbumRecord | None:
+        return self.albums.get(key)
+
+    def claim(self, key: str, lead: int, parts: frozenset[int]) -> AlbumRecord:
+        self.claims.append((key, lead, parts))
+        old = self.albums.get(key) or AlbumRecord(parts={}, last_part_ms=0)
+        if old.lead is None or old.lead == lead:
+            self.albums[key] = replace(old, lead=lead, claimed=parts)
+        return self.albums[key]
 
 
 class MemoryLedger:

@@ -421,25 +421,44 @@ def test_env_example_sets_only_variables_the_template_declares(template: dict[st
         assert set(variables) <= set(declared), (logical_id, set(variables) - set(declared))
 
 
-def test_webhook_may_only_put_items_in_the_sessions_table(template: dict[str, Any]) -> None:
-    """The webhook raises /stop flags and records queued updates; it must not read
-    conversations."""
+def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
+    template: dict[str, Any],
+) -> None:
+    """The webhook raises /stop flags, records album parts and queued updates; it must not
+    read conversations, nor write into one: its sessions-table items are its own partitions."""
     context = make_context(template)
     policies = context.evaluate(properties(template, "WebhookFunction")["Policies"])
-    dynamodb = {
-        tuple(as_list(statement["Resource"])): as_list(statement["Action"])
+    # (resource, actions, the partition keys the statement is limited to)
+    dynamodb = [
+        (
+            statement["Resource"],
+            as_list(statement["Action"]),
+            statement.get("Condition", {})
+            .get("ForAllValues:StringLike", {})
+            .get("dynamodb:LeadingKeys"),
+        )
         for statement in iam_statements(policies)
         if any(str(action).startswith("dynamodb:") for action in as_list(statement["Action"]))
-    }
-    assert dynamodb == {
-        (ATTRIBUTES[("SessionsTable", "Arn")],): ["dynamodb:PutItem"],
-        (ATTRIBUTES[("IdempotencyTable", "Arn")],): [
-            "dynamodb:GetItem",
-            "dynamodb:PutItem",
-            "dynamodb:UpdateItem",
-            "dynamodb:DeleteItem",
+    ]
+    sessions = ATTRIBUTES[("SessionsTable", "Arn")]
+    idempotency = ATTRIBUTES[("IdempotencyTable", "Arn")]
+    assert sorted(dynamodb, key=str) == sorted(
+        [
+            (sessions, ["dynamodb:PutItem"], ["stop#*"]),  # adapters/aws/stop_flags.py
+            (sessions, ["dynamodb:UpdateItem"], ["album#*"]),  # adapters/aws/albums.py
+            (
+                idempotency,
+                [
+                    "dynamodb:GetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:DeleteItem",
+                ],
+                None,
+            ),
         ],
-    }
+        key=str,
+    )
 
 
 FUNCTIONS = [logical_id for logical_id, _ in FUNCTION_SETTINGS]
@@ -581,7 +600,8 @@ ITEM_ACTIONS = {
 EXPECTED_DATA_ACCESS = {
     "WebhookFunction": {
         (QUEUE_ARN, "sqs:SendMessage"),  # jobs.TurnQueue.enqueue
-        (SESSIONS_ARN, "dynamodb:PutItem"),  # commands.StopFlags.request
+        (SESSIONS_ARN, "dynamodb:PutItem"),  # stop_flags.DynamoStopFlags.request
+        (SESSIONS_ARN, "dynamodb:UpdateItem"),  # albums.DynamoAlbumBook.add_part
         # idempotency.UpdateLedger (Powertools Idempotency's DynamoDB persistence)
         *(
             (IDEMPOTENCY_ARN, f"dynamodb:{action}")

@@ -32,6 +32,7 @@ from nanobot_lambda.settings import AgentSettings
 from tests.conftest import telegram_update
 from tests.support.fakes import (
     ApproxTokenCounter,
+    MemoryAlbumBook,
     MemoryJobStore,
     MemoryQueue,
     MemorySchedules,
@@ -66,6 +67,7 @@ class Bot:
     jobs: MemoryJobStore = field(default_factory=MemoryJobStore)
     usage: MemoryUsageStore = field(default_factory=MemoryUsageStore)
     stop_flags: MemoryStopFlags = field(default_factory=MemoryStopFlags)
+    albums: MemoryAlbumBook = field(default_factory=MemoryAlbumBook)
     queue: MemoryQueue = field(default_factory=MemoryQueue)
     metrics: RecordingMetrics = field(default_factory=RecordingMetrics)
     tokens: ApproxTokenCounter = field(default_factory=ApproxTokenCounter)
@@ -84,6 +86,7 @@ class Bot:
                 jobs=self.jobs,
                 usage=self.usage,
                 stop_flags=self.stop_flags,
+                albums=self.albums,
             ),
             Services(
                 channel=self.channel,

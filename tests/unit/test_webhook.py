@@ -12,11 +12,24 @@ import pytest
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.telegram.models import Message
+from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
-from nanobot_lambda.entry.webhook import MAX_BODY_BYTES, Webhook, WebhookPolicy, sign_of_life
+from nanobot_lambda.entry.webhook import (
+    MAX_BODY_BYTES,
+    Webhook,
+    WebhookPolicy,
+    WebhookRecords,
+    sign_of_life,
+)
 from nanobot_lambda.operator.local.stack import http_event
-from tests.conftest import telegram_update
-from tests.support.fakes import MemoryLedger, MemoryQueue, MemoryStopFlags, RecordingMetrics
+from tests.conftest import album_updates, telegram_update
+from tests.support.fakes import (
+    MemoryAlbumBook,
+    MemoryLedger,
+    MemoryQueue,
+    MemoryStopFlags,
+    RecordingMetrics,
+)
 
 SECRET = "webhook-secret-123"
 
@@ -26,13 +39,17 @@ def make_webhook(
     allow: str = "111111111",
     flags: MemoryStopFlags | None = None,
     ack_reaction: str = "",
+    albums: MemoryAlbumBook | None = None,
 ) -> Webhook:
     return Webhook(
         SecretStr(SECRET),
         WebhookPolicy(AllowList.parse(allow), ack_reaction=ack_reaction),
         queue,
-        flags or MemoryStopFlags(),
-        MemoryLedger(),
+        WebhookRecords(
+            MemoryLedger(),
+            flags or MemoryStopFlags(),
+            MemoryAlbumBook() if albums is None else albums,
+        ),
         RecordingMetrics(),
     )
 
@@ -203,6 +220,36 @@ def test_other_messages_raise_no_flag() -> None:
     post(make_webhook(MemoryQueue(), flags=flags), telegram_update("text_private"))
     post(make_webhook(MemoryQueue(), flags=flags), telegram_update("command_new_with_botname"))
     assert flags.requested == []
+
+
+def test_each_part_of_an_album_is_recorded_with_its_album_and_queued() -> None:
+    queue, albums = MemoryQueue(), MemoryAlbumBook()
+    webhook = make_webhook(queue, albums=albums)
+    parts = album_updates(3)
+    for update in parts:
+        assert json.loads(post(webhook, update)["body"])["status"] == "queued"
+    (key,) = albums.albums
+    assert key == album_key("telegram:111111111", "13571113579")
+    assert albums.albums[key].parts == {update["update_id"]: update for update in parts}
+    assert [job.update for job, _, _ in queue.sent] == parts  # each part queued as ever
+
+
+def test_an_album_part_that_cannot_be_recorded_is_still_queued(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    queue = MemoryQueue()
+    (update,) = album_updates(1)
+    response = post(make_webhook(queue, albums=MemoryAlbumBook(fail=True)), update)
+    assert json.loads(response["body"])["status"] == "queued"  # answered on its own, not lost
+    assert len(queue.sent) == 1
+    assert "could not record an album part (StorageError)" in caplog.text
+
+
+def test_messages_outside_albums_and_strangers_albums_are_not_recorded() -> None:
+    albums = MemoryAlbumBook()
+    post(make_webhook(MemoryQueue(), albums=albums), telegram_update("photo_with_caption"))
+    post(make_webhook(MemoryQueue(), allow="42", albums=albums), album_updates(1)[0])
+    assert albums.albums == {}
 
 
 def test_a_repeated_update_is_answered_but_not_queued_again() -> None:

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from nanobot_lambda.core.albums import AlbumRecord
     from nanobot_lambda.core.cron import CronJob
     from nanobot_lambda.core.jobs import AnyJob
     from nanobot_lambda.core.journal import TurnProgress
@@ -157,6 +158,24 @@ class UpdateLedger(Protocol):
         """Run `enqueue` unless this update was queued before; True when it ran now. Raises
         what `enqueue` raises (a retry then runs it), and UpdateInProgress when another
         delivery is queueing the same update."""
+        ...
+
+
+class AlbumBook(Protocol):
+    """The parts of albums (media groups) as the webhook received them, and which turn
+    claimed them (see `core/albums.py`). Keyed by `albums.album_key`."""
+
+    def add_part(self, key: str, update_id: int, update: Mapping[str, Any]) -> None:
+        """Record a part (again, for a re-sent update: harmless) and when it arrived."""
+        ...
+
+    def get(self, key: str) -> AlbumRecord | None:
+        """The album's record, read consistently; None if no part was recorded."""
+        ...
+
+    def claim(self, key: str, lead: int, parts: frozenset[int]) -> AlbumRecord:
+        """Make `lead`'s turn the one answering `parts`, unless another turn claimed the
+        album first; returns the record as claimed (by whichever turn did)."""
         ...
 
 

@@ -8,6 +8,9 @@ The 200 for a queued message also carries a sign of life (`sign_of_life`): a Bot
 the body, which Telegram performs for the bot ("making requests when getting updates"), so the
 user sees "typing…" (or a reaction) within a second, while agent_turn may still be starting.
 The webhook holds no bot token and makes no outgoing call for it.
+
+A part of an album is also recorded with its album before it is queued, so that the album is
+answered in one turn (`core/albums.py`).
 """
 
 from __future__ import annotations
@@ -34,10 +37,17 @@ from nanobot_lambda.adapters.telegram.inbound import (
 )
 from nanobot_lambda.adapters.telegram.models import Message, Update, clean_update
 from nanobot_lambda.core import telemetry
+from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import UpdateInProgress
 from nanobot_lambda.core.jobs import TelegramUpdateJob
-from nanobot_lambda.core.ports import MetricsPort, StopFlags, TurnQueue, UpdateLedger
+from nanobot_lambda.core.ports import (
+    AlbumBook,
+    MetricsPort,
+    StopFlags,
+    TurnQueue,
+    UpdateLedger,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -112,21 +122,31 @@ def _surely_for_the_bot(message: Message, group_policy: GroupPolicy) -> bool:
     return group_policy == "open"
 
 
+@dataclass(frozen=True)
+class WebhookRecords:
+    """What the webhook writes besides the queue: the updates it queued (so a re-sent one is
+    queued once), /stop flags, and the parts of albums."""
+
+    ledger: UpdateLedger
+    stop_flags: StopFlags
+    albums: AlbumBook
+
+
 class Webhook:
     def __init__(
         self,
         secret_token: SecretStr,
         policy: WebhookPolicy,
         queue: TurnQueue,
-        stop_flags: StopFlags,
-        ledger: UpdateLedger,
+        records: WebhookRecords,
         metrics: MetricsPort,
     ) -> None:
         self._secret = secret_token.get_secret_value().encode()
-        self._ledger = ledger
+        self._ledger = records.ledger
         self._policy = policy
         self._queue = queue
-        self._stop_flags = stop_flags
+        self._stop_flags = records.stop_flags
+        self._albums = records.albums
         self._metrics = metrics
         if policy.allow_list.allows_nobody:
             logger.warning("ALLOW_FROM is empty: every sender will be refused")
@@ -193,6 +213,9 @@ class Webhook:
             return _reply(413, error="update too large")
         if message.command == "stop":
             self._raise_stop_flag(message.session_key, log)
+        if update.message is not None and update.message.media_group_id is not None:
+            key = album_key(message.session_key, update.message.media_group_id)
+            self._record_album_part(key, update.update_id, payload, log)
         try:
             queued = self._ledger.once(
                 payload,
@@ -234,6 +257,16 @@ class Webhook:
         except Exception as error:
             # The /stop itself is still queued: the user gets an answer either way.
             logger.error("could not raise the stop flag (%s)", type(error).__name__, extra=log)
+
+    def _record_album_part(
+        self, key: str, update_id: int, payload: dict[str, Any], log: dict[str, Any]
+    ) -> None:
+        """Before the part is queued, so that the album's first turn can find it."""
+        try:
+            self._albums.add_part(key, update_id, payload)
+        except Exception as error:
+            # The part is still queued: unrecorded, it is answered on its own, not lost.
+            logger.error("could not record an album part (%s)", type(error).__name__, extra=log)
 
 
 def _lowercase(value: object) -> dict[str, Any]:

@@ -3,6 +3,7 @@ expiring after an hour. Why /stop needs a flag at all: see `entry/agent_turn/com
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -24,15 +25,8 @@ class DynamoStopFlags:
 
     def __init__(self, table: str, dynamodb: Callable[[], DynamoDBClient]) -> None:
         self._table = table
-        self._dynamodb_factory = dynamodb
-        self._client: DynamoDBClient | None = None
-
-    @property
-    def _dynamodb(self) -> DynamoDBClient:
         # Created on first use: the webhook only needs it for /stop, not at every cold start.
-        if self._client is None:
-            self._client = self._dynamodb_factory()
-        return self._client
+        self._dynamodb = functools.cache(dynamodb)
 
     def _key(self, session_key: str) -> dict[str, dict[str, str]]:
         return {"pk": {"S": f"stop#{session_key}"}, "sk": {"S": "flag"}}
@@ -40,7 +34,7 @@ class DynamoStopFlags:
     @aws_errors
     def request(self, session_key: str, at_ms: int | None = None) -> None:
         at_ms = now_ms() if at_ms is None else at_ms
-        self._dynamodb.put_item(
+        self._dynamodb().put_item(
             TableName=self._table,
             Item={
                 **self._key(session_key),
@@ -51,15 +45,17 @@ class DynamoStopFlags:
 
     @aws_errors
     def requested_since(self, session_key: str, since_ms: int) -> bool:
-        item = self._dynamodb.get_item(
-            TableName=self._table, Key=self._key(session_key), ConsistentRead=True
-        ).get("Item")
+        item = (
+            self._dynamodb()
+            .get_item(TableName=self._table, Key=self._key(session_key), ConsistentRead=True)
+            .get("Item")
+        )
         return item is not None and int(item["requested_at"]["N"]) >= since_ms
 
     @aws_errors
     def clear(self, session_key: str) -> bool:
         """Remove the flag; True if there was one."""
-        response = self._dynamodb.delete_item(
+        response = self._dynamodb().delete_item(
             TableName=self._table, Key=self._key(session_key), ReturnValues="ALL_OLD"
         )
         return "Attributes" in response

@@ -28,6 +28,7 @@ import base64
 import logging
 import mimetypes
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -282,7 +283,29 @@ class MediaResolver:
         self._transcriber = transcriber
 
     def resolve(self, message: Message, chat_id: int) -> UserContent:
+        return self.resolve_album([message], chat_id)
+
+    def resolve_album(self, messages: Sequence[Message], chat_id: int) -> UserContent:
+        """One user message from several Telegram messages (the parts of an album, in order):
+        every part's files, then the reply and forward context once, the notes on the files,
+        and the parts' texts (an album's caption usually sits on one part)."""
         resolved = _Resolved(notes=[], images=[], stored=[])
+        lines: list[str] = []
+        bodies: list[str] = []
+        for message in messages:
+            self._attachments(message, chat_id, resolved)
+            for line in context_lines(message, bot_id=self._bot_id_for_reply(message)):
+                if line not in lines:
+                    lines.append(line)
+            username = self._bot.get_me().username if has_mention(message) else None
+            bodies.append(strip_bot_mention(message, username).strip())
+        text = "\n".join(part for part in [*lines, *resolved.notes, *bodies] if part)
+        content: Content = (
+            [*resolved.images, {"type": "text", "text": text}] if resolved.images else text
+        )
+        return UserContent(content, text, tuple(resolved.stored), tuple(resolved.notices))
+
+    def _attachments(self, message: Message, chat_id: int, resolved: _Resolved) -> None:
         folder = f"{UPLOADS_DIR}/{chat_id}/{datetime.fromtimestamp(message.date, UTC):%Y-%m}"
         if message.photo:
             self._photo(message.photo, folder, resolved)
@@ -293,15 +316,6 @@ class MediaResolver:
         if message.audio is not None:
             self._audio(message.audio, folder, resolved, voice=False)
         resolved.notes += other_attachment_notes(message)
-
-        lines = context_lines(message, bot_id=self._bot_id_for_reply(message))
-        username = self._bot.get_me().username if has_mention(message) else None
-        body = strip_bot_mention(message, username).strip()
-        text = "\n".join(part for part in [*lines, *resolved.notes, body] if part)
-        content: Content = (
-            [*resolved.images, {"type": "text", "text": text}] if resolved.images else text
-        )
-        return UserContent(content, text, tuple(resolved.stored), tuple(resolved.notices))
 
     def _bot_id_for_reply(self, message: Message) -> int | None:
         """The bot's id, asked for only when the message replies to a bot (maybe this one)."""

@@ -141,6 +141,7 @@ class Message(_TelegramModel):
     forward_origin: dict[str, object] | None = None
     via_bot: User | None = None
     reply_markup: dict[str, Any] | None = None  # a bot's message: its inline keyboard
+    media_group_id: str | None = None  # a part of an album (core/albums.py)
 
 
 class CallbackQuery(_TelegramModel):

@@ -1,12 +1,13 @@
 """A Telegram message's turn: the user wrote to the bot.
 
 Groups: the webhook queues every group message (it cannot know the bot's username); only those
-addressed to the bot get a turn. A button pressed under one of the bot's messages is a turn too,
-with the choice as the user's words; its keyboard is taken off first, so a second press of it
-is not heard. Commands are answered without the agent. Otherwise: files are
-fetched (while "typing…" shows), history is recalled, the agent runs (in private chats its
-answer shows as a draft while it is written), the answer is sent, and only then is the turn
-saved, so the session never holds an answer the user did not see.
+addressed to the bot get a turn. The parts of an album are answered together, in the turn of
+the first part taken from the queue (core/albums.py). A button pressed under one of the bot's
+messages is a turn too, with the choice as the user's words; its keyboard is taken off first,
+so a second press of it is not heard. Commands are answered without the agent. Otherwise:
+files are fetched (while "typing…" shows), history is recalled, the agent runs (in private
+chats its answer shows as a draft while it is written), the answer is sent, and only then is
+the turn saved, so the session never holds an answer the user did not see.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from nanobot_lambda.adapters.telegram.inbound import (
     to_inbound,
 )
 from nanobot_lambda.adapters.telegram.media import UserContent
-from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.models import Message, Update
+from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.entry.agent_turn.parts import TurnParts
@@ -42,11 +44,18 @@ def telegram_turn(
         return
     log = {"update_id": inbound.update_id, "chat_id": inbound.chat_id}
     message = update.message  # None for a button pressed (a callback query)
+    album = [] if message is None else _album_of(parts, inbound, message, job.update)
+    if message is not None and not album:
+        logger.info("part of an album answered with the album: skipped", extra=log)
+        return
     channel = parts.ports.services.channel
     if message is not None and is_group_chat(message):
         me = channel.get_me()  # asked once per container, for groups
         policy = parts.settings.group_policy
-        if not addressed_to_bot(message, bot_id=me.id, bot_username=me.username, policy=policy):
+        if not any(
+            addressed_to_bot(part, bot_id=me.id, bot_username=me.username, policy=policy)
+            for part in album
+        ):
             logger.info("group message not addressed to the bot: ignored", extra=log)
             return
     elif inbound.chat_type == "private":
@@ -73,7 +82,7 @@ def telegram_turn(
         content = (
             UserContent(inbound.text, inbound.text)
             if message is None
-            else parts.media.resolve(message, inbound.chat_id)
+            else parts.media.resolve_album(album, inbound.chat_id)
         )
         for notice in content.notices:  # e.g. a file too large to fetch: told at once
             run.outbox.send(inbound.chat_id, notice, inbound.thread_id)
@@ -86,7 +95,7 @@ def telegram_turn(
         return
     if outcome.stopped:
         parts.ports.stores.stop_flags.clear(key)
-    voice = message is not None and message.voice is not None
+    voice = any(part.voice is not None for part in album)
     if not parts.deliver_reply(run, scope, outcome, voice=voice):
         return
     parts.saver.save(history, _user_message(content.saved_text, runtime, inbound), outcome, run)
@@ -102,6 +111,22 @@ def telegram_turn(
     )
     if parts.consolidator.due(history):
         consolidate_quietly(parts.consolidator, key)
+
+
+def _album_of(
+    parts: TurnParts, inbound: InboundMessage, message: Message, update: dict[str, Any]
+) -> list[Message]:
+    """The messages this message's turn answers: itself, or for a part of an album (a media
+    group) the album's parts, or none when another part's turn answers it (core/albums.py)."""
+    if message.media_group_id is None:
+        return [message]
+    key = album_key(inbound.session_key, message.media_group_id)
+    updates = parts.albums.to_answer(key, inbound.update_id, update)
+    return [
+        part.message
+        for part in (Update.model_validate(each) for each in updates)
+        if part.message is not None
+    ]
 
 
 def _remember_private_chat(parts: TurnParts, chat_id: int) -> None:

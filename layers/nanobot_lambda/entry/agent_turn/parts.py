@@ -14,6 +14,7 @@ from datetime import datetime
 
 from nanobot_lambda.adapters.telegram.media import MediaResolver
 from nanobot_lambda.core.agent import AgentLoop, TurnOutcome
+from nanobot_lambda.core.albums import Albums
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext
@@ -59,6 +60,7 @@ class TurnParts:
         consolidation_model = self._metered_or_main(services.consolidation_model)
         self.context = ContextBuilder(stores.workspace, environ)  # skills check `requires.env`
         self.recall = HistoryRecall(stores.workspace, max_chars=settings.recall_max_chars)
+        self.albums = Albums(stores.albums)
         self.media = MediaResolver(services.media, stores.workspace, settings, services.transcriber)
         self.current = CurrentTurn()
         self.remembered_private_chat: int | None = None  # a write saved per container

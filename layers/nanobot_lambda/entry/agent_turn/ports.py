@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nanobot_lambda.core.ports import (
+    AlbumBook,
     Channel,
     ChatModel,
     JobStore,
@@ -34,6 +35,7 @@ class Stores:
     jobs: JobStore
     usage: UsageStore
     stop_flags: StopFlags
+    albums: AlbumBook  # parts of albums, recorded by the webhook
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,10 +1,10 @@
 """The sessions table seen by the operator: which conversations exist, what they hold, reset.
 
 A session is the items of one partition: `msg#<seq>` messages and the `~meta` header (see
-`sessions.py`); `stop#…` partitions are /stop flags, not sessions. Listing scans headers only
-(a filter on the sort key, a projection of a few attributes), then reads the newest message of
-each session for its time. Resetting deletes a session's items, nothing else: memory files in
-the workspace stay as they are.
+`sessions.py`); `stop#…` and `album#…` partitions are /stop flags and album parts, not
+sessions. Listing scans headers only (a filter on the sort key, a projection of a few
+attributes), then reads the newest message of each session for its time. Resetting deletes a
+session's items, nothing else: memory files in the workspace stay as they are.
 """
 
 from __future__ import annotations
