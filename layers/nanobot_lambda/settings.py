@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
 from typing import Any, ClassVar, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -30,6 +31,7 @@ from pydantic import (
 from nanobot_lambda.adapters.telegram.reactions import telegram_reaction
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.core.spend import SpendLimits
 
 # Secret fields that may come from SSM Parameter Store or Secrets Manager instead of a value.
 SECRET_VARIABLES = (
@@ -154,6 +156,41 @@ class AllowListSettings(_Settings):
         if not isinstance(value, str):
             raise ValueError("must be a comma-separated string")
         return AllowList.parse(value)
+
+
+class OwnerSettings(AllowListSettings):
+    # The owner: told when a spending limit is reached. Default: the first user id in ALLOW_FROM.
+    owner_id: int | None = Field(default=None, alias="OWNER_ID", gt=0)
+
+    @property
+    def owner(self) -> int | None:
+        return self.owner_id or self.allow_from.first_user_id
+
+
+class SpendSettings(_Settings):
+    """Spending limits in US dollars, by what the usage counters record (litellm's prices;
+    calls of a model without a price cost nothing here). Unset: no limit. The first two hold for
+    all chats together, the PERSON ones for each chat (a person's private chat, or a group)."""
+
+    spend_limit_daily_usd: Decimal | None = Field(default=None, alias="SPEND_LIMIT_DAILY_USD", gt=0)
+    spend_limit_monthly_usd: Decimal | None = Field(
+        default=None, alias="SPEND_LIMIT_MONTHLY_USD", gt=0
+    )
+    spend_limit_person_daily_usd: Decimal | None = Field(
+        default=None, alias="SPEND_LIMIT_PERSON_DAILY_USD", gt=0
+    )
+    spend_limit_person_monthly_usd: Decimal | None = Field(
+        default=None, alias="SPEND_LIMIT_PERSON_MONTHLY_USD", gt=0
+    )
+
+    @property
+    def spend_limits(self) -> SpendLimits:
+        return SpendLimits(
+            daily=self.spend_limit_daily_usd,
+            monthly=self.spend_limit_monthly_usd,
+            person_daily=self.spend_limit_person_daily_usd,
+            person_monthly=self.spend_limit_person_monthly_usd,
+        )
 
 
 class QueueSettings(_Settings):
@@ -373,7 +410,8 @@ class AgentSettings(
     RetrySettings,
     SchedulingSettings,
     QueueSettings,
-    AllowListSettings,
+    OwnerSettings,
+    SpendSettings,
     WebSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"

@@ -377,23 +377,37 @@ class RecordingMetrics:
         return sum(self.named(name))
 
 
+OVERALL = 0  # MemoryUsageStore's key for all chats together
+
+
 class MemoryUsageStore:
     """A UsageStore in a dict: (chat, period) -> Tally, periods in UTC. Its `updates` are
     writes a MemorySessionStore applies with the turn it saves."""
 
     def __init__(self) -> None:
         self.tallies: dict[tuple[int, str], Tally] = {}
+        self.notices: dict[tuple[int, str], str] = {}  # (chat, key) -> the turn that told it
 
     @staticmethod
     def _periods(at: datetime) -> tuple[str, str, str]:
         return f"day#{at:%Y-%m-%d}", f"month#{at:%Y-%m}", "total"
 
-    def updates(self, chat_id: int, tally: Tally, at: datetime) -> list[StoredWrite]:
-        return [{"apply": lambda: self.add(chat_id, tally, at)}]
+    def updates(
+        self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False
+    ) -> list[StoredWrite]:
+        return [{"apply": lambda: self.add(chat_id, tally, at, overall=overall)}]
 
-    def add(self, chat_id: int, tally: Tally, at: datetime) -> None:
-        for period in self._periods(at):
-            self.tallies[(chat_id, period)] = self.tallies.get((chat_id, period), Tally()) + tally
+    def add(self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False) -> None:
+        for chat in (chat_id, OVERALL) if overall else (chat_id,):
+            for period in self._periods(at):
+                self.tallies[(chat, period)] = self.tallies.get((chat, period), Tally()) + tally
+
+    def overall_summary(self, at: datetime) -> UsageSummary:
+        return self.summary(OVERALL, at)
+
+    def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
+        told_by = self.notices.setdefault((chat_id, key), turn_id)
+        return told_by == turn_id
 
     def summary(self, chat_id: int, at: datetime) -> UsageSummary:
         day, month, total = self._periods(at)
@@ -407,7 +421,7 @@ class MemoryUsageStore:
         )
 
     def chats(self) -> list[int]:
-        return sorted({chat for chat, _ in self.tallies})
+        return sorted({chat for chat, _ in self.tallies if chat != OVERALL})
 
 
 class MemoryQueue:

@@ -4,7 +4,8 @@ Tool calls are recognised by their presence, not by `finish_reason` (providers d
 Calls of one reply run concurrently when they are independent (reads, or writes to distinct
 paths). A model failure raises `ModelError` out of the loop: the caller apologises and saves
 nothing, so an error never becomes an assistant message in the session. Between iterations the
-loop asks `should_stop` (the user's /stop) and ends early, keeping what was done.
+loop asks `should_stop` (the user's /stop) and ends early, keeping what was done; a spending
+limit reached before a model call (`SpendLimitReached`) ends the turn the same way.
 
 A turn can outlive one Lambda invocation: after each iteration `on_iteration` records what was
 done, a turn resumes from such a record (`resume`), and when `time_left` says too little time
@@ -33,6 +34,7 @@ from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage
 from nanobot_lambda.core.ports import ChatModel
 from nanobot_lambda.core.reasoning import strip_thinking
+from nanobot_lambda.core.spend import LimitReached, SpendLimitReached
 from nanobot_lambda.core.tools import ToolRegistry
 
 logger = logging.getLogger(__name__)
@@ -98,6 +100,7 @@ class TurnOutcome:
     stopped: bool = False
     suspended: bool = False  # out of time: to be continued from the last recorded iteration
     usage: Usage = field(default_factory=Usage)
+    limited: LimitReached | None = None  # a spending limit ended the turn (core/spend.py)
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,10 @@ class AgentLoop:
                     timeout=budget,
                     on_text=stream,
                 )
+            except SpendLimitReached as limit:
+                # What was done is kept, like a /stop; the reply says why it ends here.
+                outcome.limited = limit.reached
+                return self._finish(outcome, limit.reached.notice())
             except ModelError:
                 if time_left is not None and time_left() <= 0:
                     return self._suspend(outcome)  # cut short by the deadline, not the provider

@@ -29,12 +29,14 @@ class AllowList:
     ids: frozenset[int] = frozenset()
     usernames: frozenset[str] = frozenset()
     everyone: bool = False
+    first_user_id: int | None = None  # the first (positive) user id listed: the owner by default
 
     @classmethod
     def parse(cls, text: str) -> AllowList:
         ids: set[int] = set()
         usernames: set[str] = set()
         everyone = False
+        first_user_id: int | None = None
         for raw in text.split(","):
             entry = raw.strip()
             if not entry:
@@ -43,13 +45,15 @@ class AllowList:
                 everyone = True
             elif _ID.match(entry):
                 ids.add(int(entry))
+                if first_user_id is None and int(entry) > 0:
+                    first_user_id = int(entry)
             elif _USERNAME.match(entry.removeprefix("@")):
                 usernames.add(entry.removeprefix("@").lower())
             else:
                 raise ValueError(
                     f"entry {entry!r} is neither a numeric Telegram id, a username, nor *"
                 )
-        return cls(frozenset(ids), frozenset(usernames), everyone)
+        return cls(frozenset(ids), frozenset(usernames), everyone, first_user_id)
 
     @property
     def allows_nobody(self) -> bool:

@@ -231,15 +231,28 @@ class Schedules(Protocol):
 
 
 class UsageStore(Protocol):
-    """Usage counts per chat: per day, per month and in total (see `core/usage.py`)."""
+    """Usage counts per chat: per day, per month and in total (see `core/usage.py`); with
+    `overall`, also those of all chats together (kept only while a limit needs them, see
+    `core/spend.py`)."""
 
-    def updates(self, chat_id: int, tally: Tally, at: datetime) -> list[StoredWrite]:
+    def updates(
+        self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False
+    ) -> list[StoredWrite]:
         """The writes that add `tally`, to be made with the transaction saving a turn."""
         ...
 
-    def add(self, chat_id: int, tally: Tally, at: datetime) -> None: ...
+    def add(self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False) -> None: ...
 
     def summary(self, chat_id: int, at: datetime) -> UsageSummary: ...
+
+    def overall_summary(self, at: datetime) -> UsageSummary:
+        """All chats together (counted while `overall` was passed), as chat 0."""
+        ...
+
+    def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
+        """Record that the chat was told `key` (a spending limit reached in a period); True
+        the first time, and again for the same turn (a retry of the turn that tells it)."""
+        ...
 
     def chats(self) -> list[int]:
         """Every chat with recorded usage (for the operator)."""

@@ -36,6 +36,7 @@ from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, chat_of
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice, Usage
 from nanobot_lambda.core.ports import ChatModel, MetricsPort, StoredWrite, UsageStore
+from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits, first_reached, remaining
 
 logger = logging.getLogger(__name__)
 
@@ -164,10 +165,12 @@ class UsageMeter:
         metrics: MetricsPort,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        limits: SpendLimits | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._metrics = metrics
+        self._limits = limits or SpendLimits()
         self._job = _JobUsage()
 
     def metered(self, model: ChatModel) -> ChatModel:
@@ -196,12 +199,42 @@ class UsageMeter:
         if job.chat_id is None or job.unwritten.empty:
             yield []
             return
-        yield self._store.updates(job.chat_id, job.unwritten, self._clock())
+        yield self._store.updates(
+            job.chat_id, job.unwritten, self._clock(), overall=self._limits.overall
+        )
         job.unwritten = Tally()
 
     def report(self, chat_id: int) -> str:
-        """The /usage answer."""
-        return texts.render("usage", periods=periods(self._store.summary(chat_id, self._clock())))
+        """The /usage answer, with what is left of each spending limit."""
+        at = self._clock()
+        summary = self._store.summary(chat_id, at)
+        text = texts.render("usage", periods=periods(summary))
+        if not self._limits.any:
+            return text
+        overall = self._store.overall_summary(at) if self._limits.overall else None
+        return f"{text}\n\n{remaining(self._limits, summary, overall)}"
+
+    def check_spend(self) -> None:
+        """Before a model call: raise SpendLimitReached when the job's chat, or all chats
+        together, reached a spending limit (see core/spend.py). A failure to read the counters
+        lets the call go ahead: the limits are a safety net, not worth failing a turn for."""
+        limits, job = self._limits, self._job
+        if not limits.any or job.chat_id is None:
+            return
+        at = self._clock()
+        try:
+            chat = self._store.summary(job.chat_id, at) if limits.per_chat else None
+            overall = self._store.overall_summary(at) if limits.overall else None
+        except StorageError as error:
+            logger.warning("spending not checked: %s", error)
+            return
+        reached = first_reached(limits, job.chat_id, chat, overall, job.unwritten.cost_usd)
+        if reached is not None:
+            logger.warning(
+                "spending limit reached: no model call",
+                extra={"chat_id": job.chat_id, "limit": reached.notice_key},
+            )
+            raise SpendLimitReached(reached)
 
     # -- what MeteredModel reports ---------------------------------------------------------
 
@@ -217,7 +250,12 @@ class UsageMeter:
             turn = 0 if job.used.turns or job.continued else 1
             counted += Tally(turns=turn, tool_calls=len(reply.tool_calls))
         job.used += counted
-        job.unwritten += counted
+        if self._limits.any and job.chat_id is not None:
+            # Written now, not with the turn: turns running side by side see it before their
+            # next call (core/spend.py).
+            self._write(job.chat_id, counted, job)
+        else:
+            job.unwritten += counted
 
     def failed(self) -> None:
         telemetry.error("model_error", self._metrics)
@@ -239,9 +277,16 @@ class UsageMeter:
         telemetry.tool_calls(job.tools, self._metrics)
         if job.chat_id is None or job.unwritten.empty:
             return
+        self._write(job.chat_id, job.unwritten)
+
+    def _write(self, chat_id: int, tally: Tally, job: _JobUsage | None = None) -> None:
+        """Record `tally` now; when that fails, keep it for the job's next write (if `job`)."""
         try:
-            self._store.add(job.chat_id, job.unwritten, self._clock())
+            self._store.add(chat_id, tally, self._clock(), overall=self._limits.overall)
         except StorageError as error:
+            if job is not None:
+                job.unwritten += tally
+                return
             logger.warning("usage not recorded: %s", error)
 
 
@@ -261,6 +306,7 @@ class MeteredModel:
         timeout: float | None = None,
         on_text: TextStream | None = None,
     ) -> ModelReply:
+        self._meter.check_spend()
         with telemetry.span("model"):
             try:
                 reply = self._model.complete(

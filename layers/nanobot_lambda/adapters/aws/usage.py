@@ -1,6 +1,10 @@
 """Usage counts in DynamoDB, in the sessions table: partition `usage#<chat_id>`, items
 `day#YYYY-MM-DD` (in the user's time zone, expiring after `DAY_ITEM_DAYS`), `month#YYYY-MM` and
-`total`, each changed with atomic `ADD`s. See `core/usage.py` for what is counted."""
+`total`, each changed with atomic `ADD`s. See `core/usage.py` for what is counted.
+
+All chats together have the same items in partition `usage#all`, counted only while a spending
+limit needs them (`overall`); notices of a limit reached are items `notice#<key>` in the
+partition of the chat told (`core/spend.py`)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from botocore.exceptions import ClientError
 
-from nanobot_lambda.adapters.aws.errors import aws_errors, error_code
+from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
 from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.usage import FIELDS, Tally, UsageSummary
 
@@ -22,7 +26,10 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 PREFIX = "usage#"
+OVERALL = "all"  # the partition of all chats together: usage#all
 TOTAL = "total"
+NOTICE_PREFIX = "notice#"
+NOTICE_DAYS = 40  # a notice holds for a day or a month
 DAY_ITEM_DAYS = 400  # a day's figures are kept a little over a year; months and totals stay
 WRITE_ATTEMPTS = 3
 
@@ -47,14 +54,25 @@ class DynamoUsageStore:
         local = at.astimezone(self._zone)
         return local.strftime("%Y-%m-%d"), local.strftime("%Y-%m")
 
-    def _key(self, chat_id: int, sort_key: str) -> dict[str, Any]:
-        return {"pk": {"S": f"{PREFIX}{chat_id}"}, "sk": {"S": sort_key}}
+    def _key(self, owner: int | str, sort_key: str) -> dict[str, Any]:
+        return {"pk": {"S": f"{PREFIX}{owner}"}, "sk": {"S": sort_key}}
 
-    def updates(self, chat_id: int, tally: Tally, at: datetime) -> list[StoredWrite]:
-        """The three `ADD` updates (day, month, total) recording `tally`, as transaction items."""
-        return list(self._updates(chat_id, tally, at))
+    def updates(
+        self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False
+    ) -> list[StoredWrite]:
+        """The three `ADD` updates (day, month, total) recording `tally`, as transaction items;
+        six with `overall`."""
+        return list(self._all_updates(chat_id, tally, at, overall))
 
-    def _updates(self, chat_id: int, tally: Tally, at: datetime) -> list[TransactWriteItemTypeDef]:
+    def _all_updates(
+        self, chat_id: int, tally: Tally, at: datetime, overall: bool
+    ) -> list[TransactWriteItemTypeDef]:
+        items = self._updates(chat_id, tally, at)
+        return [*items, *self._updates(OVERALL, tally, at)] if overall else items
+
+    def _updates(
+        self, owner: int | str, tally: Tally, at: datetime
+    ) -> list[TransactWriteItemTypeDef]:
         day, month = self._periods(at)
         values = {f":{entry.name}": {"N": _number(getattr(tally, entry.name))} for entry in FIELDS}
         adds = ", ".join(f"{entry.name} :{entry.name}" for entry in FIELDS)
@@ -70,7 +88,7 @@ class DynamoUsageStore:
                 {
                     "Update": {
                         "TableName": self._table,
-                        "Key": self._key(chat_id, sort_key),
+                        "Key": self._key(owner, sort_key),
                         "UpdateExpression": expression,
                         "ExpressionAttributeValues": item_values,
                     }
@@ -79,9 +97,9 @@ class DynamoUsageStore:
         return items
 
     @aws_errors
-    def add(self, chat_id: int, tally: Tally, at: datetime) -> None:
+    def add(self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False) -> None:
         """Record `tally` in one transaction (retried when a concurrent write got in the way)."""
-        items = self._updates(chat_id, tally, at)
+        items = self._all_updates(chat_id, tally, at, overall)
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
                 self._dynamodb.transact_write_items(TransactItems=items)
@@ -91,16 +109,22 @@ class DynamoUsageStore:
                     raise
             time.sleep(random.uniform(0.02, 0.1) * attempt)  # noqa: S311 - jitter, not a secret
 
-    @aws_errors
     def summary(self, chat_id: int, at: datetime) -> UsageSummary:
-        """Today, this month and all time for the chat, in one Query: from today's item on,
-        the partition holds only month items (a dozen a year) and the total."""
+        return self._summary(chat_id, chat_id, at)
+
+    def overall_summary(self, at: datetime) -> UsageSummary:
+        return self._summary(OVERALL, 0, at)
+
+    @aws_errors
+    def _summary(self, owner: int | str, chat_id: int, at: datetime) -> UsageSummary:
+        """Today, this month and all time, in one Query: from today's item on, the partition
+        holds only month items (a dozen a year), the total and a few notices."""
         day, month = self._periods(at)
         response = self._dynamodb.query(
             TableName=self._table,
             KeyConditionExpression="pk = :pk AND sk >= :today",
             ExpressionAttributeValues={
-                ":pk": {"S": f"{PREFIX}{chat_id}"},
+                ":pk": {"S": f"{PREFIX}{owner}"},
                 ":today": {"S": f"day#{day}"},
             },
             ConsistentRead=True,
@@ -116,6 +140,26 @@ class DynamoUsageStore:
         )
 
     @aws_errors
+    def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
+        try:
+            self._dynamodb.put_item(
+                TableName=self._table,
+                Item={
+                    **self._key(chat_id, f"{NOTICE_PREFIX}{key}"),
+                    "turn": {"S": turn_id},
+                    "expires_at": {"N": str(int((at + timedelta(days=NOTICE_DAYS)).timestamp()))},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR #turn = :turn",
+                ExpressionAttributeNames={"#turn": "turn"},
+                ExpressionAttributeValues={":turn": {"S": turn_id}},
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True
+
+    @aws_errors
     def chats(self) -> list[int]:
         """Every chat with recorded usage. A Scan of the table: for the operator's CLI only."""
         arguments: dict[str, Any] = {
@@ -127,7 +171,8 @@ class DynamoUsageStore:
         chats: list[int] = []
         while True:
             response = self._dynamodb.scan(**arguments)
-            chats.extend(int(item["pk"]["S"][len(PREFIX) :]) for item in response["Items"])
+            owners = (item["pk"]["S"][len(PREFIX) :] for item in response["Items"])
+            chats.extend(int(owner) for owner in owners if owner != OVERALL)
             if "LastEvaluatedKey" not in response:
                 return sorted(chats)
             arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]

@@ -32,7 +32,7 @@ def subagent_turn(parts: TurnParts, job: SubagentJob, remaining_ms: RemainingMil
     log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
     with parts.scope(run, job.chat_id, job.thread_id, "subagent") as scope:
         outcome = parts.runner.run(parts.subagent, request, scope, run, log, apologise=False)
-    succeeded = outcome is not None and not outcome.hit_iteration_limit
+    succeeded = outcome is not None and not outcome.hit_iteration_limit and outcome.limited is None
     result = outcome.reply if outcome is not None else texts.load("model_error")
     announcement = AnnouncementJob(
         subagent_id=job.subagent_id,

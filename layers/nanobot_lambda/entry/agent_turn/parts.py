@@ -31,6 +31,7 @@ from nanobot_lambda.entry.agent_turn.ports import TurnPorts
 from nanobot_lambda.entry.agent_turn.run import TurnRun, TurnStarter
 from nanobot_lambda.entry.agent_turn.running import AgentRunner
 from nanobot_lambda.entry.agent_turn.saving import TurnSaver, consolidate_quietly
+from nanobot_lambda.entry.agent_turn.spending import SpendNotices
 from nanobot_lambda.entry.agent_turn.toolbox import agent_tools
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import CurrentTurn, TurnOrigin, TurnScope
@@ -53,7 +54,10 @@ class TurnParts:
         self.ports = ports
         self.clock = clock
         # Every model call is counted for the job's chat.
-        self.meter = UsageMeter(stores.usage, ports.metrics, clock=clock)
+        self.meter = UsageMeter(
+            stores.usage, ports.metrics, clock=clock, limits=settings.spend_limits
+        )
+        self.spend_notices = SpendNotices(stores.usage, settings.owner, clock)
         self.model = self.meter.metered(services.model)
         # Background work may use cheaper models (HEARTBEAT_MODEL, CONSOLIDATION_MODEL).
         self.heartbeat_model = self._metered_or_main(services.heartbeat_model)
@@ -187,7 +191,9 @@ class TurnParts:
         self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, voice: bool = False
     ) -> bool:
         """The final answer; with `voice` (the user spoke) and voice replies on, read aloud
-        after it too."""
+        after it too. A turn a spending limit ended says so once (its turn is saved anyway)."""
+        if outcome.limited is not None and not self.spend_notices.tell(run, scope, outcome.limited):
+            return True
         speaker = self.ports.services.speaker if voice else None
         journal = self.ports.stores.journal
         if not deliver_reply(journal, run, scope, outcome, more_follows=speaker is not None):

@@ -17,6 +17,7 @@ from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.heartbeat import HEARTBEAT_GROUP, HEARTBEAT_OK
 from nanobot_lambda.core.jobs import CronTaskJob, HeartbeatJob
+from nanobot_lambda.core.spend import SpendLimitReached
 from nanobot_lambda.entry.agent_turn.parts import TurnParts
 from nanobot_lambda.entry.agent_turn.run import RemainingMillis
 from nanobot_lambda.entry.agent_turn.saving import consolidate_quietly
@@ -40,6 +41,9 @@ def heartbeat_turn(
     if not run.progress.resumed:
         try:
             tasks = heartbeat.due_tasks(parts.heartbeat_model, job.tasks, runtime)
+        except SpendLimitReached:
+            logger.info("heartbeat skipped: a spending limit is reached")
+            return
         except ModelError as error:
             logger.error("heartbeat decision failed: %s", error)
             return

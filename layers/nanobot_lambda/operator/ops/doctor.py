@@ -40,7 +40,9 @@ from nanobot_lambda.settings import (
     InputSettings,
     LlmSettings,
     OperatorSettings,
+    OwnerSettings,
     SignOfLifeSettings,
+    SpendSettings,
 )
 
 Status = Literal["ok", "FAIL", "skip"]
@@ -63,10 +65,16 @@ STACK_SETTINGS = {
     "TtsModel": "TTS_MODEL",
     "TranscriptionApiKeyParameter": "TRANSCRIPTION_API_KEY_PARAM",
     "AckReaction": "ACK_REACTION",  # the webhook's
+    "OwnerId": "OWNER_ID",
+    "SpendLimitDailyUsd": "SPEND_LIMIT_DAILY_USD",
+    "SpendLimitMonthlyUsd": "SPEND_LIMIT_MONTHLY_USD",
+    "SpendLimitPersonDailyUsd": "SPEND_LIMIT_PERSON_DAILY_USD",
+    "SpendLimitPersonMonthlyUsd": "SPEND_LIMIT_PERSON_MONTHLY_USD",
 }
 CHECKED_SETTINGS = (
     LlmSettings,
-    AllowListSettings,
+    OwnerSettings,
+    SpendSettings,
     AgentBehaviourSettings,
     InputSettings,
     SignOfLifeSettings,
