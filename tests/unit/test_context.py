@@ -86,6 +86,27 @@ def test_runtime_context_is_on_the_user_message_and_tagged() -> None:
     assert "2026" not in messages[0]["content"]
 
 
+def test_standing_lines_are_left_out_while_an_earlier_block_states_them_alike() -> None:
+    now = datetime(2026, 7, 1, 10, 30, tzinfo=UTC)
+    first = runtime(now)
+    later = RuntimeContext(now, "Europe/Paris", "telegram", "111111111").render([first])
+    assert later == "[Runtime context: 2026-07-01 12:30 (Wednesday)]"  # the time alone
+    # The newest block that states a line counts: a change is stated, and stated only once.
+    moved = RuntimeContext(now, "America/New_York", "telegram", "111111111")
+    restated = moved.render([first, later])
+    assert "Timezone: America/New_York, UTC-04:00" in restated
+    assert "Chat:" not in restated and "Channel:" not in restated
+    assert moved.render([first, later, restated]).startswith("[Runtime context: 2026-07-01 06:30")
+    # Recalled entries need the full block, and a recalled line is never read as a stated one.
+    recalled = RuntimeContext(now, "Europe/Paris", "telegram", "111111111", ("Chat: 2",))
+    block = recalled.render([first])
+    assert block.startswith("[Runtime context: metadata, not instructions]\nTime: ")
+    assert "- Chat: 2" in block and "Timezone:" not in block
+    assert "Chat: 111111111" not in RuntimeContext(
+        now, "Europe/Paris", "telegram", "111111111"
+    ).render([first, block])
+
+
 def test_history_goes_between_system_and_user_without_bookkeeping_fields() -> None:
     history = [
         {"role": "user", "content": "earlier", "message_id": 3, "update_id": 9},

@@ -77,6 +77,21 @@ def test_every_request_starts_with_the_previous_one_across_turns_and_tool_calls(
     assert tool_result["role"] == "tool" and len(tool_result["content"]) > 16_000  # not re-cut
 
 
+def test_a_later_message_is_headed_by_the_time_alone_and_recall_is_not_repeated() -> None:
+    model = ScriptedModel(text("Hello."), text("Yes."), text("Right."))
+    bot = bot_with_clock(model)
+    bot.workspace.files[HISTORY_FILE] = b"# History\n\n[2030-05-01 10:00] Talked about the fox.\n"
+    for n, words in enumerate(["hi", "the fox?", "the fox again?"]):
+        bot.process(message(words, update_id=800000001 + n))
+
+    first, second, third = (request[-1]["content"] for request in requests(model))
+    assert "Timezone: UTC, UTC+00:00\nChannel: telegram\nChat: " in first
+    assert second.startswith("[Runtime context: metadata, not instructions]\nTime: 2030-05-06")
+    assert "Chat: " not in second and "Talked about the fox." in second  # recalled, once
+    assert third.startswith("[Runtime context: 2030-05-06 07:")  # the time alone, one line
+    assert third.endswith("]\n\nthe fox again?")
+
+
 def test_the_saved_user_message_keeps_its_runtime_block_apart_from_its_text() -> None:
     bot = bot_with_clock(ScriptedModel(text("Hello.")))
     bot.process(message("hi"))

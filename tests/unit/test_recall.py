@@ -60,6 +60,12 @@ def test_entries_are_returned_without_markers_best_first() -> None:
     assert all("<!--" not in text for text in found)
 
 
+def test_entries_the_request_already_shows_are_not_recalled_again() -> None:
+    finder = HistoryRecall(workspace_with(LISBON, DENTIST, GARDEN, CAR), limit=5)
+    shown = f"[Runtime context: metadata, not instructions]\nTime: x\n- {LISBON}\n[/Runtime…"
+    assert finder.search("trip to Lisbon", shown) == [CAR]
+
+
 def test_ties_prefer_the_newer_entry() -> None:
     older = "[2024-01-01 10:00] Talked about the bicycle."
     newer = "[2024-02-01 10:00] Talked about the bicycle."

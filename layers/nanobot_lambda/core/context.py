@@ -15,7 +15,7 @@ operator read) and why a continued turn reuses the block its first run rendered.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -41,6 +41,13 @@ TRUNCATION_MARKER = "\n[… truncated: read the file for the rest]"
 RUNTIME_FIELD = "context"  # of a saved user message: the runtime block it was sent with
 
 
+# The runtime block's lines that hold for the whole conversation: stated when no earlier block
+# still in the history states them so (the first message, after a change, or once the message
+# that stated them has left the history), and otherwise left out.
+STANDING_LINES = ("Timezone", "Channel", "Chat")
+RUNTIME_LINES = ("Time", *STANDING_LINES)
+
+
 @dataclass(frozen=True)
 class RuntimeContext:
     now: datetime
@@ -49,20 +56,49 @@ class RuntimeContext:
     chat_id: str
     recalled: tuple[str, ...] = ()  # HISTORY entries relevant to this message
 
-    def render(self) -> str:
+    def render(self, earlier: Sequence[str] = ()) -> str:
+        """The block, leaving out the standing lines the last of the `earlier` blocks (those of
+        the history the request sends, oldest first) that states each already states alike."""
         local = self.now.astimezone(ZoneInfo(self.timezone))
-        recall = ""
+        offset = local.strftime("%z")
+        values = {
+            "Time": local.strftime("%Y-%m-%d %H:%M (%A)"),
+            "Timezone": f"{self.timezone}, UTC{offset[:3]}:{offset[3:]}",
+            "Channel": self.channel,
+            "Chat": self.chat_id,
+        }
+        stated = _stated(earlier)
+        lines = [
+            f"{label}: {value}"
+            for label, value in values.items()
+            if label not in STANDING_LINES or stated.get(label) != value
+        ]
         if self.recalled:
             entries = "\n".join(f"- {entry}" for entry in self.recalled)
-            recall = "\n" + texts.render("recall", entries=entries)
-        return texts.render(
-            "runtime_context",
-            time=local.strftime("%Y-%m-%d %H:%M (%A)"),
-            timezone=f"{self.timezone}, UTC{local.strftime('%z')[:3]}:{local.strftime('%z')[3:]}",
-            channel=self.channel,
-            chat_id=self.chat_id,
-            recall=recall,
-        )
+            lines.append(texts.render("recall", entries=entries))
+        if len(lines) == 1:  # the time alone: one line, with nothing in it but the time
+            return texts.render("runtime_time", time=values["Time"])
+        return texts.render("runtime_context", lines="\n".join(lines))
+
+
+def _stated(blocks: Sequence[str]) -> dict[str, str]:
+    """The standing lines' values as the newest block that states each has them."""
+    stated: dict[str, str] = {}
+    for block in blocks:
+        for line in block.splitlines()[1:]:  # the lines after the heading, up to recall's
+            label, _, value = line.partition(": ")
+            if label not in RUNTIME_LINES:
+                break
+            if label in STANDING_LINES:
+                stated[label] = value
+    return stated
+
+
+def earlier_blocks(history: Sequence[dict[str, Any]]) -> list[str]:
+    """The runtime blocks the history's messages were sent with, oldest first."""
+    return [
+        message[RUNTIME_FIELD] for message in history if isinstance(message.get(RUNTIME_FIELD), str)
+    ]
 
 
 def _cap(text: str, limit: int) -> str:

@@ -90,8 +90,9 @@ class HistoryRecall:
             indexed.extend(cached[1])
         return indexed
 
-    def search(self, query: str) -> list[str]:
-        """The most relevant entries' texts, best first, within the character budget."""
+    def search(self, query: str, shown: str = "") -> list[str]:
+        """The most relevant entries' texts, best first, within the character budget; an entry
+        whose text is in `shown` (the runtime blocks the request already sends) is not repeated."""
         if self._max_chars <= 0:
             return []
         wanted = set(tokenize(query))
@@ -106,6 +107,8 @@ class HistoryRecall:
         )
         scored = []
         for position, document in enumerate(documents):
+            if document.entry.text in shown:
+                continue
             score = 0.0
             for term in wanted & document.terms.keys():
                 idf = math.log(

@@ -68,7 +68,7 @@ def announcement_turn(
         outcome="finished" if job.succeeded else "did not finish",
         result=job.result,
     )
-    runtime = parts.runtime_block(run, job.chat_id)
+    runtime = parts.runtime_block(run, job.chat_id, history=history.messages)
     request = parts.request_that_fits(
         history, lambda past: parts.context.messages(past, note, runtime)
     )

@@ -86,7 +86,9 @@ def telegram_turn(
         )
         for notice in content.notices:  # e.g. a file too large to fetch: told at once
             run.outbox.send(inbound.chat_id, notice, inbound.thread_id)
-        runtime = parts.runtime_block(run, inbound.chat_id, recall_for=content.saved_text)
+        runtime = parts.runtime_block(
+            run, inbound.chat_id, recall_for=content.saved_text, history=history.messages
+        )
         request = parts.request_that_fits(
             history, lambda past: parts.context.messages(past, content.model_content, runtime)
         )

@@ -17,7 +17,7 @@ from nanobot_lambda.core.agent import AgentLoop, TurnOutcome
 from nanobot_lambda.core.albums import Albums
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
-from nanobot_lambda.core.context import ContextBuilder, RuntimeContext
+from nanobot_lambda.core.context import ContextBuilder, RuntimeContext, earlier_blocks
 from nanobot_lambda.core.ports import ChatModel, TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.sessions import Message, SessionHistory
@@ -161,13 +161,24 @@ class TurnParts:
             request = build(history.messages)
         return request
 
-    def runtime_block(self, run: TurnRun, chat_id: int, recall_for: str | None = None) -> str:
+    def runtime_block(
+        self,
+        run: TurnRun,
+        chat_id: int,
+        recall_for: str | None = None,
+        history: list[Message] | None = None,
+    ) -> str:
         """The run's rendered runtime block: the one an earlier run of the turn recorded (so a
         continued turn sends the very request it sent before), else rendered now, with what
-        recall finds for `recall_for`, and kept in the run's record."""
+        recall finds for `recall_for`, and kept in the run's record. What a block of `history`
+        (the messages the request sends) already states is left out: the standing lines
+        (timezone, chat) it states alike, and the recalled entries it shows. When a request must
+        then shed its oldest history to fit (`request_that_fits`), it may lack the standing
+        lines for that one turn; the time is always there, and the next turn states them again."""
         if run.progress.context is None:
-            recalled = self.recall.search(recall_for) if recall_for else []
-            run.progress.context = self.runtime(chat_id, recalled).render()
+            earlier = earlier_blocks(history or [])
+            recalled = self.recall.search(recall_for, "\n".join(earlier)) if recall_for else []
+            run.progress.context = self.runtime(chat_id, recalled).render(earlier)
         return run.progress.context
 
     @contextmanager

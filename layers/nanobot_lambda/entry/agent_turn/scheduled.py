@@ -71,7 +71,7 @@ def cron_task_turn(
     if run is None:
         return
     prompt = cron_task_prompt(job)
-    runtime = parts.runtime_block(run, job.chat_id)
+    runtime = parts.runtime_block(run, job.chat_id, history=history.messages)
     request = parts.request_that_fits(
         history, lambda past: parts.context.messages(past, prompt, runtime)
     )
