@@ -35,7 +35,7 @@ from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
-from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.adapters.aws.workspace import S3Workspace, scope_workspaces
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.speech import speaker_for
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
@@ -63,10 +63,12 @@ def _model_for(name: str | None) -> LitellmChatModel | None:
 def build_records() -> RecordRunner:
     """The turn machinery and its clients: made at init, and anew after a SnapStart restore."""
     dynamodb = dynamodb_client()
+    s3 = s3_client()
     telegram = TelegramBot(settings.telegram_bot_token, settings.telegram_api_base)
     queue = SqsTurnQueue(settings.turn_queue_url, sqs_client())
     stores = Stores(
-        workspace=S3Workspace(settings.workspace_bucket, s3_client()),
+        workspace=S3Workspace(settings.workspace_bucket, s3),
+        scope_workspace=scope_workspaces(settings.workspace_bucket, s3),
         sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
         journal=DynamoTurnJournal(settings.sessions_table, dynamodb),
         jobs=DynamoJobStore(settings.jobs_table, dynamodb),

@@ -15,7 +15,7 @@ from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
 from tests.support.scripted_model import ScriptedModelServer
 
-OWNER = 111111111
+ADA = 111111111  # the fixtures' sender: a person beside the owner (the local user)
 PDF = b"%PDF-1.7\n" + bytes(range(256)) * 20  # 5129 bytes
 
 
@@ -28,7 +28,7 @@ def send_document(stack: LocalStack, document: dict[str, Any]) -> None:
 
 
 def uploads(stack: LocalStack) -> list[str]:
-    return [entry.path for entry in stack.workspace.list_files(f"uploads/{OWNER}")]
+    return [entry.path for entry in stack.workspace_of(ADA).list_files(f"uploads/{ADA}")]
 
 
 def test_a_file_over_media_max_bytes_is_refused_with_a_notice(
@@ -90,6 +90,6 @@ def test_a_declared_type_the_bytes_contradict_is_not_believed(
     content = model_server.requests[0]["messages"][-1]["content"]
     assert isinstance(content, str)  # no image part: the model is not shown a "photo"
     assert '"holiday.jpg" (application/pdf, 5.1 KB)' in content
-    assert uploads(stack) == [f"uploads/{OWNER}/2025-11/AgADli.pdf"]
-    stored = stack.workspace.read(f"uploads/{OWNER}/2025-11/AgADli.pdf")
+    assert uploads(stack) == [f"uploads/{ADA}/2025-11/AgADli.pdf"]
+    stored = stack.workspace_of(ADA).read(f"uploads/{ADA}/2025-11/AgADli.pdf")
     assert stored is not None and stored.data == PDF

@@ -76,7 +76,7 @@ def test_update_to_reply_through_every_component(
     assert model_server.unexpected == []
 
     # 5. The file is in the S3 workspace and the answer reached the chat as valid HTML.
-    file = stack.workspace.read("notes/groceries.md")
+    file = stack.workspace_of(111111111).read("notes/groceries.md")  # Ada's scope
     assert file is not None and file.text == "- milk\n- eggs"
     # The text the model wrote with its tool call went out as progress, then the answer.
     progress, reply = stack.bot_api.messages

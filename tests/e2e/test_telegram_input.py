@@ -24,8 +24,8 @@ from tests.conftest import StackFactory, telegram_update
 from tests.support.documents import pdf
 from tests.support.scripted_model import ScriptedModelServer
 
-OWNER = 111111111
-MONTH = f"uploads/{OWNER}/2025-11"  # the fixtures are dated 2025-11-22
+ADA = 111111111  # the fixtures' sender: a person beside the owner (the local user)
+MONTH = f"uploads/{ADA}/2025-11"  # the fixtures are dated 2025-11-22
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + bytes(range(256)) * 40
 OGG = b"OggS\x00\x02\x00\x00" + bytes(range(256)) * 8
 PDF = pdf("Invoice 42: three boxes of tea", "Total: 18 EUR")
@@ -84,20 +84,20 @@ def test_photo_reaches_the_model_as_an_image_and_is_saved_as_a_placeholder(
     }
 
     # The file is in S3 under uploads/; the largest size was the one fetched.
-    stored = stack.workspace.read(path)
+    stored = stack.workspace_of(ADA).read(path)
     assert stored is not None and stored.data == JPEG
     assert stack.bot_api.downloads == ["photos/file_3.jpg"]
     assert [m.plain_text for m in stack.bot_api.messages] == ["A sunset over the sea."]
 
     # The session keeps the placeholder and the path, never the bytes.
-    saved = session(stack, f"telegram:{OWNER}")
+    saved = session(stack, f"telegram:{ADA}")
     assert saved[0]["content"] == text["text"]
     assert saved[0]["content"].startswith("[image]")
     assert base64.b64encode(JPEG).decode()[:64] not in json.dumps(saved)
 
     # The next turn sends the history as saved: no image part any more (the one message not
     # sent again as first sent), the runtime block it came with still at its head.
-    stack.post_update(stack.text_update("and now?", chat_id=OWNER))
+    stack.post_update(stack.text_update("and now?", chat_id=ADA))
     stack.process_queue()
     history = model_server.requests[1]["messages"]
     assert history[1] == {"role": "user", "content": f"{runtime['text']}\n\n{text['text']}"}
@@ -143,10 +143,10 @@ def test_voice_note_is_transcribed_when_a_model_is_configured(
     assert transcription.headers.get("Authorization") == "Bearer sk-test-scripted"
     content = user_content(model_server)
     assert content.endswith("\n\n[voice message, transcribed]: remind me to buy milk")
-    assert session(stack, f"telegram:{OWNER}")[0]["content"] == (
+    assert session(stack, f"telegram:{ADA}")[0]["content"] == (
         "[voice message, transcribed]: remind me to buy milk"
     )
-    stored = stack.workspace.read(f"{MONTH}/AgADv1.ogg")
+    stored = stack.workspace_of(ADA).read(f"{MONTH}/AgADv1.ogg")
     assert stored is not None and stored.data == OGG
 
 
@@ -163,12 +163,12 @@ def test_a_voice_note_is_answered_with_the_text_then_a_voice_note_when_tts_is_se
 
     assert [m.plain_text for m in stack.bot_api.messages] == ["I will remind you about the milk."]
     (voice,) = stack.bot_api.files_sent
-    assert (voice.method, voice.chat_id) == ("sendVoice", OWNER)
+    assert (voice.method, voice.chat_id) == ("sendVoice", ADA)
     assert voice.data == ScriptedModelServer.SPEECH_AUDIO
     (speech,) = model_server.speeches
     assert speech["input"] == "I will remind you about the milk."
     # The text is the record: the session holds it, not the audio.
-    assert session(stack, f"telegram:{OWNER}")[-1]["content"] == "I will remind you about the milk."
+    assert session(stack, f"telegram:{ADA}")[-1]["content"] == "I will remind you about the milk."
 
 
 def test_voice_note_without_transcription_is_announced_as_unheard(
@@ -181,7 +181,7 @@ def test_voice_note_without_transcription_is_announced_as_unheard(
     assert user_content(model_server).endswith(f"\n\n{unheard}")
     assert "cannot hear" in unheard
     assert model_server.transcriptions == []
-    assert stack.workspace.read(f"{MONTH}/AgADv1.ogg") is not None
+    assert stack.workspace_of(ADA).read(f"{MONTH}/AgADv1.ogg") is not None
 
 
 def test_failed_transcription_falls_back_to_unheard(
@@ -219,11 +219,11 @@ def test_a_pdf_is_stored_and_its_text_given_to_the_model(
         text=extracted,
     )
     assert user_content(model_server).endswith(f"\n\n{note}\nsummarize this")
-    stored = stack.workspace.read(path)
+    stored = stack.workspace_of(ADA).read(path)
     assert stored is not None and stored.data == PDF
-    beside = stack.workspace.read(f"{path}.txt")
+    beside = stack.workspace_of(ADA).read(f"{path}.txt")
     assert beside is not None and beside.text == extracted
-    assert session(stack, f"telegram:{OWNER}")[0]["content"] == f"{note}\nsummarize this"
+    assert session(stack, f"telegram:{ADA}")[0]["content"] == f"{note}\nsummarize this"
 
 
 def test_text_document_is_read_by_the_model_with_read_file(

@@ -119,6 +119,17 @@ def test_a_broken_setting_is_the_only_failure_and_comes_with_its_fix(
     assert checks["model"].startswith("ok")
 
 
+def test_a_deployment_without_an_owner_is_told_how_to_name_one(
+    deploy: Deploy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, checks = doctor(deploy(AllowFrom="@ada_l,@bob"), capsys)
+    assert code == 1 and failed(checks) == ["configuration"]
+    assert "no owner: ALLOW_FROM lists no user id and OWNER_ID is unset" in checks["configuration"]
+    assert "redeploy with corrected AllowFrom, OwnerId" in checks["configuration"]
+    code, checks = doctor(deploy(AllowFrom="@ada_l,@bob", OwnerId="111111111"), capsys)
+    assert checks["configuration"].startswith("ok")
+
+
 def test_an_ack_reaction_telegram_refuses_is_named_before_the_webhook_fails_on_it(
     deploy: Deploy, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -587,6 +587,7 @@ def test_every_function_is_traced(template: dict[str, Any]) -> None:
 
 BUCKET_ARN = ATTRIBUTES[("WorkspaceBucket", "Arn")]
 WORKSPACE_OBJECTS = f"{BUCKET_ARN}/workspace/*"
+SCOPE_OBJECTS = f"{BUCKET_ARN}/scopes/*"
 QUEUE_ARN = ATTRIBUTES[("TurnQueue", "Arn")]
 SESSIONS_ARN = ATTRIBUTES[("SessionsTable", "Arn")]
 JOBS_ARN = ATTRIBUTES[("JobsTable", "Arn")]
@@ -611,6 +612,8 @@ EXPECTED_DATA_ACCESS = {
     "AgentTurnFunction": {
         (WORKSPACE_OBJECTS, "s3:GetObject"),  # workspace.S3Workspace.read
         (WORKSPACE_OBJECTS, "s3:PutObject"),  # .write (conditional)
+        (SCOPE_OBJECTS, "s3:GetObject"),  # the same, in a person's or a group's scope
+        (SCOPE_OBJECTS, "s3:PutObject"),
         (BUCKET_ARN, "s3:ListBucket"),  # .refresh, .list_dir, .list_files
         (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements, continuations
         (QUEUE_ARN, "sqs:ChangeMessageVisibility"),  # records: a failed turn's retry delay
@@ -674,7 +677,7 @@ def test_function_policies_are_explicit_statements_without_wildcards(
         assert resource not in ("*", "arn:aws:s3:::*"), (logical_id, action, resource)
         # A wildcard only ever ends a resource scoped to this stack's own bucket or schedules.
         if "*" in resource:
-            assert resource == WORKSPACE_OBJECTS or resource.endswith(
+            assert resource in (WORKSPACE_OBJECTS, SCOPE_OBJECTS) or resource.endswith(
                 f":schedule/{REFS['ScheduleGroup']}/*"
             ), (logical_id, resource)
 

@@ -25,6 +25,7 @@ from nanobot_lambda.core.jobs import (
     TelegramUpdateJob,
 )
 from nanobot_lambda.core.model import ModelReply
+from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.usage import Tally
 from nanobot_lambda.entry.agent_turn.ports import Services, Stores, TurnPorts
 from nanobot_lambda.entry.agent_turn.service import TurnService
@@ -62,7 +63,8 @@ class Bot:
 
     model: ScriptedModel
     channel: RecordingChannel = field(default_factory=RecordingChannel)
-    workspace: MemoryWorkspace = field(default_factory=MemoryWorkspace)
+    workspace: MemoryWorkspace = field(default_factory=MemoryWorkspace)  # the owner's
+    scopes: dict[str, MemoryWorkspace] = field(default_factory=dict)  # the others', by name
     journal: MemoryTurnJournal = field(default_factory=MemoryTurnJournal)
     jobs: MemoryJobStore = field(default_factory=MemoryJobStore)
     usage: MemoryUsageStore = field(default_factory=MemoryUsageStore)
@@ -76,11 +78,16 @@ class Bot:
     speaker: RecordingSpeaker | None = None  # TTS_MODEL
     settings: dict[str, str] = field(default_factory=dict)
 
+    def scope_workspace(self, scope: Scope) -> MemoryWorkspace:
+        """A person's or a group's own workspace (core/scopes.py), kept for the assertions."""
+        return self.scopes.setdefault(scope.name, MemoryWorkspace())
+
     def __post_init__(self) -> None:
         self.sessions = MemorySessionStore(self.journal)
         ports = TurnPorts(
             Stores(
                 workspace=self.workspace,
+                scope_workspace=self.scope_workspace,
                 sessions=self.sessions,
                 journal=self.journal,
                 jobs=self.jobs,

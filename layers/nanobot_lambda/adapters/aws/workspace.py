@@ -14,6 +14,7 @@ sorting after it (such as `uploads/`, where media lands) are read on demand, not
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,12 +22,16 @@ from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, error_code
 from nanobot_lambda.core.errors import NotFound
+from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 WORKSPACE_PREFIX = "workspace/"
+# A person's or a group's own workspace: scopes/people/<user id>/, scopes/groups/<chat id>/,
+# beside the owner's, never under it (core/scopes.py).
+SCOPES_PREFIX = "scopes/"
 # Workspace paths up to and including the skills/ folder are listed by refresh().
 LISTED_UNTIL = "skills/\U0010ffff"
 MAX_CACHED_FILE_BYTES = 2_000_000
@@ -194,3 +199,12 @@ def _content_type(path: str) -> str:
     if path.endswith(".json"):
         return "application/json"
     return "application/octet-stream"
+
+
+def scope_prefix(scope: Scope) -> str:
+    return f"{SCOPES_PREFIX}{scope.name}/"
+
+
+def scope_workspaces(bucket: str, s3: S3Client) -> Callable[[Scope], S3Workspace]:
+    """A scope's own workspace in the bucket (the caller keeps one per scope)."""
+    return lambda scope: S3Workspace(bucket, s3, scope_prefix(scope))

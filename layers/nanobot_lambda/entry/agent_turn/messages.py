@@ -132,7 +132,11 @@ def _album_of(
 
 
 def _remember_private_chat(parts: TurnParts, chat_id: int) -> None:
-    """Note the owner's private chat for the heartbeat (once per container and chat)."""
+    """Note the owner's private chat for the heartbeat (once per container and chat). The
+    heartbeat works in the owner's workspace: another person's chat is never its target."""
+    owner = parts.settings.owner
+    if owner is not None and chat_id != owner:
+        return
     if parts.remembered_private_chat != chat_id:
         parts.ports.stores.jobs.remember_private_chat(chat_id)
         parts.remembered_private_chat = chat_id

@@ -18,8 +18,10 @@ from nanobot_lambda.core.albums import Albums
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext, earlier_blocks
+from nanobot_lambda.core.jobs import AnyJob, chat_of
 from nanobot_lambda.core.ports import ChatModel, TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
+from nanobot_lambda.core.scopes import ScopeSwitch, scope_of_chat
 from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.core.usage import UsageMeter
@@ -62,16 +64,18 @@ class TurnParts:
         # Background work may use cheaper models (HEARTBEAT_MODEL, CONSOLIDATION_MODEL).
         self.heartbeat_model = self._metered_or_main(services.heartbeat_model)
         consolidation_model = self._metered_or_main(services.consolidation_model)
-        self.context = ContextBuilder(stores.workspace, environ)  # skills check `requires.env`
-        self.recall = HistoryRecall(stores.workspace, max_chars=settings.recall_max_chars)
+        # The workspace of the job's scope (core/scopes.py): the owner's, a person's, a group's.
+        self.workspace = ScopeSwitch(stores.workspace, stores.scope_workspace)
+        self.context = ContextBuilder(self.workspace, environ)  # skills check `requires.env`
+        self.recall = HistoryRecall(self.workspace, max_chars=settings.recall_max_chars)
         self.albums = Albums(stores.albums)
-        self.media = MediaResolver(services.media, stores.workspace, settings, services.transcriber)
+        self.media = MediaResolver(services.media, self.workspace, settings, services.transcriber)
         self.current = CurrentTurn()
         self.remembered_private_chat: int | None = None  # a write saved per container
         workspace_tools, chat_tools = agent_tools(
             settings,
             self.current,
-            stores.workspace,
+            self.workspace,
             stores.jobs,
             services.schedules,
             services.queue,
@@ -93,7 +97,7 @@ class TurnParts:
         )
         self.consolidator = Consolidator(
             consolidation_model,
-            stores.workspace,
+            self.workspace,
             stores.sessions,
             history_budget,
             timezone=settings.timezone,
@@ -118,6 +122,11 @@ class TurnParts:
         # Live replies: the answer shown as it is written, in private chats.
         self.drafts = Drafts(services.channel, settings.stream_replies)
         self.commands = Commands(services.channel, stores.stop_flags, self.consolidator, self.meter)
+
+    def enter_scope(self, job: AnyJob) -> None:
+        """Work in the scope of the job's chat (its person's, its group's, or the owner's)."""
+        self.workspace.enter(scope_of_chat(chat_of(job), self.settings.owner))
+        self.workspace.refresh()
 
     def _metered_or_main(self, model: ChatModel | None) -> ChatModel:
         return self.model if model is None else self.meter.metered(model)

@@ -3,6 +3,7 @@ and what a turn talks to). The handler builds them from the adapters; unit tests
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nanobot_lambda.core.ports import (
@@ -23,13 +24,15 @@ from nanobot_lambda.core.ports import (
     UsageStore,
     Workspace,
 )
+from nanobot_lambda.core.scopes import Scope
 
 
 @dataclass(frozen=True, kw_only=True)
 class Stores:
     """Where a turn's state lives."""
 
-    workspace: Workspace
+    workspace: Workspace  # the owner's
+    scope_workspace: Callable[[Scope], Workspace]  # a person's or a group's own (core/scopes.py)
     sessions: SessionStore
     journal: TurnJournal
     jobs: JobStore

@@ -70,7 +70,7 @@ class TurnService:
         """Run the job's turn; `remaining_ms` is the invocation's time left (Lambda context).
         What its model calls use is counted for the job's chat."""
         with self.parts.meter.job(job):
-            self.parts.ports.stores.workspace.refresh()
+            self.parts.enter_scope(job)
             if isinstance(job, ContinuationJob):
                 logger.info("continuing a turn", extra={"part": job.part, "job_kind": job.job.kind})
                 job = job.job

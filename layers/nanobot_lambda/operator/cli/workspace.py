@@ -8,9 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.scopes import OWNER, Scope
 from nanobot_lambda.core.workspace import default_workspace_files, seed_workspace
 from nanobot_lambda.operator.cli.common import add_command, add_stack_option, deployment
-from nanobot_lambda.operator.ops.workspace_sync import MANIFEST, SyncReport, WorkspaceSync
+from nanobot_lambda.operator.ops.workspace_sync import (
+    MANIFEST,
+    SCOPE_FORMS,
+    SyncReport,
+    WorkspaceSync,
+    describe_prefix,
+    parse_scope,
+    workspace_prefix,
+)
 
 
 def register(commands: Any) -> None:
@@ -38,10 +47,15 @@ def register(commands: Any) -> None:
         description="Sync the S3 workspace with a local folder, so you edit SOUL.md, USER.md or "
         f"skills in your editor. pull records each file's version in DIR/{MANIFEST}; push "
         "sends the files you changed, refusing any file the assistant changed in the "
-        "meantime (unless --force). Hidden files are not synced.",
+        "meantime (unless --force). Hidden files are not synced. The owner's workspace by "
+        "default; --scope people/<user id> or groups/<chat id> for the workspace of another "
+        "person's private chat or of a group (a folder stays tied to the scope it was pulled "
+        "from).",
         examples=[
             "nanobot-lambda workspace pull ./ws --stack nanobot-lambda",
             "nanobot-lambda workspace push ./ws --stack nanobot-lambda",
+            "nanobot-lambda workspace pull ./ws-alice --scope people/222222222 --stack "
+            "nanobot-lambda",
         ],
     )
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -51,10 +65,16 @@ def register(commands: Any) -> None:
         help="download every workspace file into DIR",
         description="Download every workspace file into DIR and record its version. Files "
         "you changed in DIR since the last pull are not replaced (unless --force); files "
-        "deleted in the workspace are removed from DIR if you had not changed them.",
+        "deleted in the workspace are removed from DIR if you had not changed them. With "
+        "--scope, the workspace of that person's private chat or of that group instead of the "
+        "owner's.",
         examples=[
             "nanobot-lambda workspace pull ./ws --stack nanobot-lambda",
             "nanobot-lambda workspace pull ./ws --force --stack nanobot-lambda",
+            "nanobot-lambda workspace pull ./ws-alice --scope people/222222222 --stack "
+            "nanobot-lambda",
+            "nanobot-lambda workspace pull ./ws-team --scope groups/-1001234567890 --stack "
+            "nanobot-lambda",
         ],
         handler=pull_command,
     )
@@ -66,11 +86,14 @@ def register(commands: Any) -> None:
         "Each write is conditional on the workspace still holding the version pulled: a file "
         "changed there since is refused (pull, merge, push again) unless --force. Files you "
         "deleted in DIR are deleted in the workspace only with --delete (the bucket keeps old "
-        "versions for 30 days).",
+        "versions for 30 days). Give the --scope DIR was pulled with: a folder pulled from "
+        "one scope is never pushed into another, or into the owner's workspace.",
         examples=[
             "nanobot-lambda workspace push ./ws --stack nanobot-lambda",
             "nanobot-lambda workspace push ./ws --dry-run --stack nanobot-lambda",
             "nanobot-lambda workspace push ./ws --delete --stack nanobot-lambda",
+            "nanobot-lambda workspace push ./ws-alice --scope people/222222222 --stack "
+            "nanobot-lambda",
         ],
         handler=push_command,
     )
@@ -78,6 +101,11 @@ def register(commands: Any) -> None:
         action.add_argument("directory", metavar="DIR", type=Path, help="the local folder")
         action.add_argument(
             "--force", action="store_true", help="overwrite despite a conflicting change"
+        )
+        action.add_argument(
+            "--scope",
+            metavar="SCOPE",
+            help=f"a person's or a group's workspace instead of the owner's: {SCOPE_FORMS}",
         )
         add_stack_option(action)
     push.add_argument(
@@ -102,10 +130,14 @@ def onboard_command(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _sync(arguments: argparse.Namespace) -> WorkspaceSync:
+def _scope(arguments: argparse.Namespace) -> Scope:
+    return OWNER if arguments.scope is None else parse_scope(arguments.scope)
+
+
+def _sync(arguments: argparse.Namespace, scope: Scope) -> WorkspaceSync:
     target = deployment(arguments)
     (bucket,) = target.require("workspace_bucket")
-    return WorkspaceSync(bucket, target.client("s3"), arguments.directory, _progress)
+    return WorkspaceSync(bucket, target.client("s3"), arguments.directory, _progress, scope)
 
 
 def _finish(report: SyncReport, summary: str) -> int:
@@ -118,8 +150,12 @@ def _finish(report: SyncReport, summary: str) -> int:
 
 
 def pull_command(arguments: argparse.Namespace) -> int:
-    sync = _sync(arguments)
-    print(f"Pulling the workspace into {arguments.directory} …", flush=True)
+    scope = _scope(arguments)  # first: a value that is no scope touches nothing
+    sync = _sync(arguments, scope)
+    print(
+        f"Pulling {describe_prefix(workspace_prefix(scope))} into {arguments.directory} …",
+        flush=True,
+    )
     report = sync.pull(force=arguments.force)
     return _finish(
         report,
@@ -129,7 +165,8 @@ def pull_command(arguments: argparse.Namespace) -> int:
 
 
 def push_command(arguments: argparse.Namespace) -> int:
-    sync = _sync(arguments)
+    scope = _scope(arguments)  # first: a value that is no scope touches nothing
+    sync = _sync(arguments, scope)
     if not arguments.directory.is_dir():
         print(f"error: {arguments.directory} is not a folder (pull into it first)", file=sys.stderr)
         return 2

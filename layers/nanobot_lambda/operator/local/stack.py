@@ -34,7 +34,10 @@ from typing import Any
 
 import boto3
 
-from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.adapters.aws.workspace import S3Workspace, scope_workspaces
+from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.ports import Workspace
+from nanobot_lambda.core.scopes import ScopedWorkspace, scope_of_chat
 from nanobot_lambda.core.workspace import seed_workspace
 from nanobot_lambda.entry.webhook import SECRET_HEADER
 from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentDraft, SentFile, SentMessage
@@ -383,7 +386,18 @@ class LocalStack:
 
     @property
     def workspace(self) -> S3Workspace:
+        """The owner's workspace."""
         return S3Workspace(self.template.refs["WorkspaceBucket"], boto3.client("s3"))
+
+    def workspace_of(self, chat_id: int) -> Workspace:
+        """The workspace a chat's turns work in: the owner's, or its scope's view
+        (core/scopes.py; the owner is ALLOW_FROM's first user id, as OWNER_ID is not set)."""
+        owner = AllowList.parse(self._allow_from).first_user_id
+        scope = scope_of_chat(chat_id, owner)
+        if scope.is_owner:
+            return self.workspace
+        private = scope_workspaces(self.template.refs["WorkspaceBucket"], boto3.client("s3"))
+        return ScopedWorkspace(self.workspace, private(scope))
 
     def text_update(self, text: str, *, chat_id: int | None = None) -> dict[str, Any]:
         """A real-shaped Update for a text message from the local user in a private chat."""

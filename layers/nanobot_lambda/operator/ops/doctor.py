@@ -65,7 +65,7 @@ STACK_SETTINGS = {
     "TtsModel": "TTS_MODEL",
     "TranscriptionApiKeyParameter": "TRANSCRIPTION_API_KEY_PARAM",
     "AckReaction": "ACK_REACTION",  # the webhook's
-    "OwnerId": "OWNER_ID",
+    "OwnerId": "OWNER_ID",  # also behind ALLOW_FROM's default owner
     "SpendLimitDailyUsd": "SPEND_LIMIT_DAILY_USD",
     "SpendLimitMonthlyUsd": "SPEND_LIMIT_MONTHLY_USD",
     "SpendLimitPersonDailyUsd": "SPEND_LIMIT_PERSON_DAILY_USD",
@@ -167,6 +167,11 @@ class Doctor:
                 self._llm = validated
             if isinstance(validated, AllowListSettings) and validated.allow_from.allows_nobody:
                 problems.append("ALLOW_FROM is empty: nobody may talk to the bot")
+            elif isinstance(validated, OwnerSettings) and validated.owner is None:
+                problems.append(
+                    "no owner: ALLOW_FROM lists no user id and OWNER_ID is unset, so every chat "
+                    "shares the owner's workspace and memory"
+                )
         if problems:
             return _fail(name, "; ".join(problems), self._configuration_fix(problems))
         where = "the stack's parameters" if self._stack_name else "the environment"

@@ -7,6 +7,12 @@ holds the version pulled (`If-Match` its ETag; `If-None-Match: *` for a new file
 assistant changed meanwhile is refused, never overwritten, unless `force`. A file deleted
 locally is deleted in the workspace only with `delete` (the bucket keeps old versions 30 days).
 
+The owner's workspace is synced by default; a person's or a group's scope (`core/scopes.py`)
+with `scope` (`parse_scope` reads the operator's `--scope`, strictly: it can only ever name
+`scopes/people/<digits>/` or `scopes/groups/<digits>/`). The manifest records the bucket and the
+prefix pulled from, and a folder is never synced with another prefix: one person's files cannot
+be pushed into another's scope, or into the owner's workspace, by mistake.
+
 Hidden files and folders, symlinks and the manifest are never synced, and every path must pass
 the file tools' own check (`paths.normalize_path`): nothing outside the workspace, or outside
 the folder, is read or written.
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,9 +33,15 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import error_code
-from nanobot_lambda.adapters.aws.workspace import WORKSPACE_PREFIX, S3Workspace
+from nanobot_lambda.adapters.aws.workspace import (
+    SCOPES_PREFIX,
+    WORKSPACE_PREFIX,
+    S3Workspace,
+    scope_prefix,
+)
 from nanobot_lambda.core.errors import NotFound
 from nanobot_lambda.core.paths import PathError, normalize_path
+from nanobot_lambda.core.scopes import OWNER, Scope
 from nanobot_lambda.core.workspace import WriteConflict
 from nanobot_lambda.operator.ops.deployment import OperatorError
 
@@ -37,6 +50,50 @@ if TYPE_CHECKING:
 
 MANIFEST = ".nanobot-sync.json"
 Progress = Callable[[str], None]
+
+SCOPE_FORMS = (
+    "people/<user id>, groups/<chat id> (with or without its minus sign), or a bare Telegram "
+    "chat id (222222222 is people/222222222, -1001234567890 is groups/1001234567890)"
+)
+# ASCII digits only (not \d, which takes any Unicode digit), and never more than a chat id has.
+_ID = "[0-9]{1,20}"
+_QUALIFIED = re.compile(rf"(people)/({_ID})|(groups)/-?({_ID})")
+_BARE = re.compile(rf"(-?)({_ID})")
+
+
+def parse_scope(value: str) -> Scope:
+    """The scope an operator names: `people/<user id>`, `groups/<chat id>` (a group's chat id
+    with or without its minus sign), or a bare chat id (positive: a person, negative: a group).
+    Anything else is refused, so no value can reach a prefix outside scopes/people/<digits>/ or
+    scopes/groups/<digits>/; ids are written canonically (no leading zeros)."""
+    qualified = _QUALIFIED.fullmatch(value)
+    if qualified:
+        kind = qualified.group(1) or qualified.group(3)
+        digits = qualified.group(2) or qualified.group(4)
+    else:
+        bare = _BARE.fullmatch(value)
+        if bare is None:
+            raise OperatorError(f"--scope {value!r} is not a scope: give {SCOPE_FORMS}")
+        kind = "groups" if bare.group(1) else "people"
+        digits = bare.group(2)
+    number = int(digits)
+    if number == 0:
+        raise OperatorError(f"--scope {value!r}: 0 is not a Telegram id; give {SCOPE_FORMS}")
+    return Scope(f"{kind}/{number}")
+
+
+def workspace_prefix(scope: Scope) -> str:
+    """Where a scope's files are in the workspace bucket: the owner's under workspace/."""
+    return WORKSPACE_PREFIX if scope.is_owner else scope_prefix(scope)
+
+
+def describe_prefix(prefix: str) -> str:
+    """A bucket prefix as the operator names it: the owner's workspace or `--scope NAME`."""
+    if prefix == WORKSPACE_PREFIX:
+        return f"the owner's workspace ({prefix})"
+    if prefix.startswith(SCOPES_PREFIX) and prefix.endswith("/"):
+        return f"scope {prefix[len(SCOPES_PREFIX) : -1]} ({prefix})"
+    return repr(prefix)
 
 
 @dataclass(frozen=True)
@@ -48,6 +105,8 @@ class Synced:
 @dataclass
 class Manifest:
     bucket: str | None = None
+    # The bucket prefix pulled from (workspace/, or a scope's); None until the first sync.
+    prefix: str | None = None
     files: dict[str, Synced] = field(default_factory=dict)
 
     @classmethod
@@ -67,11 +126,16 @@ class Manifest:
             raise OperatorError(
                 f"{path} names {unsafe[0]!r}, outside the workspace: delete it and pull again"
             )
-        return cls(bucket=raw.get("bucket"), files=files)
+        # A manifest written before scopes could only come from the owner's workspace.
+        prefix = raw.get("prefix", WORKSPACE_PREFIX)
+        if not isinstance(prefix, str):
+            raise OperatorError(f"{path} is not a sync manifest: delete it and pull again")
+        return cls(bucket=raw.get("bucket"), prefix=prefix, files=files)
 
     def save(self, folder: Path) -> None:
         files = {name: vars(entry) for name, entry in sorted(self.files.items())}
-        text = json.dumps({"bucket": self.bucket, "files": files}, indent=2) + "\n"
+        record = {"bucket": self.bucket, "prefix": self.prefix, "files": files}
+        text = json.dumps(record, indent=2) + "\n"
         _write_atomically(folder / MANIFEST, text.encode("utf-8"))
 
 
@@ -110,13 +174,32 @@ def _write_atomically(target: Path, data: bytes) -> None:
         raise
 
 
+def _scope_option(prefix: str) -> str:
+    """How to sync a folder of `prefix` again (nothing if the prefix names no scope)."""
+    if prefix == WORKSPACE_PREFIX:
+        return " without --scope"
+    name = prefix[len(SCOPES_PREFIX) : -1]
+    try:
+        if prefix.startswith(SCOPES_PREFIX) and workspace_prefix(parse_scope(name)) == prefix:
+            return f" with --scope {name}"
+    except OperatorError:
+        pass
+    return ""
+
+
 class WorkspaceSync:
     def __init__(
-        self, bucket: str, s3: S3Client, folder: Path, progress: Progress = lambda line: None
+        self,
+        bucket: str,
+        s3: S3Client,
+        folder: Path,
+        progress: Progress = lambda line: None,
+        scope: Scope = OWNER,
     ) -> None:
         self._bucket = bucket
         self._s3 = s3
-        self._workspace = S3Workspace(bucket, s3)
+        self._prefix = workspace_prefix(scope)
+        self._workspace = S3Workspace(bucket, s3, self._prefix)
         self._folder = folder
         self._progress = progress
 
@@ -126,9 +209,9 @@ class WorkspaceSync:
         """Workspace path -> ETag, for every file that takes part."""
         found: dict[str, str] = {}
         paginator = self._s3.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self._bucket, Prefix=WORKSPACE_PREFIX):
+        for page in paginator.paginate(Bucket=self._bucket, Prefix=self._prefix):
             for item in page.get("Contents", []):
-                path = item["Key"][len(WORKSPACE_PREFIX) :]
+                path = item["Key"][len(self._prefix) :]
                 if path and not path.endswith("/"):
                     if syncable(path):
                         found[path] = item["ETag"]
@@ -166,13 +249,25 @@ class WorkspaceSync:
                 f"{self._bucket}: use another folder (or --force)"
             )
 
+    def _check_prefix(self, manifest: Manifest) -> None:
+        """One folder, one scope, whatever --force says: a person's memory must not land in
+        another's scope, or in the owner's workspace, because of a wrong --scope."""
+        if manifest.prefix not in (None, self._prefix):
+            raise OperatorError(
+                f"{self._folder} was pulled from {describe_prefix(manifest.prefix)}, not "
+                f"{describe_prefix(self._prefix)}: sync it{_scope_option(manifest.prefix)}, "
+                "or use another folder for this one"
+            )
+
     # -- pull -----------------------------------------------------------------------------
 
     def pull(self, *, force: bool = False) -> SyncReport:
         self._folder.mkdir(parents=True, exist_ok=True)
         manifest = Manifest.load(self._folder)
         self._check_bucket(manifest, force)
+        self._check_prefix(manifest)
         manifest.bucket = self._bucket
+        manifest.prefix = self._prefix
         report = SyncReport()
         remote = self.remote_files()
         for path, etag in sorted(remote.items()):
@@ -217,7 +312,9 @@ class WorkspaceSync:
     ) -> SyncReport:
         manifest = Manifest.load(self._folder)
         self._check_bucket(manifest, force)
+        self._check_prefix(manifest)
         manifest.bucket = self._bucket
+        manifest.prefix = self._prefix
         report = SyncReport()
         local = self.local_files()
         for path, source in local.items():
@@ -277,7 +374,7 @@ class WorkspaceSync:
         try:
             self._s3.delete_object(
                 Bucket=self._bucket,
-                Key=WORKSPACE_PREFIX + path,
+                Key=self._prefix + path,
                 **condition,  # type: ignore[arg-type]
             )
         except ClientError as error:
