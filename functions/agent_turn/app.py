@@ -30,6 +30,7 @@ from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
 from nanobot_lambda.adapters.aws.logs import configure_logging, correlated
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
+from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
@@ -75,6 +76,7 @@ def build_records() -> RecordRunner:
         usage=DynamoUsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone),
         stop_flags=DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
         albums=DynamoAlbumBook(settings.sessions_table, lambda: dynamodb),
+        pairing=DynamoPairingStore(settings.sessions_table, lambda: dynamodb),
     )
     services = Services(
         channel=telegram,

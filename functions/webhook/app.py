@@ -13,8 +13,10 @@ from nanobot_lambda.adapters.aws.clients import dynamodb_client, sqs_client
 from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
 from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
+from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
+from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.entry.webhook import Webhook, WebhookPolicy, WebhookRecords
 from nanobot_lambda.settings import WebhookSettings
 
@@ -33,6 +35,11 @@ webhook = Webhook(
         ledger,
         DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
         DynamoAlbumBook(settings.sessions_table, lambda: dynamodb),
+        pairing=(
+            Pairing(DynamoPairingStore(settings.sessions_table, lambda: dynamodb))
+            if settings.pairing == "on"
+            else None
+        ),
     ),
     EMF,
 )

@@ -392,6 +392,9 @@ class SignOfLifeSettings(_Settings):
 
 class WebhookSettings(AllowListSettings, QueueSettings, SignOfLifeSettings):
     purpose: ClassVar[str] = "the webhook function"
+    # on: a stranger's private message is answered with a code the owner may approve
+    # (/approve CODE); approved people are heard like those in ALLOW_FROM (core/pairing.py).
+    pairing: Literal["on", "off"] = Field(default="off", alias="PAIRING")
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # /stop flags
     # Updates already queued (Powertools Idempotency), so a re-sent update is queued once.
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=3)

@@ -6,6 +6,7 @@ scopes/groups/1001234567890/); no one's prompt or tools reach another's memory o
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -87,3 +88,37 @@ def test_a_person_cannot_change_what_everyone_shares(
     assert "only its owner may change it" in tool_result(model_server, 1)
     assert stack.workspace.read("SOUL.md") == soul
     assert keys(stack, "scopes/") == []
+
+
+def test_recall_history_and_a_person_s_cron_task_stay_in_their_scope(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    stack.workspace.write("memory/MEMORY.md", SECRET.encode())
+    stack.workspace.write(
+        "memory/HISTORY.md", b"# History\n\n[2026-11-01 10:00] Planned the Lisbon trip for May.\n"
+    )
+    # The owner talks about Lisbon; Ada then asks about it: nothing of the owner's is recalled,
+    # and the owner's conversation is not in her request.
+    model_server.reply("Lisbon in May, as planned.")
+    stack.post_update(stack.text_update("when is the Lisbon trip?"))
+    stack.process_queue()
+    assert "Planned the Lisbon trip" in request_text(model_server, 0)  # the owner's own recall
+
+    model_server.call_tool(
+        "cron",
+        {"action": "add", "kind": "task", "message": "Read my memory", "every_seconds": 3600},
+    ).reply("Every hour, then.")
+    ada_says(stack, "the Lisbon trip? and read my memory every hour", 900000003)
+    ada_request = request_text(model_server, 1)
+    assert "Planned the Lisbon trip" not in ada_request and SECRET not in ada_request
+    assert "when is the Lisbon trip?" not in ada_request  # the owner's history
+
+    # Her task runs in her scope: her (empty) memory, never the owner's.
+    model_server.call_tool("read_file", {"path": "memory/MEMORY.md"}).reply("Nothing yet.")
+    stack.fire_due_schedules(datetime.now(UTC) + timedelta(minutes=61))
+    stack.process_queue()
+    task_request = request_text(model_server, 3)
+    assert "Read my memory" in task_request and SECRET not in task_request
+    assert SECRET not in tool_result(model_server, 4)
+    assert [m.plain_text for m in stack.bot_api.messages if m.chat_id == ADA][-1] == "Nothing yet."
+    assert stack.poller.failures == 0

@@ -20,6 +20,7 @@ from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
+from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
 from nanobot_lambda.core.ports import (
     Channel,
     ChatModel,
@@ -489,6 +490,67 @@ class MemoryAlbumBook:
         if old.lead is None or old.lead == lead:
             self.albums[key] = replace(old, lead=lead, claimed=parts)
         return self.albums[key]
+
+
+class MemoryPairingStore:
+    """PairingStore in dicts; `fail` makes every call raise (DynamoDB unreachable)."""
+
+    def __init__(self) -> None:
+        self.persons: dict[int, Person] = {}
+        self.codes: dict[str, PairingCode] = {}
+        self.asks: dict[int, AskRecord] = {}
+        self.hours: dict[str, int] = {}
+        self.fail = False
+
+    def _check(self) -> None:
+        if self.fail:
+            raise StorageError("DynamoPairingStore: unreachable")
+
+    def person(self, user_id: int) -> Person | None:
+        self._check()
+        return self.persons.get(user_id)
+
+    def people(self) -> list[Person]:
+        return list(self.persons.values())
+
+    def ask_record(self, user_id: int) -> AskRecord | None:
+        self._check()
+        return self.asks.get(user_id)
+
+    def take_hour_slot(self, hour: str, limit: int) -> bool:
+        if self.hours.get(hour, 0) >= limit:
+            return False
+        self.hours[hour] = self.hours.get(hour, 0) + 1
+        return True
+
+    def open_code(self, pairing: PairingCode, day: str, count: int) -> bool:
+        if pairing.code in self.codes:
+            return False
+        self.codes[pairing.code] = pairing
+        self.asks[pairing.asker.user_id] = AskRecord(pairing.code, pairing.expires, day, count)
+        return True
+
+    def code(self, code: str) -> PairingCode | None:
+        return self.codes.get(code)
+
+    def open_codes(self) -> list[PairingCode]:
+        return list(self.codes.values())
+
+    def approve(self, pairing: PairingCode, at: datetime) -> bool:
+        if self.codes.pop(pairing.code, None) is None:
+            return False
+        self.asks.pop(pairing.asker.user_id, None)
+        self.persons[pairing.asker.user_id] = Person(pairing.asker, at)
+        return True
+
+    def deny(self, pairing: PairingCode, until: datetime) -> bool:
+        if self.codes.pop(pairing.code, None) is None:
+            return False
+        self.asks[pairing.asker.user_id] = AskRecord(None, until, "", 0, denied_until=until)
+        return True
+
+    def remove(self, user_id: int) -> bool:
+        return self.persons.pop(user_id, None) is not None
 
 
 class MemoryLedger:

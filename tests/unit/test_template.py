@@ -424,8 +424,9 @@ def test_env_example_sets_only_variables_the_template_declares(template: dict[st
 def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
     template: dict[str, Any],
 ) -> None:
-    """The webhook raises /stop flags, records album parts and queued updates; it must not
-    read conversations, nor write into one: its sessions-table items are its own partitions."""
+    """The webhook raises /stop flags, records album parts and queued updates, reads and writes
+    pairing; it must not read conversations, nor write into one: its sessions-table items are
+    its own partitions."""
     context = make_context(template)
     policies = context.evaluate(properties(template, "WebhookFunction")["Policies"])
     # (resource, actions, the partition keys the statement is limited to)
@@ -446,6 +447,11 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
         [
             (sessions, ["dynamodb:PutItem"], ["stop#*"]),  # adapters/aws/stop_flags.py
             (sessions, ["dynamodb:UpdateItem"], ["album#*"]),  # adapters/aws/albums.py
+            (  # adapters/aws/pairing.py: one partition
+                sessions,
+                ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"],
+                ["pairing"],
+            ),
             (
                 idempotency,
                 [
@@ -603,6 +609,7 @@ EXPECTED_DATA_ACCESS = {
         (QUEUE_ARN, "sqs:SendMessage"),  # jobs.TurnQueue.enqueue
         (SESSIONS_ARN, "dynamodb:PutItem"),  # stop_flags.DynamoStopFlags.request
         (SESSIONS_ARN, "dynamodb:UpdateItem"),  # albums.DynamoAlbumBook.add_part
+        (SESSIONS_ARN, "dynamodb:GetItem"),  # pairing.DynamoPairingStore (partition pairing)
         # idempotency.UpdateLedger (Powertools Idempotency's DynamoDB persistence)
         *(
             (IDEMPOTENCY_ARN, f"dynamodb:{action}")

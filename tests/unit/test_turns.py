@@ -35,6 +35,7 @@ from tests.support.fakes import (
     ApproxTokenCounter,
     MemoryAlbumBook,
     MemoryJobStore,
+    MemoryPairingStore,
     MemoryQueue,
     MemorySchedules,
     MemorySessionStore,
@@ -70,6 +71,7 @@ class Bot:
     usage: MemoryUsageStore = field(default_factory=MemoryUsageStore)
     stop_flags: MemoryStopFlags = field(default_factory=MemoryStopFlags)
     albums: MemoryAlbumBook = field(default_factory=MemoryAlbumBook)
+    pairing: MemoryPairingStore = field(default_factory=MemoryPairingStore)
     queue: MemoryQueue = field(default_factory=MemoryQueue)
     metrics: RecordingMetrics = field(default_factory=RecordingMetrics)
     tokens: ApproxTokenCounter = field(default_factory=ApproxTokenCounter)
@@ -94,6 +96,7 @@ class Bot:
                 usage=self.usage,
                 stop_flags=self.stop_flags,
                 albums=self.albums,
+                pairing=self.pairing,
             ),
             Services(
                 channel=self.channel,

@@ -55,6 +55,10 @@ class AllowList:
                 )
         return cls(frozenset(ids), frozenset(usernames), everyone, first_user_id)
 
+    def including(self, user_id: int) -> AllowList:
+        """This list with one more id (a person the owner approved by pairing)."""
+        return AllowList(self.ids | {user_id}, self.usernames, self.everyone, self.first_user_id)
+
     @property
     def allows_nobody(self) -> bool:
         return not (self.everyone or self.ids or self.usernames)

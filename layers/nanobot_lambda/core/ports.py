@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.journal import TurnProgress
     from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice
     from nanobot_lambda.core.outgoing import OutgoingFile
+    from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
     from nanobot_lambda.core.sessions import Message, SessionHistory
     from nanobot_lambda.core.usage import Tally, UsageSummary
     from nanobot_lambda.core.workspace import Entry, WorkspaceFile
@@ -176,6 +177,41 @@ class AlbumBook(Protocol):
     def claim(self, key: str, lead: int, parts: frozenset[int]) -> AlbumRecord:
         """Make `lead`'s turn the one answering `parts`, unless another turn claimed the
         album first; returns the record as claimed (by whichever turn did)."""
+        ...
+
+
+class PairingStore(Protocol):
+    """Who the owner approved, and the codes strangers were given (see `core/pairing.py`)."""
+
+    def person(self, user_id: int) -> Person | None: ...
+
+    def people(self) -> list[Person]: ...
+
+    def ask_record(self, user_id: int) -> AskRecord | None: ...
+
+    def take_hour_slot(self, hour: str, limit: int) -> bool:
+        """Count one more code in `hour`; False (and nothing counted) past `limit`."""
+        ...
+
+    def open_code(self, pairing: PairingCode, day: str, count: int) -> bool:
+        """Record a new code and the person's ask (`count` codes on `day`); False when the code
+        is open for someone else already."""
+        ...
+
+    def code(self, code: str) -> PairingCode | None: ...
+
+    def open_codes(self) -> list[PairingCode]: ...
+
+    def approve(self, pairing: PairingCode, at: datetime) -> bool:
+        """Approve the code's person and close the code, at once; False if it was closed."""
+        ...
+
+    def deny(self, pairing: PairingCode, until: datetime) -> bool:
+        """Close the code and refuse its person until `until`; False if it was closed."""
+        ...
+
+    def remove(self, user_id: int) -> bool:
+        """Take an approval back; False if there was none."""
         ...
 
 

@@ -41,6 +41,7 @@ from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import UpdateInProgress
 from nanobot_lambda.core.jobs import TelegramUpdateJob
+from nanobot_lambda.core.pairing import Asker, Pairing
 from nanobot_lambda.core.ports import (
     AlbumBook,
     MetricsPort,
@@ -124,12 +125,14 @@ def _surely_for_the_bot(message: Message, group_policy: GroupPolicy) -> bool:
 
 @dataclass(frozen=True)
 class WebhookRecords:
-    """What the webhook writes besides the queue: the updates it queued (so a re-sent one is
-    queued once), /stop flags, and the parts of albums."""
+    """What the webhook keeps besides the queue: the updates it queued (so a re-sent one is
+    queued once), /stop flags, the parts of albums, and with PAIRING on, who the owner approved
+    and the codes strangers were given."""
 
     ledger: UpdateLedger
     stop_flags: StopFlags
     albums: AlbumBook
+    pairing: Pairing | None = None
 
 
 class Webhook:
@@ -147,6 +150,7 @@ class Webhook:
         self._queue = queue
         self._stop_flags = records.stop_flags
         self._albums = records.albums
+        self._pairing = records.pairing
         self._metrics = metrics
         if policy.allow_list.allows_nobody:
             logger.warning("ALLOW_FROM is empty: every sender will be refused")
@@ -197,14 +201,21 @@ class Webhook:
             logger.info("update ignored: %s", decision.reason, extra=log)
             return _reply(200, status="ignored")
         if isinstance(decision, Rejected):
-            logger.info(
-                "update refused: sender %s is not in ALLOW_FROM (add the id to allow it)",
-                decision.sender_id,
-                extra={**log, "sender_id": decision.sender_id, "chat_id": decision.chat_id},
-            )
-            return _reply(200, status="refused")
+            try:
+                approved = self._pairing is not None and self._pairing.is_approved(
+                    decision.sender_id
+                )
+            except Exception as error:
+                # Refusing could lose an approved person's message: Telegram retries instead.
+                logger.error("approvals unreadable (%s)", type(error).__name__, extra=log)
+                return _reply(503, error="try again later")
+            if not approved:
+                return self._refuse(update, decision, log)
+            decision = classify(update, self._policy.allow_list.including(decision.sender_id))
+            if isinstance(decision, Ignored):
+                return _reply(200, status="ignored")
 
-        assert isinstance(decision, Accepted)
+        assert isinstance(decision, Accepted), decision
         message = decision.message
         job = TelegramUpdateJob(update=payload)
         if len(job.model_dump_json().encode()) > MAX_JOB_BYTES:
@@ -257,6 +268,37 @@ class Webhook:
         except Exception as error:
             # The /stop itself is still queued: the user gets an answer either way.
             logger.error("could not raise the stop flag (%s)", type(error).__name__, extra=log)
+
+    def _refuse(self, update: Update, decision: Rejected, log: dict[str, Any]) -> WebhookResponse:
+        """A stranger: 200 (Telegram stops re-sending), logged by id, never the text. With
+        PAIRING on, a private message is answered with a code for the owner (core/pairing.py);
+        nothing of it is queued."""
+        logger.info(
+            "update refused: sender %s is not in ALLOW_FROM (add the id to allow it)",
+            decision.sender_id,
+            extra={**log, "sender_id": decision.sender_id, "chat_id": decision.chat_id},
+        )
+        message = update.message
+        if (
+            self._pairing is None
+            or message is None
+            or message.chat.type != "private"
+            or message.sender is None
+        ):
+            return _reply(200, status="refused")
+        sender = message.sender
+        name = " ".join(part for part in (sender.first_name, sender.last_name) if part)
+        try:
+            answer = self._pairing.answer_stranger(
+                Asker(sender.id, name or str(sender.id), sender.username)
+            )
+        except Exception as error:
+            logger.error("pairing failed (%s)", type(error).__name__, extra=log)
+            return _reply(200, status="refused")
+        if answer is None:
+            return _reply(200, status="refused")
+        call = {"method": "sendMessage", "chat_id": message.chat.id, "text": answer}
+        return _reply(200, status="pairing", **call)
 
     def _record_album_part(
         self, key: str, update_id: int, payload: dict[str, Any], log: dict[str, Any]

@@ -37,3 +37,18 @@ def aws_errors(method: Callable[P, R]) -> Callable[P, R]:
             raise StorageError(f"{method.__qualname__}: {type(error).__name__}") from error
 
     return mapped
+
+
+TRANSACTION_CANCELLED = "TransactionCanceledException"
+
+
+def written(write: Callable[[], object], refused: str = CONDITION_FAILED) -> bool:
+    """Make a conditional write: True when it was made, False when its condition refused it
+    (`refused`: the error code that means so; for a transaction, TRANSACTION_CANCELLED)."""
+    try:
+        write()
+    except ClientError as error:
+        if error_code(error) == refused:
+            return False
+        raise
+    return True

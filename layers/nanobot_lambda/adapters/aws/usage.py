@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from botocore.exceptions import ClientError
 
-from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
+from nanobot_lambda.adapters.aws.errors import aws_errors, error_code, written
 from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.usage import FIELDS, Tally, UsageSummary
 
@@ -141,23 +141,20 @@ class DynamoUsageStore:
 
     @aws_errors
     def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
-        try:
-            self._dynamodb.put_item(
+        expires = str(int((at + timedelta(days=NOTICE_DAYS)).timestamp()))
+        return written(
+            lambda: self._dynamodb.put_item(
                 TableName=self._table,
                 Item={
                     **self._key(chat_id, f"{NOTICE_PREFIX}{key}"),
                     "turn": {"S": turn_id},
-                    "expires_at": {"N": str(int((at + timedelta(days=NOTICE_DAYS)).timestamp()))},
+                    "expires_at": {"N": expires},
                 },
                 ConditionExpression="attribute_not_exists(pk) OR #turn = :turn",
                 ExpressionAttributeNames={"#turn": "turn"},
                 ExpressionAttributeValues={":turn": {"S": turn_id}},
             )
-        except ClientError as error:
-            if error_code(error) == CONDITION_FAILED:
-                return False
-            raise
-        return True
+        )
 
     @aws_errors
     def chats(self) -> list[int]:

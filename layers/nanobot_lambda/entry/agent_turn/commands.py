@@ -1,4 +1,5 @@
-"""Bot commands: /start, /help, /new, /stop, /usage.
+"""Bot commands: /start, /help, /new, /stop, /usage; and the owner's /approve, /deny and /people
+(pairing, see core/pairing.py).
 
 Their answers are not journaled: answering a command twice is harmless.
 
@@ -17,11 +18,15 @@ from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
+from nanobot_lambda.core.errors import ChannelError
+from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import Channel, StopFlags
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.outbox import deliver
 
 logger = logging.getLogger(__name__)
+
+PAIRING_COMMANDS = ("approve", "deny", "people")
 
 
 class Commands:
@@ -31,11 +36,15 @@ class Commands:
         stop_flags: StopFlags,
         consolidator: Consolidator,
         meter: UsageMeter,
+        pairing: Pairing,
+        owner: int | None,
     ) -> None:
         self._channel = channel
         self._stop_flags = stop_flags
         self._consolidator = consolidator
         self._meter = meter
+        self._pairing = pairing
+        self._owner = owner
 
     def handle(self, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -53,9 +62,36 @@ class Commands:
                 self._answer(inbound, texts.load("nothing_to_stop"))
         elif command == "usage":
             self._answer(inbound, self._meter.report(inbound.chat_id))
+        elif command in PAIRING_COMMANDS:
+            self._pairing_command(inbound, command)
         else:
             return False
         return True
+
+    def _pairing_command(self, inbound: InboundMessage, command: str) -> None:
+        """Only in the owner's private chat: anyone else is told so."""
+        if inbound.chat_type != "private" or inbound.sender_id != self._owner:
+            self._answer(inbound, texts.load("pairing_owner_only"))
+            return
+        words = inbound.text.split(maxsplit=2)[1:]
+        argument = " ".join(words)
+        if command == "approve":
+            answer, approved = self._pairing.approve(argument)
+            self._answer(inbound, answer)
+            if approved is not None:
+                self._welcome(approved.user_id)
+        elif command == "deny":
+            self._answer(inbound, self._pairing.deny(argument))
+        elif words and words[0].lower() == "remove":
+            self._answer(inbound, self._pairing.remove(" ".join(words[1:])))
+        else:
+            self._answer(inbound, self._pairing.people())
+
+    def _welcome(self, user_id: int) -> None:
+        try:
+            deliver(self._channel, user_id, texts.load("pairing_welcome"))
+        except ChannelError as error:  # e.g. they blocked the bot meanwhile: still approved
+            logger.warning("could not welcome an approved person: %s", error)
 
     def _answer(self, inbound: InboundMessage, text: str) -> None:
         deliver(self._channel, inbound.chat_id, text, inbound.thread_id)

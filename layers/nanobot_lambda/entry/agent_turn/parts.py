@@ -19,6 +19,7 @@ from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext, earlier_blocks
 from nanobot_lambda.core.jobs import AnyJob, chat_of
+from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import ChatModel, TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.scopes import ScopeSwitch, scope_of_chat
@@ -121,7 +122,14 @@ class TurnParts:
         )
         # Live replies: the answer shown as it is written, in private chats.
         self.drafts = Drafts(services.channel, settings.stream_replies)
-        self.commands = Commands(services.channel, stores.stop_flags, self.consolidator, self.meter)
+        self.commands = Commands(
+            services.channel,
+            stores.stop_flags,
+            self.consolidator,
+            self.meter,
+            Pairing(stores.pairing, clock=clock),
+            settings.owner,
+        )
 
     def enter_scope(self, job: AnyJob) -> None:
         """Work in the scope of the job's chat (its person's, its group's, or the owner's)."""

@@ -13,6 +13,7 @@ from nanobot_lambda.core.ports import (
     JobStore,
     MediaSource,
     MetricsPort,
+    PairingStore,
     Schedules,
     SessionStore,
     Speaker,
@@ -39,6 +40,7 @@ class Stores:
     usage: UsageStore
     stop_flags: StopFlags
     albums: AlbumBook  # parts of albums, recorded by the webhook
+    pairing: PairingStore  # people the owner approved, codes strangers were given
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,201 @@
+"""Pairing: a stranger asks to talk to the bot and the owner approves, in the chat (`PAIRING=on`).
+
+With pairing on, a private message from someone ALLOW_FROM does not list, and who was not
+approved before, is answered by the webhook with a short one-time code and nothing else: the
+message is not queued and no model sees it. The stranger gives the code to the owner, who sends
+`/approve CODE` (or `/deny CODE`) in their private chat; `/people` lists who is approved and who
+is waiting, `/people remove ID` takes an approval back. The webhook checks approved people
+together with ALLOW_FROM; each gets a private scope (`core/scopes.py`) like anyone but the owner.
+
+Codes are 6 digits, valid `CODE_MINUTES`. A person has one open code at a time (asking again
+shows the same one), and gets at most `CODES_PER_DAY` a day; everyone together gets at most
+`CODES_PER_HOUR` an hour, so a crowd of strangers cannot bury the owner's list. A code is used
+once (approving or denying deletes it), only the owner's private chat can use it, and it names
+the person who asked for it: a guessed or replayed code gets nobody anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from nanobot_lambda.core import texts
+
+if TYPE_CHECKING:
+    from nanobot_lambda.core.ports import PairingStore
+
+logger = logging.getLogger(__name__)
+
+CODE_MINUTES = 60
+CODES_PER_DAY = 3  # per person
+CODES_PER_HOUR = 20  # for everyone together
+DENIED_HOURS = 24  # a person refused may not ask again before
+APPROVAL_CACHE_SECONDS = 60  # how long a webhook container trusts an approval it read
+
+
+@dataclass(frozen=True)
+class Asker:
+    """A person asking to talk to the bot, as Telegram names them (for the owner to judge)."""
+
+    user_id: int
+    name: str
+    username: str | None = None
+
+    def describe(self) -> str:
+        handle = f" (@{self.username})" if self.username else ""
+        return f"{self.name}{handle}, id {self.user_id}"
+
+
+@dataclass(frozen=True)
+class PairingCode:
+    code: str
+    asker: Asker
+    expires: datetime
+
+
+@dataclass(frozen=True)
+class AskRecord:
+    """What a person asked for so far: their open code (if any) and the codes of the day."""
+
+    code: str | None
+    expires: datetime
+    day: str
+    count: int
+    denied_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Person:
+    asker: Asker
+    approved_at: datetime
+
+
+def new_code() -> str:
+    return f"{secrets.randbelow(1_000_000):06d}"
+
+
+def normal_code(text: str) -> str | None:
+    """A code as the owner may type it ("123 456", "123-456"): its six digits, or None."""
+    digits = "".join(char for char in text if char not in " -")
+    return digits if len(digits) == 6 and digits.isascii() and digits.isdigit() else None
+
+
+class Pairing:
+    def __init__(
+        self,
+        store: PairingStore,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        codes: Callable[[], str] = new_code,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._codes = codes
+        self._approved: dict[int, datetime] = {}  # approved person -> when it was read
+
+    # -- the webhook ---------------------------------------------------------------------
+
+    def is_approved(self, user_id: int) -> bool:
+        """Whether the owner approved this person. An approval is read at most once a minute
+        per container (a removal takes effect within that); a stranger is read every time, so
+        one approved a moment ago is heard at once."""
+        now = self._clock()
+        since = self._approved.get(user_id)
+        if since is not None and now - since < timedelta(seconds=APPROVAL_CACHE_SECONDS):
+            return True
+        approved = self._store.person(user_id) is not None
+        if approved:
+            self._approved[user_id] = now
+        else:
+            self._approved.pop(user_id, None)
+        return approved
+
+    def answer_stranger(self, asker: Asker) -> str | None:
+        """What the webhook tells a stranger: their code and how to use it; None when they
+        get no answer (refused recently, or no code left to give)."""
+        now = self._clock()
+        asked = self._store.ask_record(asker.user_id)
+        if asked is not None and asked.denied_until is not None and asked.denied_until > now:
+            return None
+        if asked is not None and asked.code is not None and asked.expires > now:
+            return texts.render("pairing_code", code=_spaced(asked.code), minutes=_left(asked, now))
+        day = now.strftime("%Y-%m-%d")
+        count = asked.count if asked is not None and asked.day == day else 0
+        if count >= CODES_PER_DAY:
+            return texts.load("pairing_later")
+        if not self._store.take_hour_slot(now.strftime("%Y-%m-%dT%H"), CODES_PER_HOUR):
+            logger.warning("pairing: the hour's codes are all given out")
+            return texts.load("pairing_later")
+        expires = now + timedelta(minutes=CODE_MINUTES)
+        for _ in range(5):  # a code already open for someone else: draw another
+            code = self._codes()
+            if self._store.open_code(PairingCode(code, asker, expires), day, count + 1):
+                logger.info("pairing: code given", extra={"sender_id": asker.user_id})
+                return texts.render("pairing_code", code=_spaced(code), minutes=CODE_MINUTES)
+        return texts.load("pairing_later")
+
+    # -- the owner's commands ------------------------------------------------------------
+
+    def approve(self, code_text: str) -> tuple[str, Asker | None]:
+        """/approve CODE: the owner's answer, and the person approved (None if nobody)."""
+        pairing = self._open(code_text)
+        if pairing is None:
+            return texts.render("pairing_no_code", code=code_text.strip()[:20]), None
+        if not self._store.approve(pairing, self._clock()):  # used in the meantime
+            return texts.render("pairing_no_code", code=code_text.strip()[:20]), None
+        self._approved.pop(pairing.asker.user_id, None)
+        logger.info("pairing: approved", extra={"sender_id": pairing.asker.user_id})
+        return texts.render("pairing_approved", who=pairing.asker.describe()), pairing.asker
+
+    def deny(self, code_text: str) -> str:
+        pairing = self._open(code_text)
+        if pairing is None:
+            return texts.render("pairing_no_code", code=code_text.strip()[:20])
+        if not self._store.deny(pairing, self._clock() + timedelta(hours=DENIED_HOURS)):
+            return texts.render("pairing_no_code", code=code_text.strip()[:20])
+        logger.info("pairing: denied", extra={"sender_id": pairing.asker.user_id})
+        return texts.render("pairing_denied", who=pairing.asker.describe(), hours=DENIED_HOURS)
+
+    def people(self) -> str:
+        """/people: who is approved, and who waits with an open code."""
+        now = self._clock()
+        approved = "\n".join(
+            f"- {person.asker.describe()}" for person in self._store.people()
+        ) or texts.load("pairing_nobody")
+        waiting = "\n".join(
+            f"- {pairing.asker.describe()}: code {_spaced(pairing.code)}"
+            for pairing in self._store.open_codes()
+            if pairing.expires > now
+        ) or texts.load("pairing_nobody")
+        return texts.render("pairing_people", approved=approved, waiting=waiting)
+
+    def remove(self, user_text: str) -> str:
+        """/people remove ID."""
+        user = user_text.strip()
+        if not (user.isascii() and user.isdigit()):
+            return texts.load("pairing_remove_usage")
+        if not self._store.remove(int(user)):
+            return texts.render("pairing_not_approved", user=user)
+        self._approved.pop(int(user), None)
+        return texts.render("pairing_removed", user=user)
+
+    def _open(self, code_text: str) -> PairingCode | None:
+        code = normal_code(code_text)
+        if code is None:
+            return None
+        pairing = self._store.code(code)
+        if pairing is None or pairing.expires <= self._clock():
+            return None
+        return pairing
+
+
+def _spaced(code: str) -> str:
+    return f"{code[:3]} {code[3:]}"
+
+
+def _left(asked: AskRecord, now: datetime) -> int:
+    return max(1, int((asked.expires - now).total_seconds() // 60))
