@@ -231,3 +231,15 @@ def test_the_heartbeat_works_in_the_owner_s_workspace() -> None:
     )
     bot.process(HeartbeatJob(chat_id=ADA, tasks="- check", fired_at="2026-11-23T12:00"))
     assert "4711" in prompt_of(bot, 2)
+
+
+def test_a_person_s_assistant_messages_their_chat_only() -> None:
+    bot = shared_bot(
+        tool("message", json.dumps({"content": "psst", "chat_id": ADA}), "c1"),
+        tool("message", json.dumps({"content": "to you"}), "c2"),
+        text("Done."),
+    )
+    bot.process(from_chat("tell Ada something", 900000001, BOB))
+    results = [m["content"] for m in bot.saved(f"telegram:{BOB}") if m["role"] == "tool"]
+    assert "messages go to this chat only" in results[0]
+    assert [chat for chat, _, _ in bot.channel.sent] == [BOB, BOB]  # "to you", then "Done."

@@ -224,15 +224,19 @@ class MessageTool(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, current: CurrentTurn, allow_list: AllowList) -> None:
+    def __init__(self, current: CurrentTurn, allow_list: AllowList, owner: int | None) -> None:
         self._current = current
         self._allow_list = allow_list
+        self._owner = owner
 
     def run(
         self, content: str, chat_id: int | None = None, buttons: list[str] | None = None
     ) -> str:
         scope = self._current.require()
         target = scope.chat_id if chat_id is None else chat_id
+        if target != scope.chat_id and self._owner is not None and scope.chat_id != self._owner:
+            # Another person's or a group's assistant (core/scopes.py) speaks in its chat only.
+            raise ToolError("from this chat, messages go to this chat only")
         if target != scope.chat_id and not (
             target in self._allow_list.ids or self._allow_list.everyone
         ):

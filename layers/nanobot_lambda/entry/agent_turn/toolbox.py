@@ -51,7 +51,7 @@ def agent_tools(
     )
     chat_tools: list[Tool] = [
         CronTool(current, jobs, schedules, timezone=settings.timezone, clock=clock),
-        MessageTool(current, settings.allow_from),
+        MessageTool(current, settings.allow_from, settings.owner),
         ReplyButtonsTool(current),
         SendFileTool(current, workspace),
         SpawnTool(
