@@ -243,3 +243,11 @@ def test_a_person_s_assistant_messages_their_chat_only() -> None:
     results = [m["content"] for m in bot.saved(f"telegram:{BOB}") if m["role"] == "tool"]
     assert "messages go to this chat only" in results[0]
     assert [chat for chat, _, _ in bot.channel.sent] == [BOB, BOB]  # "to you", then "Done."
+
+
+def test_a_heartbeat_aimed_at_another_chat_is_not_run() -> None:
+    """A chat remembered before scopes existed may be someone else's: the owner's tasks stay
+    the owner's."""
+    bot = shared_bot(decide("run"), text("Your tasks."))
+    bot.process(HeartbeatJob(chat_id=BOB, tasks="- check", fired_at="2026-11-23T12:00"))
+    assert bot.model.requests == [] and bot.channel.sent == []

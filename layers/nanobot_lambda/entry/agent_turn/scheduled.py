@@ -28,6 +28,12 @@ logger = logging.getLogger(__name__)
 def heartbeat_turn(
     parts: TurnParts, job: HeartbeatJob, remaining_ms: RemainingMillis | None
 ) -> None:
+    owner = parts.settings.owner
+    if owner is not None and job.chat_id != owner:
+        # HEARTBEAT.md holds the owner's tasks: never run or reported in another's chat (a
+        # chat remembered before scopes existed, or HEARTBEAT_CHAT_ID set to someone else).
+        logger.warning("heartbeat for a chat that is not the owner's: skipped")
+        return
     run = parts.starter.outside_session(
         job,
         f"heartbeat-{job.fired_at}",
