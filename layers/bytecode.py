@@ -35,8 +35,18 @@ HANDLER_IMPORTS = (
     "aws_lambda_powertools.utilities.typing",
 )
 # What each layer serves on first use rather than at import: Powertools' Tracer in Lambda
-# (X-Ray active: agent_turn, the scheduler) from CoreLayer; web_fetch's libraries from LlmLayer.
-FIRST_USE = {"core": ("aws_xray_sdk.core",), "llm": ("readability", "markdownify", "lxml.html")}
+# (X-Ray active: agent_turn, the scheduler) from CoreLayer; web_fetch's libraries and the MCP
+# client (MCP_SERVERS; jsonschema checks a call's result) from LlmLayer.
+FIRST_USE = {
+    "core": ("aws_xray_sdk.core",),
+    "llm": (
+        "readability",
+        "markdownify",
+        "lxml.html",
+        "mcp.client.streamable_http",
+        "jsonschema.validators",
+    ),
+}
 
 PROBE = r"""
 import importlib, importlib.util, json, os, pkgutil, py_compile, sys

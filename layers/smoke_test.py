@@ -95,6 +95,8 @@ result["tiktoken_cache_dir"] = os.environ.get("TIKTOKEN_CACHE_DIR")
 result["litellm_file"] = litellm.__file__
 import aws_xray_sdk.core  # the Tracer's provider, for agent_turn and the scheduler
 result["xray_file"] = aws_xray_sdk.__file__
+import mcp.client.streamable_http  # MCP_SERVERS: the SDK's client, and what `import mcp` loads
+result["mcp_file"] = mcp.__file__
 result["blocked"] = blocked
 print(json.dumps(result))
 """
@@ -164,6 +166,8 @@ def check(result: dict[str, Any], path: list[Path], server: ScriptedModelServer)
         return f"litellm came from {result['litellm_file']}, not the LlmLayer"
     if not result["xray_file"].startswith(str(path[0])):
         return f"aws_xray_sdk came from {result['xray_file']}, not the CoreLayer"
+    if not result["mcp_file"].startswith(str(path[1])):
+        return f"mcp came from {result['mcp_file']}, not the LlmLayer"
     if result["tool_call"] != {"name": "read_file", "arguments": {"path": "notes.md"}}:
         return f"tool call did not parse: {result['tool_call']}"
     if result["reply"] != "Your notes say: buy milk.":

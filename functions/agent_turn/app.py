@@ -41,12 +41,13 @@ from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.speech import speaker_for
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
 from nanobot_lambda.adapters.llm.transcription import transcriber_for
+from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
 from nanobot_lambda.entry.agent_turn.ports import Services, Stores, TurnPorts
 from nanobot_lambda.entry.agent_turn.records import RecordRunner
 from nanobot_lambda.entry.agent_turn.service import TurnService
-from nanobot_lambda.settings import AgentSettings
+from nanobot_lambda.settings import AgentSettings, fetch_from_aws
 
 logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
@@ -93,7 +94,10 @@ def build_records() -> RecordRunner:
             role_arn=settings.scheduler_role_arn,
         ),
         transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
-        speaker=speaker_for(settings),  # None unless TTS_MODEL is set
+        speaker=speaker_for(settings),
+        remote_servers=mcp_servers(
+            settings.mcp_servers, settings.web_fetch_allow_networks, fetch_from_aws
+        ),  # None unless TTS_MODEL is set
     )
     # Skills check their `requires.env` against the environment.
     turns = TurnService(settings, TurnPorts(stores, services, EMF), environ=os.environ)

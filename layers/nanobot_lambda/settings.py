@@ -13,7 +13,9 @@ handlers reads `os.environ`: the settings object is passed down.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
@@ -31,6 +33,7 @@ from pydantic import (
 from nanobot_lambda.adapters.telegram.reactions import telegram_reaction
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.core.remote_tools import SECRETS_PREFIX
 from nanobot_lambda.core.spend import SpendLimits
 
 # Secret fields that may come from SSM Parameter Store or Secrets Manager instead of a value.
@@ -191,6 +194,65 @@ class SpendSettings(_Settings):
             person_daily=self.spend_limit_person_daily_usd,
             person_monthly=self.spend_limit_person_monthly_usd,
         )
+
+
+HeaderValue = str | dict[str, str]
+"""A header's value: as written, or `{"param": "/nanobot/mcp/…"}` (an SSM SecureString) or
+`{"secret": "nanobot/mcp/…"}` (a Secrets Manager secret), read once at start-up."""
+
+
+class McpServerConfig(BaseModel):
+    """One remote MCP server (streamable HTTP) whose tools the model is offered."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,19}$")  # the tools' prefix: `<name>_<tool>`
+    url: str = Field(pattern=r"^https?://\S+$", max_length=2000)
+    headers: dict[str, HeaderValue] = Field(default_factory=dict)
+    tools: tuple[str, ...] | None = None  # an allow-list; None: every tool the server lists
+    timeout_seconds: float = Field(default=30, gt=0, le=300)
+
+    @field_validator("headers")
+    @classmethod
+    def _header_references(cls, headers: dict[str, HeaderValue]) -> dict[str, HeaderValue]:
+        for header, value in headers.items():
+            if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", header):
+                raise ValueError(f"header name {header!r} is not a plain HTTP header name")
+            if isinstance(value, str):
+                continue
+            if set(value) == {"param"} and value["param"].startswith(f"/{SECRETS_PREFIX}"):
+                continue
+            if set(value) == {"secret"} and value["secret"].startswith(SECRETS_PREFIX):
+                continue
+            raise ValueError(
+                f'header {header}: give a value, {{"param": "/{SECRETS_PREFIX}…"}} or '
+                f'{{"secret": "{SECRETS_PREFIX}…"}} (agent_turn may read no other secrets)'
+            )
+        return headers
+
+
+class McpSettings(_Settings):
+    # JSON: a list of McpServerConfig. Operator configuration only (a template parameter).
+    mcp_servers: tuple[McpServerConfig, ...] = Field(default=(), alias="MCP_SERVERS")
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _json_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else []
+            except json.JSONDecodeError as error:
+                raise ValueError(f"is not JSON ({error.msg})") from None
+            if not isinstance(value, list):
+                raise ValueError("must be a JSON list of servers")
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_names(cls, servers: tuple[McpServerConfig, ...]) -> tuple[McpServerConfig, ...]:
+        names = [server.name for server in servers]
+        if len(set(names)) != len(names):
+            raise ValueError("server names must be unique")
+        return servers
 
 
 class QueueSettings(_Settings):
@@ -416,6 +478,7 @@ class AgentSettings(
     OwnerSettings,
     SpendSettings,
     WebSettings,
+    McpSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
 

@@ -3,6 +3,7 @@ healthy deployment passes every check; each broken part is reported alone, with 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,6 +25,7 @@ from tests.support.deployed import (
     stack_output,
     telegram_stand_in,
 )
+from tests.support.mcp_server import McpServerProcess
 from tests.support.scripted_model import ScriptedModelServer
 
 BOT_TOKEN = "6161:doctor-token"
@@ -96,6 +98,7 @@ def test_a_healthy_deployment_passes_every_check(
         "AWS credentials",
         "stack",
         "model",
+        "MCP servers",
         "bot token",
         "webhook",
         "command menu",
@@ -128,6 +131,27 @@ def test_a_deployment_without_an_owner_is_told_how_to_name_one(
     assert "redeploy with corrected AllowFrom, OwnerId" in checks["configuration"]
     code, checks = doctor(deploy(AllowFrom="@ada_l,@bob", OwnerId="111111111"), capsys)
     assert checks["configuration"].startswith("ok")
+
+
+def test_each_mcp_server_is_listed_with_its_tool_count_or_its_failure(
+    deploy: Deploy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = McpServerProcess().start()
+    try:
+        servers = [
+            {"name": "test", "url": server.url, "tools": ["add", "weather"]},
+            {"name": "gone", "url": McpServerProcess().url},
+        ]
+        code, checks = doctor(
+            deploy(McpServers=json.dumps(servers), WebFetchAllowNetworks="127.0.0.1/32"), capsys
+        )
+    finally:
+        server.stop()
+    assert code == 1 and failed(checks) == ["MCP servers"]
+    line = checks["MCP servers"]
+    assert "gone: the MCP server gone failed (listing its tools: ConnectError)" in line
+    assert "test: 2 tools" in line
+    assert "fix: check the URL and headers in McpServers" in line
 
 
 def test_an_ack_reaction_telegram_refuses_is_named_before_the_webhook_fails_on_it(
@@ -229,7 +253,7 @@ def test_without_a_stack_it_checks_what_the_local_commands_use(
     out = capsys.readouterr().out
     assert code == 0, out
     statuses = [line.split()[0] for line in out.splitlines()[:-1]]
-    assert statuses == ["ok", "skip", "skip", "ok", "ok", "ok", "skip", "skip"]
+    assert statuses == ["ok", "skip", "skip", "ok", "ok", "ok", "ok", "skip", "skip"]
     assert "none set: updates wait for getUpdates (nanobot-lambda poll)" in out
     assert "skip  command menu     not set: `nanobot-lambda webhook set` sets it" in out
 

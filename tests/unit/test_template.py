@@ -700,3 +700,29 @@ def test_tables_and_queues_are_encrypted_at_rest(template: dict[str, Any]) -> No
     for name in queues:
         queue = properties(template, name)
         assert queue.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in queue, name
+
+
+def test_with_mcp_servers_agent_turn_may_read_only_their_header_secrets(
+    template: dict[str, Any],
+) -> None:
+    without = allowed_pairs(template, "AgentTurnFunction")
+    context = make_context(
+        template,
+        LlmApiKeyParameter="/k",
+        TranscriptionApiKeyParameter="/t",
+        McpServers='[{"name": "x", "url": "https://x.example/mcp"}]',
+    )
+    policies = context.evaluate(properties(template, "AgentTurnFunction")["Policies"])
+    added = {
+        (resource, action)
+        for statement in iam_statements(policies)
+        for action in as_list(statement["Action"])
+        for resource in as_list(statement["Resource"])
+    } - without
+    assert added == {
+        (f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/nanobot/mcp/*", "ssm:GetParameter"),
+        (
+            f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:nanobot/mcp/*",
+            "secretsmanager:GetSecretValue",
+        ),
+    }

@@ -42,6 +42,11 @@ class ToolRegistry:
     def __init__(self, tools: list[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools}
 
+    def add(self, tools: list[Tool]) -> None:
+        """More tools, after these (the remote servers' tools, read on the first job)."""
+        for tool in tools:
+            self._tools.setdefault(tool.name, tool)
+
     @property
     def names(self) -> list[str]:
         return list(self._tools)

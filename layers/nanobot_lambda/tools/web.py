@@ -73,11 +73,11 @@ _BLOCKS = (
 )  # fmt: skip
 
 
-def frame(text: str, **attributes: str) -> str:
-    """`text` inside an <untrusted_web_content> element it cannot break out of."""
+def frame(text: str, *, note: str = UNTRUSTED_NOTE, **attributes: str) -> str:
+    """`text` inside an <untrusted_web_content> element it cannot break out of, after `note`."""
     shown = " ".join(f'{name}="{html.escape(value)}"' for name, value in attributes.items())
     body = _FRAME_TAG_LIKE.sub(lambda match: "&lt;" + match.group(0)[1:], text)
-    return f"{UNTRUSTED_NOTE}\n<{FRAME_TAG} {shown}>\n{body.strip()}\n</{FRAME_TAG}>"
+    return f"{note}\n<{FRAME_TAG} {shown}>\n{body.strip()}\n</{FRAME_TAG}>"
 
 
 def is_readable_type(media_type: str) -> bool:

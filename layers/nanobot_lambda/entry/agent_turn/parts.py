@@ -38,6 +38,7 @@ from nanobot_lambda.entry.agent_turn.spending import SpendNotices
 from nanobot_lambda.entry.agent_turn.toolbox import agent_tools
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import CurrentTurn, TurnOrigin, TurnScope
+from nanobot_lambda.tools.remote import RemoteToolbox
 
 # Consolidations a turn may run first to make its request fit the model's window (each one
 # summarises what fits one model request).
@@ -82,6 +83,10 @@ class TurnParts:
             services.queue,
             clock,
         )
+        # Remote MCP servers' tools: every loop gets them, on the container's first job.
+        self.remote = RemoteToolbox(services.remote_servers, settings.tool_result_max_chars)
+        self._registries: list[ToolRegistry] = []
+        self._remote_added = False
         self.fitter = RequestFitter(services.tokens, request_budget(settings, services.tokens))
         every_tool = [*workspace_tools, *chat_tools]
         self.agent = self._loop(every_tool, settings.max_tool_iterations)
@@ -132,9 +137,15 @@ class TurnParts:
         )
 
     def enter_scope(self, job: AnyJob) -> None:
-        """Work in the scope of the job's chat (its person's, its group's, or the owner's)."""
+        """Work in the scope of the job's chat (its person's, its group's, or the owner's),
+        with the remote servers' tools (listed on the container's first job)."""
         self.workspace.enter(scope_of_chat(chat_of(job), self.settings.owner))
         self.workspace.refresh()
+        if not self._remote_added:
+            remote = self.remote.tools()
+            for registry in self._registries:
+                registry.add(remote)
+            self._remote_added = True
 
     def _metered_or_main(self, model: ChatModel | None) -> ChatModel:
         return self.model if model is None else self.meter.metered(model)
@@ -142,9 +153,11 @@ class TurnParts:
     def _loop(
         self, tools: list[Tool], max_iterations: int, model: ChatModel | None = None
     ) -> AgentLoop:
+        registry = ToolRegistry(tools)
+        self._registries.append(registry)
         return AgentLoop(
             model or self.model,
-            ToolRegistry(tools),
+            registry,
             max_iterations,
             tool_result_max_chars=self.settings.tool_result_max_chars,
             tool_hints=self.settings.send_tool_hints,

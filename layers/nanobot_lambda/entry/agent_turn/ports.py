@@ -25,6 +25,7 @@ from nanobot_lambda.core.ports import (
     UsageStore,
     Workspace,
 )
+from nanobot_lambda.core.remote_tools import RemoteToolServer
 from nanobot_lambda.core.scopes import Scope
 
 
@@ -55,6 +56,7 @@ class Services:
     schedules: Schedules
     transcriber: Transcriber | None = None
     speaker: Speaker | None = None  # voice replies (TTS_MODEL)
+    remote_servers: tuple[RemoteToolServer, ...] = ()  # MCP_SERVERS
     # Models for background work (HEARTBEAT_MODEL, CONSOLIDATION_MODEL); None: `model`.
     heartbeat_model: ChatModel | None = None
     consolidation_model: ChatModel | None = None

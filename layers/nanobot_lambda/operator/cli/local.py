@@ -96,6 +96,9 @@ TEMPLATE_PARAMETERS = {
     "MAX_TOOL_ITERATIONS": "MaxToolIterations",
     "HISTORY_WINDOW": "HistoryWindow",
     "LOG_LEVEL": "LogLevel",
+    # Remote MCP servers (a local one needs WEB_FETCH_ALLOW_NETWORKS=127.0.0.1/32).
+    "MCP_SERVERS": "McpServers",
+    "WEB_FETCH_ALLOW_NETWORKS": "WebFetchAllowNetworks",
 }
 
 

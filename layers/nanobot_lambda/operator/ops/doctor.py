@@ -16,9 +16,10 @@ from typing import Literal
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
 from nanobot_lambda.core.bot_commands import BOT_COMMANDS
-from nanobot_lambda.core.errors import ConfigError, StorageError
+from nanobot_lambda.core.errors import ConfigError, StorageError, ToolError
 from nanobot_lambda.core.skills import load_skills
 from nanobot_lambda.core.workspace import default_workspace_files
 from nanobot_lambda.operator.ops.deployment import (
@@ -39,10 +40,12 @@ from nanobot_lambda.settings import (
     AllowListSettings,
     InputSettings,
     LlmSettings,
+    McpSettings,
     OperatorSettings,
     OwnerSettings,
     SignOfLifeSettings,
     SpendSettings,
+    WebSettings,
 )
 
 Status = Literal["ok", "FAIL", "skip"]
@@ -70,6 +73,8 @@ STACK_SETTINGS = {
     "SpendLimitMonthlyUsd": "SPEND_LIMIT_MONTHLY_USD",
     "SpendLimitPersonDailyUsd": "SPEND_LIMIT_PERSON_DAILY_USD",
     "SpendLimitPersonMonthlyUsd": "SPEND_LIMIT_PERSON_MONTHLY_USD",
+    "McpServers": "MCP_SERVERS",
+    "WebFetchAllowNetworks": "WEB_FETCH_ALLOW_NETWORKS",
 }
 CHECKED_SETTINGS = (
     LlmSettings,
@@ -78,7 +83,9 @@ CHECKED_SETTINGS = (
     AgentBehaviourSettings,
     InputSettings,
     SignOfLifeSettings,
+    McpSettings,
 )
+MCP_LIST_SECONDS = 10.0
 STABLE_STATUSES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE")
 
 
@@ -108,6 +115,8 @@ class Doctor:
         self._stack_name = stack_name
         self._deployment: Deployment | None = None
         self._llm: LlmSettings | None = None
+        self._mcp: McpSettings | None = None
+        self._environment: dict[str, str] = {}
         self._bot: TelegramBot | None = None
 
     @property
@@ -120,6 +129,7 @@ class Doctor:
         yield self.aws_credentials()
         yield self.stack()
         yield self.model()
+        yield self.mcp_servers()
         yield self.bot_token()
         yield self.webhook()
         yield self.command_menu()
@@ -153,11 +163,12 @@ class Doctor:
             # checked as the environment gives them.
             with suppress(OperatorError, ClientError, BotoCoreError):
                 self._deployment = Deployment.connect(self._stack_name, settings)
-        environment = self._function_environment()
+        environment = self._environment = self._function_environment()
         problems = []
         for model in CHECKED_SETTINGS:
-            if model is not LlmSettings and self._stack_name is None:
-                continue  # locally only the model is needed (chat); poll asks for ALLOW_FROM
+            if model not in (LlmSettings, McpSettings) and self._stack_name is None:
+                # Locally only the model and MCP servers count (chat); poll asks for ALLOW_FROM.
+                continue
             try:
                 validated = model.from_env(environment, fetch=fetch_reference)
             except ConfigError as error:
@@ -165,6 +176,8 @@ class Doctor:
                 continue
             if isinstance(validated, LlmSettings):
                 self._llm = validated
+            if isinstance(validated, McpSettings):
+                self._mcp = validated
             if isinstance(validated, AllowListSettings) and validated.allow_from.allows_nobody:
                 problems.append("ALLOW_FROM is empty: nobody may talk to the bot")
             elif isinstance(validated, OwnerSettings) and validated.owner is None:
@@ -244,6 +257,44 @@ class Doctor:
                 f"check {model} (a litellm model string), the key in {key}, and {base}",
             )
         return _ok(name, f"{self._llm.llm_model} answered a one-token request")
+
+    def mcp_servers(self) -> Check:
+        """Each remote MCP server (MCP_SERVERS): whether it answers, and its tool count."""
+        name = "MCP servers"
+        if self._mcp is None:
+            return _skip(name, "their settings are not valid (see configuration)")
+        if not self._mcp.mcp_servers:
+            return _ok(name, "none configured")
+        where = "McpServers" if self._stack_name else "MCP_SERVERS"
+        try:
+            networks = WebSettings.from_env(self._environment, fetch=fetch_reference)
+            servers = mcp_servers(
+                self._mcp.mcp_servers, networks.web_fetch_allow_networks, fetch_reference
+            )
+        except Exception as error:
+            return _fail(
+                name,
+                f"a header secret could not be read ({type(error).__name__})",
+                f"create the SSM parameters or secrets that {where} names, under nanobot/mcp/",
+            )
+        found, failed = [], []
+        for server in servers:
+            try:
+                tools = server.list_tools(min(server.timeout_seconds, MCP_LIST_SECONDS))
+            except ToolError as error:
+                failed.append(f"{server.name}: {error}")
+                continue
+            allowed = server.allowed_tools
+            count = len([tool for tool in tools if allowed is None or tool.name in allowed])
+            found.append(f"{server.name}: {count} tools")
+        if failed:
+            return _fail(
+                name,
+                "; ".join([*failed, *found]),
+                f"check the URL and headers in {where}; a private address needs "
+                "WebFetchAllowNetworks (WEB_FETCH_ALLOW_NETWORKS)",
+            )
+        return _ok(name, "; ".join(found))
 
     # -- Telegram -------------------------------------------------------------------------
 
