@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.support: the stand-in server and a sample environment
 from runtime_python import RUNTIME_NAME, find_runtime_python  # noqa: E402
 
+from tests.support.mcp_server import McpServerProcess  # noqa: E402
 from tests.support.scripted_model import ScriptedModelServer  # noqa: E402
 from tests.support.settings import AGENT_ENV  # noqa: E402
 
@@ -95,8 +96,15 @@ result["tiktoken_cache_dir"] = os.environ.get("TIKTOKEN_CACHE_DIR")
 result["litellm_file"] = litellm.__file__
 import aws_xray_sdk.core  # the Tracer's provider, for agent_turn and the scheduler
 result["xray_file"] = aws_xray_sdk.__file__
-import mcp.client.streamable_http  # MCP_SERVERS: the SDK's client, and what `import mcp` loads
+import ipaddress
+import mcp  # MCP_SERVERS: the SDK's client (and what `import mcp` loads), against a real server
+from nanobot_lambda.adapters.mcp.client import McpServer
+from nanobot_lambda.adapters.web.netguard import AddressGuard
+local = AddressGuard([ipaddress.ip_network("127.0.0.1/32")])
+remote = McpServer("smoke", os.environ["SMOKE_MCP_URL"], {}, local)
 result["mcp_file"] = mcp.__file__
+result["mcp_tools"] = sorted(tool.name for tool in remote.list_tools(30))
+result["mcp_call"] = remote.call("add", {"a": 2, "b": 40}, 30).text
 result["blocked"] = blocked
 print(json.dumps(result))
 """
@@ -115,7 +123,9 @@ def layer_path(build: Path, runtime: Path) -> list[Path]:
     ]
 
 
-def run_child(python: str, path: list[Path], server: ScriptedModelServer) -> dict[str, Any]:
+def run_child(
+    python: str, path: list[Path], server: ScriptedModelServer, mcp_url: str
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as home:
         env = {
             "PATH": os.environ.get("PATH", ""),
@@ -133,6 +143,7 @@ def run_child(python: str, path: list[Path], server: ScriptedModelServer) -> dic
             "IDEMPOTENCY_TABLE": "idempotency",
             **server.env(),
             "LLM_NUM_RETRIES": "0",
+            "SMOKE_MCP_URL": mcp_url,
         }
         completed = subprocess.run(  # noqa: S603
             [
@@ -168,6 +179,8 @@ def check(result: dict[str, Any], path: list[Path], server: ScriptedModelServer)
         return f"aws_xray_sdk came from {result['xray_file']}, not the CoreLayer"
     if not result["mcp_file"].startswith(str(path[1])):
         return f"mcp came from {result['mcp_file']}, not the LlmLayer"
+    if "add" not in result["mcp_tools"] or result["mcp_call"] != "42":
+        return f"the MCP client failed: {result['mcp_tools']}, {result['mcp_call']!r}"
     if result["tool_call"] != {"name": "read_file", "arguments": {"path": "notes.md"}}:
         return f"tool call did not parse: {result['tool_call']}"
     if result["reply"] != "Your notes say: buy milk.":
@@ -193,16 +206,19 @@ def main(argv: list[str]) -> int:
     if python is None:
         return fail(f"no {RUNTIME_NAME} found (set RUNTIME_PYTHON)")
     server = ScriptedModelServer().start()
+    # An MCP server on the development environment's Python (its server side is not shipped).
+    mcp_server = McpServerProcess().start()
     try:
         server.call_tool("read_file", {"path": "notes.md"}, content="Let me look.")
         server.reply("Your notes say: buy milk.")
         try:
-            result = run_child(python, path, server)
+            result = run_child(python, path, server, mcp_server.url)
         except RuntimeError as error:
             return fail(f"the layers did not load or call the model:\n{error}")
         reason = check(result, path, server)
     finally:
         server.stop()
+        mcp_server.stop()
     if reason:
         return fail(reason)
     imports = ", ".join(f"{name} {ms} ms" for name, ms in result["handlers"].items())
@@ -211,6 +227,9 @@ def main(argv: list[str]) -> int:
     print(f"  completion with tools: {result['tool_call']} then {result['reply']!r}")
     print(f"  tokens counted offline: {result['tokens']}")
     print(f"  tiktoken encodings read from {result['tiktoken_cache_dir']}")
+    print(
+        f"  MCP client: {len(result['mcp_tools'])} tools listed, add(2, 40) = {result['mcp_call']}"
+    )
     return 0
 
 
