@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.support.mcp_server import McpServerProcess
 from tests.support.scripted_model import ScriptedModelServer
 
 CLI = shutil.which("nanobot-lambda") or str(Path(os.sys.executable).parent / "nanobot-lambda")
@@ -125,3 +127,25 @@ def test_help_has_examples(arguments: list[str]) -> None:
     completed = run_cli(*arguments, env={})
     assert completed.returncode == 0
     assert 'nanobot-lambda chat -m "What can you do?"' in completed.stdout
+
+
+def test_chat_uses_a_local_mcp_server_from_the_env_file(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """`make chat` with MCP_SERVERS (and WEB_FETCH_ALLOW_NETWORKS for 127.0.0.1) in .env."""
+    server = McpServerProcess().start()
+    try:
+        model_server.call_tool("notes_weather", {"city": "Oslo"}).reply("Oslo is sunny.")
+        env_file = tmp_path / ".env"
+        settings = {
+            **model_server.env(),
+            "MCP_SERVERS": json.dumps([{"name": "notes", "url": server.url}]),
+            "WEB_FETCH_ALLOW_NETWORKS": "127.0.0.1/32",
+        }
+        env_file.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+        completed = run_cli("chat", "-m", "weather in Oslo?", "--env-file", str(env_file), env={})
+    finally:
+        server.stop()
+    assert completed.returncode == 0, completed.stderr
+    assert "nanobot> Oslo is sunny." in completed.stdout
+    assert "Sunny in Oslo, 21 °C" in model_server.requests[1]["messages"][-1]["content"]
