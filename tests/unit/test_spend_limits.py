@@ -194,3 +194,15 @@ def test_limits_are_read_from_the_environment() -> None:
     assert explicit.overall and not explicit.per_chat
     owner = AgentSettings.from_env({**AGENT_ENV, "ALLOW_FROM": f"{BOB}", "OWNER_ID": str(ADA)})
     assert owner.owner == ADA
+
+
+def test_only_the_owner_s_usage_tells_what_everyone_has_left() -> None:
+    bot = limited_bot(priced("Hi.", "0.10"), priced("Hi Bob.", "0.10"), daily="5", person_daily="1")
+    bot.process(message("hi", 900000001))
+    bot.process(from_bob("hi", 900000002))
+    bot.process(message("/usage", 900000003))
+    bot.process(from_bob("/usage", 900000004))
+    owner_usage, bob_usage = said_in(bot, ADA)[-1], said_in(bot, BOB)[-1]
+    assert "Left today for everyone together: $4.80 of $5.00" in owner_usage
+    assert "Left today for this chat: $0.90 of $1.00" in bob_usage
+    assert "everyone" not in bob_usage

@@ -204,15 +204,15 @@ class UsageMeter:
         )
         job.unwritten = Tally()
 
-    def report(self, chat_id: int) -> str:
-        """The /usage answer, with what is left of each spending limit."""
+    def report(self, chat_id: int, *, everyone: bool = True) -> str:
+        """The /usage answer, with what is left of each spending limit: the chat's own, and
+        with `everyone` (the owner's chat) what is left for all chats together."""
         at = self._clock()
         summary = self._store.summary(chat_id, at)
         text = texts.render("usage", periods=periods(summary))
-        if not self._limits.any:
-            return text
-        overall = self._store.overall_summary(at) if self._limits.overall else None
-        return f"{text}\n\n{remaining(self._limits, summary, overall)}"
+        overall = self._store.overall_summary(at) if self._limits.overall and everyone else None
+        left = remaining(self._limits, summary, overall)
+        return f"{text}\n\n{left}" if left else text
 
     def check_spend(self) -> None:
         """Before a model call: raise SpendLimitReached when the job's chat, or all chats

@@ -61,7 +61,9 @@ class Commands:
             if self._stop_flags.clear(inbound.session_key):
                 self._answer(inbound, texts.load("nothing_to_stop"))
         elif command == "usage":
-            self._answer(inbound, self._meter.report(inbound.chat_id))
+            # What everyone together spends is the owner's to see.
+            everyone = self._owner is None or inbound.chat_id == self._owner
+            self._answer(inbound, self._meter.report(inbound.chat_id, everyone=everyone))
         elif command in PAIRING_COMMANDS:
             self._pairing_command(inbound, command)
         else:
