@@ -7,9 +7,9 @@ synchronous turn. `mcp` is imported on first use (it costs about a second and br
 server side along), so a deployment without MCP servers never loads it.
 
 Before connecting, the URL's host is checked by the web tools' address guard: private, loopback
-and cloud-metadata addresses only through `WEB_FETCH_ALLOW_NETWORKS`. Header values may be
-secrets: they go to the server only, are added to the redactor, and no error message carries
-them (errors are described by their type and the server's name).
+and cloud-metadata addresses only through `WEB_FETCH_ALLOW_NETWORKS`. Header values read from a
+secret go to the server only, are added to the redactor, and no error message carries them
+(errors are described by their type and the server's name).
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ class McpServer:
         self._headers = dict(headers)
         self._guard = guard
         self._allowed = allowed_tools
-        REDACTOR.add(self._headers.values())
 
     @property
     def name(self) -> str:
@@ -177,10 +176,13 @@ def mcp_servers(
     guard = AddressGuard(allow_networks)
     servers = []
     for config in configs:
-        headers = {
-            header: value if isinstance(value, str) else fetch(*next(iter(value.items())))
-            for header, value in config.headers.items()
-        }
+        headers: dict[str, str] = {}
+        for header, value in config.headers.items():
+            if isinstance(value, str):
+                headers[header] = value  # written out in the configuration: no secret
+                continue
+            headers[header] = fetch(*next(iter(value.items())))
+            REDACTOR.add([headers[header]])  # from now on, out of every log and tool result
         allowed = frozenset(config.tools) if config.tools is not None else None
         servers.append(
             McpServer(
