@@ -22,9 +22,10 @@ def speaker(server: ScriptedModelServer, **extra: str) -> LitellmSpeaker:
 def test_the_answer_is_read_aloud_as_ogg_opus_with_our_key(
     model_server: ScriptedModelServer,
 ) -> None:
-    audio = speaker(model_server).speak("Sure, **milk** is on [your list](https://x.example).")
+    speech = speaker(model_server).speak("Sure, **milk** is on [your list](https://x.example).")
 
-    assert audio == ScriptedModelServer.SPEECH_AUDIO
+    assert speech.audio == ScriptedModelServer.SPEECH_AUDIO
+    assert speech.cost_usd is not None and speech.cost_usd > 0  # tts-1 is priced per character
     (request,) = model_server.speeches
     assert request["model"] == "tts-1" and request["voice"] == "alloy"
     assert request["response_format"] == "opus"  # Ogg Opus, what Telegram plays as a voice note

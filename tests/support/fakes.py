@@ -18,7 +18,7 @@ from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import TurnProgress
-from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall
+from nanobot_lambda.core.model import ModelReply, Speech, TextStream, ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
 from nanobot_lambda.core.ports import (
@@ -130,15 +130,16 @@ class RecordingSpeaker:
 
     AUDIO = b"OggS\x00\x02fake opus"
 
-    def __init__(self) -> None:
+    def __init__(self, cost_usd: float | None = None) -> None:
         self.spoken: list[str] = []
         self.fail_with: Exception | None = None
+        self.cost_usd = cost_usd
 
-    def speak(self, text: str) -> bytes:
+    def speak(self, text: str) -> Speech:
         self.spoken.append(text)
         if self.fail_with is not None:
             raise self.fail_with
-        return self.AUDIO
+        return Speech(self.AUDIO, self.cost_usd)
 
 
 class ScriptedModel:

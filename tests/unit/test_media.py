@@ -25,7 +25,7 @@ from nanobot_lambda.adapters.telegram.models import Message, PhotoSize, Update, 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.model import ToolCall, Transcript
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import AgentSettings, InputSettings
 from nanobot_lambda.tools.files import file_tools
@@ -88,11 +88,11 @@ class FakeTranscriber:
         self.error = error
         self.calls: list[tuple[str, bytes]] = []
 
-    def transcribe(self, filename: str, data: bytes) -> str:
+    def transcribe(self, filename: str, data: bytes) -> Transcript:
         self.calls.append((filename, data))
         if self.error is not None:
             raise self.error
-        return self.text
+        return Transcript(self.text)
 
 
 def settings(**values: Any) -> InputSettings:

@@ -18,7 +18,8 @@ from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.spend import LimitReached, SpendLimits, first_reached, remaining
 from nanobot_lambda.core.usage import Tally, UsageSummary
 from nanobot_lambda.settings import AgentSettings
-from tests.support.fakes import OVERALL, ScriptedModel, tool
+from tests.conftest import telegram_update
+from tests.support.fakes import OVERALL, RecordingSpeaker, ScriptedModel, tool
 from tests.support.settings import AGENT_ENV
 from tests.unit.test_turns import ADA, Bot, message
 
@@ -206,3 +207,26 @@ def test_only_the_owner_s_usage_tells_what_everyone_has_left() -> None:
     assert "Left today for everyone together: $4.80 of $5.00" in owner_usage
     assert "Left today for this chat: $0.90 of $1.00" in bob_usage
     assert "everyone" not in bob_usage
+
+
+def test_speech_costs_count_and_stop_at_a_limit() -> None:
+    """A voice reply's speech is priced (tts-1 by the character): it counts toward the limits,
+    and past one the answer goes as text only."""
+    voiced = Bot(
+        ScriptedModel(priced("Milk is on the list.", "0.01"), priced("Noted.", "0.01")),
+        speaker=RecordingSpeaker(cost_usd=0.05),
+        settings={"SPEND_LIMIT_PERSON_DAILY_USD": "0.065"},
+    )
+    voiced.channel.files["AwACAgQAAxkBAAIBVoice"] = b"OggS voice of the user"
+    voiced.service.parts.meter._clock = lambda: NOON
+    voice = TelegramUpdateJob(update=telegram_update("voice"))
+    voiced.process(voice)
+    assert len(voiced.channel.files_sent) == 1  # the voice reply
+    assert voiced.usage.tallies[(ADA, "total")].cost_usd == Decimal("0.06")
+    second = telegram_update("voice")
+    second["update_id"] += 1
+    second["message"]["message_id"] += 1
+    voiced.process(TelegramUpdateJob(update=second))
+    assert voiced.said[-1] == "Noted."
+    assert len(voiced.channel.files_sent) == 1  # past the limit: no speech
+    assert voiced.speaker is not None and len(voiced.speaker.spoken) == 1

@@ -80,3 +80,19 @@ def function_tool(name: str, description: str, parameters: dict[str, Any]) -> di
 def force_tool(name: str) -> dict[str, Any]:
     """A `tool_choice` that makes the model call `name` (structured output through a tool)."""
     return {"type": "function", "function": {"name": name}}
+
+
+@dataclass(frozen=True)
+class Speech:
+    """Text read aloud: the audio, and what it cost when the provider's price is known."""
+
+    audio: bytes
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """Audio as text, and what it cost when known (often not: providers price by duration)."""
+
+    text: str
+    cost_usd: float | None = None

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.cron import CronJob
     from nanobot_lambda.core.jobs import AnyJob
     from nanobot_lambda.core.journal import TurnProgress
-    from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice
+    from nanobot_lambda.core.model import ModelReply, Speech, TextStream, ToolChoice, Transcript
     from nanobot_lambda.core.outgoing import OutgoingFile
     from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
     from nanobot_lambda.core.sessions import Message, SessionHistory
@@ -415,7 +415,7 @@ class ChatModel(Protocol):
 
 
 class Speaker(Protocol):
-    def speak(self, text: str) -> bytes:
+    def speak(self, text: str) -> Speech:
         """The Markdown `text` read aloud, as an OGG/Opus voice note. Raises ModelError on any
         failure, naming its kind and status, never the request."""
         ...
@@ -433,7 +433,7 @@ class TokenCounter(Protocol):
 
 
 class Transcriber(Protocol):
-    def transcribe(self, filename: str, data: bytes) -> str:
+    def transcribe(self, filename: str, data: bytes) -> Transcript:
         """The speech in the audio as text. Raises ModelError on any failure, naming the kind
         and status of the failure, never the request."""
         ...

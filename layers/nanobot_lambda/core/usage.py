@@ -1,12 +1,13 @@
 """What the assistant uses, per chat: turns, model and tool calls, tokens, and money.
 
-Every model call of agent_turn goes through `MeteredModel`, so the chat's turns, the heartbeat's
-decision, consolidation and background tasks are all counted, each attributed to the chat of
-the job that made it (`UsageMeter.job`). A job counts as one turn when the agent loop got at
-least one answer from the model (a turn continued in another invocation counts once); a command
-such as /new, or a heartbeat that decided to skip, is not a turn, though its model calls are
-counted. Cost is litellm's `completion_cost`, known
-only for models in its price list: calls without a price are counted as `unpriced_calls`.
+Every model call of agent_turn goes through `MeteredModel` (speech and transcription through
+`MeteredSpeaker` and `MeteredTranscriber`, counted by cost only), so the chat's turns, the
+heartbeat's decision, consolidation and background tasks are all counted, each attributed to
+the chat of the job that made it (`UsageMeter.job`). A job counts as one turn when the agent
+loop got at least one answer from the model (a turn continued in another invocation counts
+once); a command such as /new, or a heartbeat that decided to skip, is not a turn, though its
+model calls are counted. Cost is litellm's `completion_cost`, known only for models in its price
+list: calls without a price are counted as `unpriced_calls`.
 
 The store keeps a day's, a month's and the total figures per chat, each changed atomically, so
 jobs of one chat running side by side (forum topics, background tasks) never lose each other's
@@ -34,8 +35,22 @@ from typing import Any
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, chat_of
-from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice, Usage
-from nanobot_lambda.core.ports import ChatModel, MetricsPort, StoredWrite, UsageStore
+from nanobot_lambda.core.model import (
+    ModelReply,
+    Speech,
+    TextStream,
+    ToolChoice,
+    Transcript,
+    Usage,
+)
+from nanobot_lambda.core.ports import (
+    ChatModel,
+    MetricsPort,
+    Speaker,
+    StoredWrite,
+    Transcriber,
+    UsageStore,
+)
 from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits, first_reached, remaining
 
 logger = logging.getLogger(__name__)
@@ -176,6 +191,12 @@ class UsageMeter:
     def metered(self, model: ChatModel) -> ChatModel:
         return MeteredModel(model, self)
 
+    def metered_speaker(self, speaker: Speaker | None) -> Speaker | None:
+        return None if speaker is None else MeteredSpeaker(speaker, self)
+
+    def metered_transcriber(self, transcriber: Transcriber | None) -> Transcriber | None:
+        return None if transcriber is None else MeteredTranscriber(transcriber, self)
+
     @contextmanager
     def job(self, job: AnyJob) -> Iterator[None]:
         """Count the job's usage for its chat; write what is still unwritten when it ends."""
@@ -249,6 +270,16 @@ class UsageMeter:
                 job.tools[call.name if call.name in names else UNKNOWN_TOOL] += 1
             turn = 0 if job.used.turns or job.continued else 1
             counted += Tally(turns=turn, tool_calls=len(reply.tool_calls))
+        self._count(counted)
+
+    def audio(self, cost_usd: float | None) -> None:
+        """Speech or a transcription was made: its cost counts (calls without a price do not,
+        and neither counts as a model call)."""
+        if cost_usd is not None:
+            self._count(Tally(cost_usd=Decimal(repr(cost_usd))))
+
+    def _count(self, counted: Tally) -> None:
+        job = self._job
         job.used += counted
         if self._limits.any and job.chat_id is not None:
             # Written now, not with the turn: turns running side by side see it before their
@@ -317,3 +348,31 @@ class MeteredModel:
                 raise
         self._meter.answered(reply, offered=tools, agent=tool_choice is None)
         return reply
+
+
+class MeteredSpeaker:
+    """A `Speaker` whose speech costs are counted, and which speaks no more past a limit."""
+
+    def __init__(self, speaker: Speaker, meter: UsageMeter) -> None:
+        self._speaker = speaker
+        self._meter = meter
+
+    def speak(self, text: str) -> Speech:
+        self._meter.check_spend()
+        speech = self._speaker.speak(text)
+        self._meter.audio(speech.cost_usd)
+        return speech
+
+
+class MeteredTranscriber:
+    """A `Transcriber` whose costs are counted (when known), and which stops past a limit."""
+
+    def __init__(self, transcriber: Transcriber, meter: UsageMeter) -> None:
+        self._transcriber = transcriber
+        self._meter = meter
+
+    def transcribe(self, filename: str, data: bytes) -> Transcript:
+        self._meter.check_spend()
+        transcript = self._transcriber.transcribe(filename, data)
+        self._meter.audio(transcript.cost_usd)
+        return transcript

@@ -14,6 +14,7 @@ from typing import Any
 
 from nanobot_lambda.adapters.llm.transcription import provider_of
 from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.model import Speech
 from nanobot_lambda.core.ports import Speaker
 from nanobot_lambda.settings import AgentSettings
 
@@ -51,20 +52,27 @@ class LitellmSpeaker:
             if settings.llm_api_key is not None:
                 self._options["api_key"] = settings.llm_api_key.get_secret_value()
 
-    def speak(self, text: str) -> bytes:
+    def speak(self, text: str) -> Speech:
         importlib.import_module("nanobot_lambda.adapters.llm.litellm_model")  # configures litellm
         import litellm
 
         try:
             response = litellm.speech(model=self._model, input=spoken(text), **self._options)
             audio = bytes(response.content)
+            cost = _cost(response)
         except Exception as error:
             # The type and status only: provider errors may quote the request.
             status = getattr(error, "status_code", None)
             raise ModelError(f"speech failed ({type(error).__name__}, status {status})") from None
         if not audio:
             raise ModelError("speech failed (no audio in the answer)")
-        return audio
+        return Speech(audio, cost)
+
+
+def _cost(response: Any) -> float | None:
+    """litellm's price for the call, when it knows one."""
+    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+    return float(cost) if isinstance(cost, int | float) else None
 
 
 def speaker_for(settings: AgentSettings) -> Speaker | None:

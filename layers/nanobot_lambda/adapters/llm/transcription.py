@@ -6,6 +6,7 @@ import importlib
 from typing import Any
 
 from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.model import Transcript
 from nanobot_lambda.core.ports import Transcriber
 from nanobot_lambda.settings import AgentSettings
 
@@ -38,7 +39,7 @@ class LitellmTranscriber:
         if key is not None:
             self._options["api_key"] = key.get_secret_value()
 
-    def transcribe(self, filename: str, data: bytes) -> str:
+    def transcribe(self, filename: str, data: bytes) -> Transcript:
         # First litellm_model, which configures litellm before importing it (bundled cost map
         # instead of a download, quiet loggers); in agent_turn it is already loaded.
         importlib.import_module("nanobot_lambda.adapters.llm.litellm_model")
@@ -54,7 +55,9 @@ class LitellmTranscriber:
             raise ModelError(
                 f"transcription failed ({type(error).__name__}, status {status})"
             ) from None
-        return str(getattr(response, "text", "") or "").strip()
+        text = str(getattr(response, "text", "") or "").strip()
+        cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+        return Transcript(text, float(cost) if isinstance(cost, int | float) else None)
 
 
 def transcriber_for(settings: AgentSettings) -> Transcriber | None:

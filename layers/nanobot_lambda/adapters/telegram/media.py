@@ -452,7 +452,7 @@ class MediaResolver:
         if self._transcriber is None:
             return ""
         try:
-            return self._transcriber.transcribe(filename, data)
+            return self._transcriber.transcribe(filename, data).text
         except ModelError as error:
             logger.warning("%s", error)  # the kind and status only (see the transcriber)
             return ""

@@ -54,7 +54,7 @@ def send_voice_reply(speaker: Speaker, run: TurnRun, scope: TurnScope, text: str
     journaled like any message; a speech failure, or Telegram refusing the audio, costs only
     the voice note."""
     try:
-        audio = speaker.speak(text)
+        audio = speaker.speak(text).audio
     except ModelError as error:
         logger.warning("voice reply skipped: %s", error)
         return

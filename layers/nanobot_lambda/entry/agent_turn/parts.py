@@ -71,7 +71,9 @@ class TurnParts:
         self.context = ContextBuilder(self.workspace, environ)  # skills check `requires.env`
         self.recall = HistoryRecall(self.workspace, max_chars=settings.recall_max_chars)
         self.albums = Albums(stores.albums)
-        self.media = MediaResolver(services.media, self.workspace, settings, services.transcriber)
+        transcriber = self.meter.metered_transcriber(services.transcriber)
+        self.media = MediaResolver(services.media, self.workspace, settings, transcriber)
+        self.speaker = self.meter.metered_speaker(services.speaker)
         self.current = CurrentTurn()
         self.remembered_private_chat: int | None = None  # a write saved per container
         workspace_tools, chat_tools = agent_tools(
@@ -235,7 +237,7 @@ class TurnParts:
         after it too. A turn a spending limit ended says so once (its turn is saved anyway)."""
         if outcome.limited is not None and not self.spend_notices.tell(run, scope, outcome.limited):
             return True
-        speaker = self.ports.services.speaker if voice else None
+        speaker = self.speaker if voice else None
         journal = self.ports.stores.journal
         if not deliver_reply(journal, run, scope, outcome, more_follows=speaker is not None):
             return False
