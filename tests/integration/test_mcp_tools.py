@@ -149,3 +149,18 @@ def test_private_addresses_need_the_allow_networks_setting(server: McpServerProc
     assert registry_for(guarded).names == []  # refused before connecting: left out
     metadata = McpServer("meta", "http://169.254.169.254/mcp", {}, LOCAL)
     assert registry_for(metadata).names == []
+
+
+def test_a_connection_goes_only_to_the_address_the_guard_checked(
+    server: McpServerProcess,
+) -> None:
+    """The guard resolves the name again for each connection and the connection goes to that
+    address: a name that resolves elsewhere by then (DNS rebinding) cannot steer it inside."""
+    url = server.url.replace("127.0.0.1", "localhost")
+    local = [ipaddress.ip_network("127.0.0.0/8")]
+    steady = AddressGuard(local, resolver=lambda host, port: ["127.0.0.1"])
+    assert "local_add" in registry_for(McpServer("local", url, {}, steady)).names
+
+    answers = iter([["127.0.0.1"]])  # the check before connecting; then a private address
+    rebinding = AddressGuard(local, resolver=lambda host, port: next(answers, ["10.1.2.3"]))
+    assert registry_for(McpServer("local", url, {}, rebinding)).names == []

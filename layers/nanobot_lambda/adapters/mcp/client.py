@@ -132,13 +132,42 @@ class McpServer:
         with anyio.fail_after(timeout):
             async with (
                 httpx2.AsyncClient(
-                    headers=self._headers, timeout=httpx2.Timeout(timeout), follow_redirects=False
+                    headers=self._headers,
+                    timeout=httpx2.Timeout(timeout),
+                    follow_redirects=False,
+                    transport=_guarded_transport(self._guard),
                 ) as http,
                 streamable_http_client(self._url, http_client=http) as (read, write),
                 ClientSession(read, write, read_timeout_seconds=timeout) as session,
             ):
                 await session.initialize()
                 return await work(session)
+
+
+def _guarded_transport(guard: AddressGuard) -> Any:
+    """httpx2's transport, connecting only to an address the guard checked when the connection
+    is made: the name is resolved once, by the guard, so DNS rebinding cannot steer a connection
+    inside (TLS still verifies the name)."""
+    import httpcore2
+    import httpx2
+
+    class GuardedBackend(httpcore2.AnyIOBackend):
+        async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+            try:
+                target = guard.check(f"https://{_bracketed(host)}:{port}/")
+            except FetchError as error:
+                raise httpcore2.ConnectError(str(error)) from None
+            return await super().connect_tcp(target.addresses[0], port, *args, **kwargs)
+
+    transport = httpx2.AsyncHTTPTransport()
+    transport._pool = httpcore2.AsyncConnectionPool(  # the default pool, with that backend
+        ssl_context=httpx2.create_ssl_context(), network_backend=GuardedBackend()
+    )
+    return transport
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _text(result: Any) -> str:
