@@ -35,7 +35,7 @@ from tests.support.scripted_model import ScriptedModelServer  # noqa: E402
 from tests.support.settings import AGENT_ENV  # noqa: E402
 
 BUILD = ROOT / "build"
-FUNCTIONS = ("webhook", "scheduler", "agent_turn")
+FUNCTIONS = ("webhook", "scheduler", "agent_turn", "sandbox")
 # o200k_base, cl100k_base, cl100k_base (unknown model), Claude's bundled JSON, llama-3 (which
 # would download a tokenizer from Hugging Face unless litellm_model.py turns that off).
 TOKENIZER_MODELS = ("gpt-4o", "gpt-4", "openai/scripted", "claude-sonnet-4-5", "groq/llama-3-70b")
@@ -60,12 +60,14 @@ import importlib.util
 from pathlib import Path
 
 result = {"handlers": {}}
+modules = {}
 for name in json.loads(sys.argv[2]):
     start = time.perf_counter()
     app = Path(sys.argv[1]) / name / "app.py"
     spec = importlib.util.spec_from_file_location(f"{name}_app", app)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    modules[name] = module
     result["handlers"][name] = round((time.perf_counter() - start) * 1000)
 
 import litellm
@@ -105,6 +107,9 @@ remote = McpServer("smoke", os.environ["SMOKE_MCP_URL"], {}, local)
 result["mcp_file"] = mcp.__file__
 result["mcp_tools"] = sorted(tool.name for tool in remote.list_tools(30))
 result["mcp_call"] = remote.call("add", {"a": 2, "b": 40}, 30).text
+sandbox = modules["sandbox"]  # the code sandbox's handler, on python3.12
+ran = sandbox.handler({"version": 1, "language": "python", "code": "print(6 * 7)"}, None)
+result["sandbox"] = {key: ran.get(key) for key in ("ok", "exit_code", "stdout", "error")}
 result["blocked"] = blocked
 print(json.dumps(result))
 """
@@ -144,6 +149,7 @@ def run_child(
             **server.env(),
             "LLM_NUM_RETRIES": "0",
             "SMOKE_MCP_URL": mcp_url,
+            "SANDBOX_ROOT": str(Path(home) / "sandbox"),
         }
         completed = subprocess.run(  # noqa: S603
             [
@@ -179,6 +185,8 @@ def check(result: dict[str, Any], path: list[Path], server: ScriptedModelServer)
         return f"aws_xray_sdk came from {result['xray_file']}, not the CoreLayer"
     if not result["mcp_file"].startswith(str(path[1])):
         return f"mcp came from {result['mcp_file']}, not the LlmLayer"
+    if result["sandbox"] != {"ok": True, "exit_code": 0, "stdout": "42\n", "error": None}:
+        return f"the sandbox did not run code: {result['sandbox']}"
     if "add" not in result["mcp_tools"] or result["mcp_call"] != "42":
         return f"the MCP client failed: {result['mcp_tools']}, {result['mcp_call']!r}"
     if result["tool_call"] != {"name": "read_file", "arguments": {"path": "notes.md"}}:

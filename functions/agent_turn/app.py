@@ -22,6 +22,7 @@ from nanobot_lambda.adapters.aws import snapstart
 from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
 from nanobot_lambda.adapters.aws.clients import (
     dynamodb_client,
+    lambda_client,
     s3_client,
     scheduler_client,
     sqs_client,
@@ -32,6 +33,7 @@ from nanobot_lambda.adapters.aws.logs import configure_logging, correlated
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.sandbox import LambdaSandbox
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
@@ -97,6 +99,11 @@ def build_records() -> RecordRunner:
         speaker=speaker_for(settings),
         remote_servers=mcp_servers(
             settings.mcp_servers, settings.web_fetch_allow_networks, fetch_from_aws
+        ),
+        sandbox=(
+            LambdaSandbox(settings.sandbox_function, lambda_client())
+            if settings.sandbox_function
+            else None
         ),  # None unless TTS_MODEL is set
     )
     # Skills check their `requires.env` against the environment.

@@ -230,6 +230,11 @@ class McpServerConfig(BaseModel):
         return headers
 
 
+class SandboxSettings(_Settings):
+    # The code sandbox function's name (template: !Ref SandboxFunction); unset: no exec tool.
+    sandbox_function: str | None = Field(default=None, alias="SANDBOX_FUNCTION", min_length=1)
+
+
 class McpSettings(_Settings):
     # JSON: a list of McpServerConfig. Operator configuration only (a template parameter).
     mcp_servers: tuple[McpServerConfig, ...] = Field(default=(), alias="MCP_SERVERS")
@@ -479,6 +484,7 @@ class AgentSettings(
     SpendSettings,
     WebSettings,
     McpSettings,
+    SandboxSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
 

@@ -294,8 +294,9 @@ def test_a_background_task_round_trip(stack: LocalStack, model_server: ScriptedM
     assert spawn_result.startswith("Started background task")
     subagent_request = model_server.requests[2]
     tools = {tool["function"]["name"] for tool in subagent_request["tools"]}
-    assert tools == {
-        "read_file", "write_file", "edit_file", "list_dir", "grep", "web_search", "web_fetch"
+    assert tools == {  # the workspace tools, and the code sandbox's exec
+        "read_file", "write_file", "edit_file", "list_dir", "grep", "web_search", "web_fetch",
+        "exec",
     }  # fmt: skip
     announcement = model_server.requests[4]["messages"][-1]["content"]
     assert 'background task "packing list" finished' in announcement

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
+from pathlib import Path
 from typing import Any
 
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.core.jobs import parse_job
+from nanobot_lambda.entry.sandbox import run
 from tests.conftest import ROOT
 
 EVENTS = ROOT / "events"
@@ -39,3 +42,10 @@ def test_the_scheduler_events_are_a_heartbeat_and_a_cron_firing() -> None:
     cron = load("scheduler_cron.json")
     assert cron["kind"] == "cron" and int(cron["chat_id"]) and cron["job_id"]
     assert cron["scheduled_time"].endswith("Z")
+
+
+def test_the_sandbox_event_runs(tmp_path: Path) -> None:
+    """`sam local invoke SandboxFunction -e events/sandbox_python.json` (here: the runner)."""
+    result = run(load("sandbox_python.json"), root=tmp_path, in_lambda=False)
+    assert result["ok"] and result["exit_code"] == 0 and "mean 2" in result["stdout"]
+    assert base64.b64decode(result["files"]["data/mean.txt"]) == b"2"

@@ -42,6 +42,8 @@ REFS = {
     "SchedulerFunction": "nanobot-SchedulerFunction-X",
     "WebhookFunction": "nanobot-WebhookFunction-X",
     "AgentTurnFunction": "nanobot-AgentTurnFunction-X",
+    "SandboxFunction": "nanobot-sandbox",
+    "SandboxLogGroup": "/aws/lambda/nanobot-sandbox",
     "AlarmTopic": f"arn:aws:sns:{REGION}:{ACCOUNT}:nanobot-AlarmTopic-X",
     "CoreLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-core:1",
     "LlmLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-llm:1",
@@ -61,6 +63,11 @@ ATTRIBUTES = {
         f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-SchedulerFunction-X"
     ),
     ("SchedulerInvokeRole", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/nanobot-SchedulerInvokeRole-X",
+    ("SandboxFunction", "Arn"): f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-sandbox",
+    ("SandboxLogGroup", "Arn"): (
+        f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/nanobot-sandbox:*"
+    ),
+    ("SandboxRole", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/nanobot-SandboxRole-X",
 }
 
 FUNCTION_SETTINGS = [
@@ -726,3 +733,56 @@ def test_with_mcp_servers_agent_turn_may_read_only_their_header_secrets(
             "secretsmanager:GetSecretValue",
         ),
     }
+
+
+def test_the_sandbox_may_only_write_its_own_logs_and_holds_no_secret(
+    template: dict[str, Any],
+) -> None:
+    context = make_context(template)
+    sandbox = template["Resources"]["SandboxFunction"]
+    assert sandbox["Condition"] == "SandboxEnabled"
+    spec = context.evaluate(sandbox["Properties"])
+    assert spec["Layers"] == [REFS["CoreLayer"]] and "Policies" not in spec  # its own role
+    assert spec["Role"] == ATTRIBUTES[("SandboxRole", "Arn")]
+    role = context.evaluate(template["Resources"]["SandboxRole"]["Properties"])
+    assert "ManagedPolicyArns" not in role
+    statements = [
+        statement
+        for policy in role["Policies"]
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+    assert statements == [
+        {
+            "Sid": "WriteOwnLogs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": ATTRIBUTES[("SandboxLogGroup", "Arn")],
+        }
+    ]
+    # Its environment is the Globals' (no secrets, no tables, no bucket): nothing of its own.
+    assert "Environment" not in spec
+    shared = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert set(shared) == {
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_LOG_LEVEL",
+        "POWERTOOLS_METRICS_NAMESPACE",
+        "TIMEZONE",
+    }
+
+
+def test_agent_turn_may_invoke_the_sandbox_and_nothing_else_of_lambda(
+    template: dict[str, Any],
+) -> None:
+    invoking = {
+        pair
+        for pair in allowed_pairs(template, "AgentTurnFunction")
+        if pair[1].startswith("lambda:")
+    }
+    assert invoking == {(ATTRIBUTES[("SandboxFunction", "Arn")], "lambda:InvokeFunction")}
+    environment = make_context(template).function_environment("AgentTurnFunction")
+    assert environment["SANDBOX_FUNCTION"] == REFS["SandboxFunction"]
+    off = make_context(template, EnableSandbox="false")
+    assert not off.condition("SandboxEnabled")
+    assert off.function_environment("AgentTurnFunction")["SANDBOX_FUNCTION"] == ""
+    policies = off.evaluate(properties(template, "AgentTurnFunction")["Policies"])
+    assert not [s for s in iam_statements(policies) if "lambda:" in str(s.get("Action"))]

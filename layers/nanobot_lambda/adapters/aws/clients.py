@@ -70,3 +70,10 @@ def dynamodb_client() -> DynamoDBClient:
 
 def scheduler_client() -> EventBridgeSchedulerClient:
     return boto3.client("scheduler", config=CLIENT_CONFIG)
+
+
+def lambda_client() -> Any:
+    """For the code sandbox: a run may take its full minute, so reads wait longer than the
+    other clients' (no retry: a run is not repeated behind the model's back)."""
+    config = CLIENT_CONFIG.merge(Config(read_timeout=90, retries={"max_attempts": 1}))
+    return boto3.client("lambda", config=config)

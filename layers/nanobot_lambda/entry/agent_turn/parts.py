@@ -39,6 +39,7 @@ from nanobot_lambda.entry.agent_turn.toolbox import agent_tools
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import CurrentTurn, TurnOrigin, TurnScope
 from nanobot_lambda.tools.remote import RemoteToolbox
+from nanobot_lambda.tools.sandbox import ExecTool
 
 # Consolidations a turn may run first to make its request fit the model's window (each one
 # summarises what fits one model request).
@@ -85,6 +86,10 @@ class TurnParts:
             services.queue,
             clock,
         )
+        if services.sandbox is not None:  # the code sandbox: background tasks may run code too
+            workspace_tools.append(
+                ExecTool(services.sandbox, self.workspace, settings.tool_result_max_chars)
+            )
         # Remote MCP servers' tools: every loop gets them, on the container's first job.
         self.remote = RemoteToolbox(services.remote_servers, settings.tool_result_max_chars)
         self._registries: list[ToolRegistry] = []

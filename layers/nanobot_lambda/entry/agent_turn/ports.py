@@ -26,6 +26,7 @@ from nanobot_lambda.core.ports import (
     Workspace,
 )
 from nanobot_lambda.core.remote_tools import RemoteToolServer
+from nanobot_lambda.core.sandbox import Sandbox
 from nanobot_lambda.core.scopes import Scope
 
 
@@ -57,6 +58,7 @@ class Services:
     transcriber: Transcriber | None = None
     speaker: Speaker | None = None  # voice replies (TTS_MODEL)
     remote_servers: tuple[RemoteToolServer, ...] = ()  # MCP_SERVERS
+    sandbox: Sandbox | None = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
     # Models for background work (HEARTBEAT_MODEL, CONSOLIDATION_MODEL); None: `model`.
     heartbeat_model: ChatModel | None = None
     consolidation_model: ChatModel | None = None

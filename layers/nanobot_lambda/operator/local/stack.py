@@ -21,7 +21,9 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -42,6 +44,7 @@ from nanobot_lambda.core.workspace import seed_workspace
 from nanobot_lambda.entry.webhook import SECRET_HEADER
 from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentDraft, SentFile, SentMessage
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
+from nanobot_lambda.operator.local.lambda_invoke import DEFAULT_TIMEOUT_SECONDS, LocalLambdas
 from nanobot_lambda.operator.local.resources import create_resources
 from nanobot_lambda.operator.local.runtime import (
     LocalLambdaContext,
@@ -59,6 +62,7 @@ from nanobot_lambda.settings import (
 )
 
 REGION = "us-east-1"
+SANDBOX_FUNCTION = "SandboxFunction"  # invoked by agent_turn with boto3; see _start_lambdas
 FUNCTIONS = {
     "webhook": "WebhookFunction",
     "agent_turn": "AgentTurnFunction",
@@ -196,6 +200,9 @@ class LocalStack:
         self._worker_stop = threading.Event()
         # (method, status, description) of webhook-answer calls the Bot API refused.
         self.reply_method_errors: list[tuple[str, int, str]] = []
+        # --- functions invoked with boto3 (lambda:InvokeFunction), see _start_lambdas ---
+        self.lambdas: LocalLambdas | None = None
+        self.sandbox_root: Path | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -269,6 +276,7 @@ class LocalStack:
                     if os.environ.get(k) != v and not _kept_by_litellm(k)
                 }
             )
+        self._start_lambdas()
         seed_workspace(self.workspace)
         for name, logical_id in FUNCTIONS.items():
             # SAM resolves CodeUri relative to the template's folder.
@@ -295,6 +303,7 @@ class LocalStack:
 
     def stop(self) -> None:
         self.stop_background()
+        self._stop_lambdas()
         if hasattr(self, "bot_api"):
             self.bot_api.stop()
         if self._moto is not None:
@@ -311,6 +320,50 @@ class LocalStack:
             else:
                 os.environ[name] = previous
         self._replaced_environ = {}
+
+    # --- functions invoked with boto3 (lambda:InvokeFunction) --------------------------------
+
+    def _start_lambdas(self) -> None:
+        """Serve Lambda's Invoke API for the functions the others invoke (the code sandbox),
+        each invocation in its own worker process; moto's Lambda cannot run them (no Docker).
+        The sandbox is registered under what `!Ref SandboxFunction` gives (its local name), with
+        the template's environment only (it runs the model's code: nothing of the caller's, no
+        AWS credentials) and `SANDBOX_ROOT` in a folder of this stack's; boto3 reaches it
+        through AWS_ENDPOINT_URL_LAMBDA."""
+        resource = self.template.template["Resources"].get(SANDBOX_FUNCTION)
+        if resource is None or (
+            "Condition" in resource and not self.template.condition(resource["Condition"])
+        ):
+            return  # no sandbox in this template, or not with these parameters (EnableSandbox)
+        self.sandbox_root = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-sandbox-"))
+        environment = self.template.function_environment(SANDBOX_FUNCTION)
+        environment["SANDBOX_ROOT"] = str(self.sandbox_root)
+        code_uri = self._function_property(SANDBOX_FUNCTION, "CodeUri")
+        timeout = resource["Properties"].get(
+            "Timeout",
+            self.template.template.get("Globals", {})
+            .get("Function", {})
+            .get("Timeout", DEFAULT_TIMEOUT_SECONDS),
+        )
+        self.lambdas = LocalLambdas()
+        self.lambdas.register(
+            self.template.refs[SANDBOX_FUNCTION],
+            (self.template_path.parent / code_uri).resolve() / "app.py",
+            environment,
+            timeout_seconds=float(timeout),
+        )
+        self.lambdas.start()
+        self._set_environ(AWS_ENDPOINT_URL_LAMBDA=self.lambdas.url)
+
+    def _stop_lambdas(self) -> None:
+        if self.lambdas is not None:
+            self.lambdas.stop()
+            self.lambdas = None
+        if self.sandbox_root is not None:
+            shutil.rmtree(self.sandbox_root, ignore_errors=True)
+            self.sandbox_root = None
+
+    # --- end of functions invoked with boto3 ----------------------------------------------
 
     def _set_environ(self, **values: str) -> None:
         """Set process variables, remembering the first previous value of each for stop()."""

@@ -1,0 +1,66 @@
+"""The code sandbox function, invoked synchronously with boto3 (`lambda:InvokeFunction` on that
+one function is all agent_turn may do with Lambda). The payload is JSON with files as base64
+(`entry/sandbox.py` is the other side); a run the sandbox refused, or a function error, comes
+back as a ToolError for the model."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from nanobot_lambda.adapters.aws.errors import error_code
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.sandbox import SandboxResult, SandboxRun
+
+
+class LambdaSandbox:
+    """The `Sandbox` port on the sandbox function."""
+
+    def __init__(self, function_name: str, client: Any) -> None:  # boto3's Lambda client
+        self._function = function_name
+        self._client = client
+
+    def run(self, run: SandboxRun) -> SandboxResult:
+        request = {
+            "version": 1,
+            "language": run.language,
+            "code": run.code,
+            "files": {path: base64.b64encode(data).decode() for path, data in run.files.items()},
+            "timeout_seconds": run.timeout_seconds,
+            "memory_mb": run.memory_mb,
+            "output_max_chars": run.output_max_chars,
+        }
+        try:
+            response = self._client.invoke(
+                FunctionName=self._function,
+                InvocationType="RequestResponse",
+                Payload=json.dumps(request).encode(),
+            )
+            payload: Any = json.loads(response["Payload"].read() or b"null")
+        except ClientError as error:
+            raise ToolError(f"the sandbox could not be reached ({error_code(error)})") from None
+        except (BotoCoreError, ValueError) as error:
+            raise ToolError(f"the sandbox could not be reached ({type(error).__name__})") from None
+        if response.get("FunctionError"):
+            message = payload.get("errorMessage", "") if isinstance(payload, dict) else ""
+            raise ToolError(f"the sandbox failed: {str(message)[:300] or 'no reason given'}")
+        if not isinstance(payload, dict) or not payload.get("ok"):
+            reason = payload.get("error") if isinstance(payload, dict) else None
+            raise ToolError(f"the sandbox refused the run: {reason or 'malformed answer'}")
+        return SandboxResult(
+            exit_code=payload.get("exit_code"),
+            stdout=str(payload.get("stdout", "")),
+            stderr=str(payload.get("stderr", "")),
+            timed_out=bool(payload.get("timed_out")),
+            out_of_memory=bool(payload.get("out_of_memory")),
+            truncated=bool(payload.get("truncated")),
+            files={
+                str(path): base64.b64decode(data)
+                for path, data in (payload.get("files") or {}).items()
+            },
+            skipped=tuple(str(path) for path in payload.get("skipped") or ()),
+            duration_ms=int(payload.get("duration_ms") or 0),
+        )

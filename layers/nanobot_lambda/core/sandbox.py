@@ -1,0 +1,44 @@
+"""The code sandbox, as the core sees it: a run (code, language, the files it needs) and its
+result. The sandbox itself is a function of its own with no rights but its logs
+(`entry/sandbox.py`, `functions/sandbox/`); agent_turn reaches it through this port
+(`adapters/aws/sandbox.py`) and the `exec` tool (`tools/sandbox.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Language = Literal["python", "shell"]
+MAX_FILES = 20
+MAX_FILE_BYTES = 5_000_000  # in and out, in total: a Lambda payload is at most 6 MB
+MAX_TIMEOUT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class SandboxRun:
+    language: Language
+    code: str
+    files: dict[str, bytes] = field(default_factory=dict)  # workspace-relative path -> bytes
+    timeout_seconds: int = 20
+    memory_mb: int = 512
+    output_max_chars: int = 10_000
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    out_of_memory: bool = False
+    truncated: bool = False
+    files: dict[str, bytes] = field(default_factory=dict)  # new or changed, by relative path
+    skipped: tuple[str, ...] = ()  # produced but not returned (over the caps)
+    duration_ms: int = 0
+
+
+class Sandbox(Protocol):
+    def run(self, run: SandboxRun) -> SandboxResult:
+        """Run the code; raises ToolError (for the model) when the sandbox refused the run or
+        could not be reached."""
+        ...

@@ -1,0 +1,75 @@
+"""The code sandbox through the whole stack: the model's exec call goes from agent_turn to the
+sandbox function over the Lambda Invoke API (the local stack runs the function in its own worker
+process, as Lambda would), files go in from the workspace and come back into it, and the code
+finds no credential and nothing of an earlier run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nanobot_lambda.operator.local.stack import LocalStack
+from tests.support.scripted_model import ScriptedModelServer
+
+
+def say(stack: LocalStack, text: str) -> None:
+    stack.post_update(stack.text_update(text))
+    stack.process_queue()
+    assert stack.poller.failures == 0
+
+
+def tool_result(model_server: ScriptedModelServer, index: int) -> str:
+    message: dict[str, Any] = model_server.requests[index]["messages"][-1]
+    assert message["role"] == "tool"
+    return str(message["content"])
+
+
+def test_code_runs_with_workspace_files_and_its_files_come_back(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    stack.workspace.write("data/numbers.txt", b"1\n2\n3\n")
+    code = (
+        "total = sum(int(n) for n in open('data/numbers.txt'))\n"
+        "open('data/total.txt', 'w').write(str(total))\n"
+        "print('total', total)\n"
+    )
+    model_server.call_tool(
+        "exec", {"language": "python", "code": code, "files": ["data/numbers.txt"]}
+    ).reply("The total is 6.")
+    say(stack, "add up my numbers")
+
+    result = tool_result(model_server, 1)
+    assert "exit code 0" in result and "total 6" in result
+    total = stack.workspace.read("data/total.txt")
+    assert total is not None and total.data == b"6"
+    assert stack.bot_api.messages[-1].plain_text == "The total is 6."
+
+
+def test_the_code_finds_no_credential_and_nothing_of_an_earlier_run(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    snoop = (
+        "import os, glob\n"
+        "print('vars', sorted(os.environ))\n"
+        "print('left', glob.glob('/tmp/*') if False else os.listdir(os.environ['TMPDIR']))\n"
+        "open(os.path.join(os.environ['TMPDIR'], 'mark'), 'w').write('x')\n"
+    )
+    model_server.call_tool("exec", {"language": "python", "code": snoop}).reply("Done.")
+    model_server.call_tool("exec", {"language": "python", "code": snoop}).reply("Again.")
+    say(stack, "look around")
+    say(stack, "look again")
+
+    first, second = tool_result(model_server, 1), tool_result(model_server, 3)
+    for result in (first, second):
+        assert "AWS_" not in result and "TELEGRAM" not in result and "LLM_" not in result
+        assert "left []" in result  # the mark of the first run is gone before the second
+
+
+def test_a_run_out_of_time_is_reported_and_the_turn_goes_on(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    model_server.call_tool(
+        "exec", {"language": "shell", "code": "sleep 30", "timeout_seconds": 1}
+    ).reply("It took too long.")
+    say(stack, "wait a while")
+    assert "stopped: it ran out of time" in tool_result(model_server, 1)
+    assert stack.bot_api.messages[-1].plain_text == "It took too long."

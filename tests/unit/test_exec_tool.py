@@ -1,0 +1,95 @@
+"""The exec tool on a fake sandbox: the files a call names go in from the workspace (the chat's
+scope), the files the code made come back under the path rules, the output reaches the model
+framed, and a sandbox that refuses or fails is an error result."""
+
+from __future__ import annotations
+
+import json
+
+from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.sandbox import SandboxResult, SandboxRun
+from nanobot_lambda.core.scopes import ScopedWorkspace
+from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.tools.sandbox import ExecTool
+from tests.support.fakes import MemoryWorkspace
+
+
+class FakeSandbox:
+    def __init__(self, result: SandboxResult | None = None, error: str | None = None) -> None:
+        self.runs: list[SandboxRun] = []
+        self.result = result or SandboxResult(exit_code=0, stdout="ok\n", stderr="")
+        self.error = error
+
+    def run(self, run: SandboxRun) -> SandboxResult:
+        self.runs.append(run)
+        if self.error:
+            raise ToolError(self.error)
+        return self.result
+
+
+def execute(registry: ToolRegistry, **arguments: object) -> str:
+    return registry.execute(ToolCall("c1", "exec", json.dumps(arguments)))
+
+
+def test_files_go_in_and_what_the_code_made_comes_back_into_the_workspace() -> None:
+    workspace = MemoryWorkspace({"data/sales.csv": "a,b\n1,2\n"})
+    sandbox = FakeSandbox(
+        SandboxResult(
+            exit_code=0,
+            stdout="3\n",
+            stderr="",
+            files={"data/chart.png": b"\x89PNG", "../escape.txt": b"x", "sum.txt": b"3"},
+        )
+    )
+    registry = ToolRegistry([ExecTool(sandbox, workspace, 10_000)])
+    result = execute(registry, language="python", code="print(1 + 2)", files=["./data/sales.csv"])
+    (run,) = sandbox.runs
+    assert run.files == {"data/sales.csv": b"a,b\n1,2\n"} and run.language == "python"
+    assert workspace.files["data/chart.png"] == b"\x89PNG" and workspace.files["sum.txt"] == b"3"
+    assert "../escape.txt" not in workspace.files
+    assert "exit code 0" in result and "3" in result
+    assert "data/chart.png, sum.txt" in result and "../escape.txt (not written:" in result
+    assert result.startswith("The output below comes from code run in the sandbox.")
+
+
+def test_a_missing_file_a_hostile_path_and_a_failing_sandbox_are_errors_for_the_model() -> None:
+    registry = ToolRegistry([ExecTool(FakeSandbox(), MemoryWorkspace(), 10_000)])
+    assert "file not found: notes.md" in execute(
+        registry, language="shell", code="cat notes.md", files=["notes.md"]
+    )
+    assert "'..' is not allowed" in execute(
+        registry, language="shell", code="cat x", files=["../../etc/passwd"]
+    )
+    failing = ToolRegistry(
+        [
+            ExecTool(
+                FakeSandbox(error="the sandbox could not be reached (503)"), MemoryWorkspace(), 1
+            )
+        ]
+    )
+    assert execute(failing, language="python", code="1").startswith(
+        "Error: the sandbox could not be reached"
+    )
+
+
+def test_time_and_memory_limits_are_told_plainly() -> None:
+    workspace = MemoryWorkspace()
+    slow = FakeSandbox(SandboxResult(exit_code=None, stdout="", stderr="", timed_out=True))
+    assert "stopped: it ran out of time" in execute(
+        ToolRegistry([ExecTool(slow, workspace, 10_000)]), language="python", code="while 1: pass"
+    )
+    big = FakeSandbox(SandboxResult(exit_code=137, stdout="", stderr="", out_of_memory=True))
+    assert "stopped: it ran out of memory" in execute(
+        ToolRegistry([ExecTool(big, workspace, 10_000)]), language="python", code="x = ' ' * 10**10"
+    )
+
+
+def test_in_a_person_s_scope_the_code_cannot_overwrite_a_shared_file() -> None:
+    owner = MemoryWorkspace({"SOUL.md": "Calm."})
+    scoped = ScopedWorkspace(owner, MemoryWorkspace())
+    sandbox = FakeSandbox(
+        SandboxResult(exit_code=0, stdout="", stderr="", files={"SOUL.md": b"Obey."})
+    )
+    result = execute(ToolRegistry([ExecTool(sandbox, scoped, 10_000)]), language="shell", code="x")
+    assert owner.files["SOUL.md"] == b"Calm." and "SOUL.md (not written:" in result
