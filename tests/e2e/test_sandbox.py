@@ -39,6 +39,10 @@ def test_code_runs_with_workspace_files_and_its_files_come_back(
 
     result = tool_result(model_server, 1)
     assert "exit code 0" in result and "total 6" in result
+    # The system prompt names what the sandbox has (asked of the sandbox function itself).
+    system = model_server.requests[0]["messages"][0]["content"]
+    line = system.split("# Sandbox\n\n", 1)[1].split("\n", 1)[0]
+    assert line.startswith("exec has python3, ") and ", sh, " in line
     total = stack.workspace.read("data/total.txt")
     assert total is not None and total.data == b"6"
     assert stack.bot_api.messages[-1].plain_text == "The total is 6."

@@ -12,14 +12,28 @@ from nanobot_lambda.core.sandbox import SandboxResult, SandboxRun
 from nanobot_lambda.core.scopes import ScopedWorkspace
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.sandbox import ExecTool
-from tests.support.fakes import MemoryWorkspace
+from tests.support.fakes import MemoryWorkspace, ScriptedModel, text
+from tests.unit.test_turns import Bot, message
 
 
 class FakeSandbox:
-    def __init__(self, result: SandboxResult | None = None, error: str | None = None) -> None:
+    def __init__(
+        self,
+        result: SandboxResult | None = None,
+        error: str | None = None,
+        programs: frozenset[str] = frozenset(),
+    ) -> None:
         self.runs: list[SandboxRun] = []
         self.result = result or SandboxResult(exit_code=0, stdout="ok\n", stderr="")
         self.error = error
+        self.found = programs
+        self.asked = 0
+
+    def programs(self) -> frozenset[str]:
+        self.asked += 1
+        if self.error:
+            raise ToolError(self.error)
+        return self.found
 
     def run(self, run: SandboxRun) -> SandboxResult:
         self.runs.append(run)
@@ -93,3 +107,22 @@ def test_in_a_person_s_scope_the_code_cannot_overwrite_a_shared_file() -> None:
     )
     result = execute(ToolRegistry([ExecTool(sandbox, scoped, 10_000)]), language="shell", code="x")
     assert owner.files["SOUL.md"] == b"Calm." and "SOUL.md (not written:" in result
+
+
+def test_skills_and_the_prompt_know_the_sandbox_s_programs() -> None:
+    sandbox = FakeSandbox(programs=frozenset({"python3", "sh", "ls"}))
+    bot = Bot(ScriptedModel(text("Hi."), text("Again.")), sandbox=sandbox)
+    skill = "---\nname: {0}\ndescription: Uses {0}.\nrequires:\n  bins: [{0}]\n---\nBody."
+    bot.workspace.files["skills/py/SKILL.md"] = skill.format("python3").encode()
+    bot.workspace.files["skills/vcs/SKILL.md"] = skill.format("git").encode()
+    bot.process(message("hi", 900000001))
+    bot.process(message("again", 900000002))
+
+    system = bot.model.requests[0][0][0]["content"]
+    assert "# Sandbox\n\nexec has python3, sh and 1 more." in system
+    assert sandbox.asked == 1  # once per container
+    (tool_names,) = {tuple(t["function"]["name"] for t in tools) for _, tools in bot.model.requests}
+    assert "exec" in tool_names
+    assert '<skill available="true"><name>py</name>' in system  # python3: the sandbox has it
+    assert '<skill available="false"><name>vcs</name>' in system
+    assert "<requires>bin:git</requires>" in system

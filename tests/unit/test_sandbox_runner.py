@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.entry import sandbox
-from nanobot_lambda.entry.sandbox import MARKER, find_stray_processes, run
+from nanobot_lambda.entry.sandbox import MARKER, PROGRAMS_REQUEST, find_stray_processes, run
 
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 
@@ -393,3 +393,11 @@ def test_replacing_the_captured_output_with_a_link_reads_nothing_else(tmp_path: 
     )
     result = run(request("python", code), root=tmp_path, in_lambda=False)
     assert result["stdout"] == "mine\n"
+
+
+def test_the_programs_a_run_finds_are_listed_without_running_anything(tmp_path: Path) -> None:
+    (tmp_path / "keep").write_text("x")
+    answer = run(PROGRAMS_REQUEST, root=tmp_path, in_lambda=False)
+    assert answer["ok"] and "sh" in answer["programs"] and "python3" in answer["programs"]
+    assert answer["programs"] == sorted(set(answer["programs"]))
+    assert (tmp_path / "keep").exists()  # a question, not a run: nothing was emptied

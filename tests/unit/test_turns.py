@@ -78,6 +78,7 @@ class Bot:
     heartbeat_model: ScriptedModel | None = None  # HEARTBEAT_MODEL
     consolidation_model: ScriptedModel | None = None  # CONSOLIDATION_MODEL
     speaker: RecordingSpeaker | None = None  # TTS_MODEL
+    sandbox: Any = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
     settings: dict[str, str] = field(default_factory=dict)
 
     def scope_workspace(self, scope: Scope) -> MemoryWorkspace:
@@ -108,6 +109,7 @@ class Bot:
                 heartbeat_model=self.heartbeat_model,
                 consolidation_model=self.consolidation_model,
                 speaker=self.speaker,
+                sandbox=self.sandbox,
             ),
             self.metrics,
         )

@@ -15,7 +15,7 @@ operator read) and why a continued turn reuses the block its first run rendered.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -111,10 +111,12 @@ class ContextBuilder:
         workspace: Workspace,
         environ: Mapping[str, str] | None = None,
         which: Which = shutil.which,
+        programs_line: Callable[[], str] | None = None,
     ) -> None:
         self._workspace = workspace
         self._environ = environ or {}  # what skills' `requires.env` is checked against
-        self._which = which
+        self._which = which  # what skills' `requires.bins` is checked against
+        self._programs_line = programs_line  # the sandbox's programs, for the prompt
 
     def _read(self, path: str) -> str:
         file = self._workspace.read(path)
@@ -138,6 +140,8 @@ class ContextBuilder:
         memory = self._read(MEMORY_FILE)
         if memory:
             sections.append(f"# Memory\n\n{_cap(memory, MAX_FILE_CHARS)}")
+        if self._programs_line is not None:
+            sections.append(f"# Sandbox\n\n{self._programs_line()}")
         skills = load_skills(self._workspace_skills(), self._environ, self._which)
         sections += [render_active_skills(skills), render_skills_summary(skills)]
         return SECTION_SEPARATOR.join(section for section in sections if section)

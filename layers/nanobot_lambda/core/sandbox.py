@@ -42,3 +42,22 @@ class Sandbox(Protocol):
         """Run the code; raises ToolError (for the model) when the sandbox refused the run or
         could not be reached."""
         ...
+
+    def programs(self) -> frozenset[str]:
+        """The programs a run finds; raises ToolError when the sandbox cannot be asked."""
+        ...
+
+
+# Programs worth naming in the system prompt when the sandbox has them (it has many more).
+NOTABLE_PROGRAMS = (
+    "python3", "pip3", "sh", "bash", "awk", "sed", "grep", "find", "sort", "tar", "gzip",
+    "zip", "unzip", "curl", "wget", "git", "jq", "sqlite3", "ffmpeg", "convert", "pandoc",
+)  # fmt: skip
+
+
+def describe_programs(programs: frozenset[str]) -> str:
+    """The system prompt's line on the sandbox: the notable programs it has, and how many."""
+    named = [name for name in NOTABLE_PROGRAMS if name in programs]
+    others = len(programs) - len(named)
+    listed = ", ".join(named) if named else "no notable programs"
+    return f"exec has {listed}" + (f" and {others} more." if others > 0 else ".")

@@ -78,12 +78,35 @@ _OOM_PHRASES = (b"memoryerror", b"cannot allocate memory", b"out of memory", b"b
 _OOM_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT})
 
 
+def programs() -> list[str]:
+    """The names of the programs a run's shell finds (its PATH), sorted."""
+    found: set[str] = set()
+    for folder in _child_path().split(":"):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                with contextlib.suppress(OSError):
+                    if entry.is_file() and os.access(entry.path, os.X_OK):
+                        found.add(entry.name)
+    return sorted(found)
+
+
+def _child_path() -> str:
+    """The PATH of a run: the interpreter's own folder first (/var/lang/bin in Lambda)."""
+    return f"{os.path.dirname(sys.executable)}:{PATH}"
+
+
 class RequestError(ValueError):
     """A request refused before anything runs. The message is written for the model."""
 
 
+PROGRAMS_REQUEST = {"version": REQUEST_VERSION, "action": "programs"}
+
+
 def run(request: object, *, root: Path, in_lambda: bool) -> dict[str, Any]:
-    """Validate `request`, clean `root` and the process table, run the code, report the result."""
+    """Validate `request`, clean `root` and the process table, run the code, report the result.
+    `PROGRAMS_REQUEST` instead answers which programs a run finds on its PATH."""
+    if request == PROGRAMS_REQUEST:
+        return {"ok": True, "programs": programs()}
     try:
         parsed = _parse(request)
     except RequestError as error:
@@ -234,7 +257,7 @@ def _run(request: _Request, root: Path, in_lambda: bool) -> dict[str, Any]:
         argv = ["/bin/sh", "-c", request.code]
     environment = {
         # The interpreter's folder first: in Lambda python3 lives in /var/lang/bin.
-        "PATH": f"{os.path.dirname(sys.executable)}:{PATH}",
+        "PATH": _child_path(),
         "HOME": str(work),
         "LANG": "C.UTF-8",
         "TMPDIR": str(tmp),

@@ -35,21 +35,18 @@ SANDBOX_NOTE = (
 class ExecTool(Tool):
     name = "exec"
     description = (
-        "Run Python 3.12 code, or a shell command (sh, with the usual Unix programs), in a "
-        "sandbox without network credentials or secrets. `files`: workspace files to copy in "
-        "(by the same relative paths); files the code creates or changes are written back to "
-        "the workspace. Each run starts empty; at most 60 s and 512 MB."
+        "Run Python 3.12 or shell in a sandbox without credentials (60 s, 512 MB). `files`: "
+        "workspace files to copy in; files it writes come back."
     )
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
-            "language": {"type": "string", "enum": ["python", "shell"]},
-            "code": {"type": "string", "minLength": 1, "maxLength": 100_000},
-            "files": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_FILES},
-            "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECONDS},
+            "language": {"enum": ["python", "shell"]},
+            "code": {"type": "string"},
+            "files": {"type": "array", "items": {"type": "string"}},
+            "timeout_seconds": {"type": "integer"},
         },
         "required": ["language", "code"],
-        "additionalProperties": False,
     }
     mutates = True  # it writes files back
 
@@ -65,6 +62,10 @@ class ExecTool(Tool):
         files: list[str] | None = None,
         timeout_seconds: int = 20,
     ) -> str:
+        if len(files or []) > MAX_FILES:
+            raise ToolError(f"at most {MAX_FILES} files per run")
+        if not 1 <= timeout_seconds <= MAX_TIMEOUT_SECONDS:
+            raise ToolError(f"timeout_seconds must be 1 to {MAX_TIMEOUT_SECONDS}")
         inputs: dict[str, bytes] = {}
         for raw in files or []:
             path = tool_path(raw)

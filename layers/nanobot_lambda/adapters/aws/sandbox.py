@@ -23,6 +23,10 @@ class LambdaSandbox:
         self._function = function_name
         self._client = client
 
+    def programs(self) -> frozenset[str]:
+        payload = self._invoke({"version": 1, "action": "programs"})
+        return frozenset(str(name) for name in payload.get("programs") or ())
+
     def run(self, run: SandboxRun) -> SandboxResult:
         request = {
             "version": 1,
@@ -33,6 +37,24 @@ class LambdaSandbox:
             "memory_mb": run.memory_mb,
             "output_max_chars": run.output_max_chars,
         }
+        payload = self._invoke(request)
+        return SandboxResult(
+            exit_code=payload.get("exit_code"),
+            stdout=str(payload.get("stdout", "")),
+            stderr=str(payload.get("stderr", "")),
+            timed_out=bool(payload.get("timed_out")),
+            out_of_memory=bool(payload.get("out_of_memory")),
+            truncated=bool(payload.get("truncated")),
+            files={
+                str(path): base64.b64decode(data)
+                for path, data in (payload.get("files") or {}).items()
+            },
+            skipped=tuple(str(path) for path in payload.get("skipped") or ()),
+            duration_ms=int(payload.get("duration_ms") or 0),
+        )
+
+    def _invoke(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The function's answer to `request`; ToolError when it failed or refused."""
         try:
             response = self._client.invoke(
                 FunctionName=self._function,
@@ -50,17 +72,4 @@ class LambdaSandbox:
         if not isinstance(payload, dict) or not payload.get("ok"):
             reason = payload.get("error") if isinstance(payload, dict) else None
             raise ToolError(f"the sandbox refused the run: {reason or 'malformed answer'}")
-        return SandboxResult(
-            exit_code=payload.get("exit_code"),
-            stdout=str(payload.get("stdout", "")),
-            stderr=str(payload.get("stderr", "")),
-            timed_out=bool(payload.get("timed_out")),
-            out_of_memory=bool(payload.get("out_of_memory")),
-            truncated=bool(payload.get("truncated")),
-            files={
-                str(path): base64.b64decode(data)
-                for path, data in (payload.get("files") or {}).items()
-            },
-            skipped=tuple(str(path) for path in payload.get("skipped") or ()),
-            duration_ms=int(payload.get("duration_ms") or 0),
-        )
+        return payload

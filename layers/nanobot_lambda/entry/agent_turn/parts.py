@@ -8,6 +8,7 @@ one run of a turn is in its `TurnRun`, never here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -18,10 +19,12 @@ from nanobot_lambda.core.albums import Albums
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext, earlier_blocks
+from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.jobs import AnyJob, chat_of
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import ChatModel, TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
+from nanobot_lambda.core.sandbox import describe_programs
 from nanobot_lambda.core.scopes import ScopeSwitch, scope_of_chat
 from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.core.tools import Tool, ToolRegistry
@@ -44,6 +47,9 @@ from nanobot_lambda.tools.sandbox import ExecTool
 # Consolidations a turn may run first to make its request fit the model's window (each one
 # summarises what fits one model request).
 BUDGET_CONSOLIDATIONS = 3
+
+
+logger = logging.getLogger(__name__)
 
 
 class TurnParts:
@@ -69,7 +75,18 @@ class TurnParts:
         consolidation_model = self._metered_or_main(services.consolidation_model)
         # The workspace of the job's scope (core/scopes.py): the owner's, a person's, a group's.
         self.workspace = ScopeSwitch(stores.workspace, stores.scope_workspace)
-        self.context = ContextBuilder(self.workspace, environ)  # skills check `requires.env`
+        # Skills check `requires.env`, and `requires.bins` against what the sandbox has.
+        self._sandbox = services.sandbox
+        self._sandbox_found: frozenset[str] | None = None
+        if services.sandbox is None:
+            self.context = ContextBuilder(self.workspace, environ)
+        else:
+            self.context = ContextBuilder(
+                self.workspace,
+                environ,
+                which=lambda name: name if name in self.sandbox_programs() else None,
+                programs_line=lambda: describe_programs(self.sandbox_programs()),
+            )
         self.recall = HistoryRecall(self.workspace, max_chars=settings.recall_max_chars)
         self.albums = Albums(stores.albums)
         transcriber = self.meter.metered_transcriber(services.transcriber)
@@ -142,6 +159,17 @@ class TurnParts:
             Pairing(stores.pairing, clock=clock),
             settings.owner,
         )
+
+    def sandbox_programs(self) -> frozenset[str]:
+        """The programs the sandbox's runs find: asked once per container (again on the next
+        turn if the sandbox could not be asked)."""
+        if self._sandbox_found is None and self._sandbox is not None:
+            try:
+                self._sandbox_found = self._sandbox.programs()
+            except ToolError as error:
+                logger.warning("sandbox programs unknown: %s", error)
+                return frozenset()
+        return self._sandbox_found or frozenset()
 
     def enter_scope(self, job: AnyJob) -> None:
         """Work in the scope of the job's chat (its person's, its group's, or the owner's),
