@@ -344,9 +344,9 @@ def main() -> None:
     before = totals[f"before ({args.baseline})"]
     now = totals["now"]
     print(
-        f"  tokens outside the prefix, now / before: {now['outside'] / before['outside']:.2f}"
-        f" ({now['outside_after_first'] / before['outside_after_first']:.2f} without the first"
-        " request, the same cold system prompt and tools in both; goal ≤ 0.60)"
+        f"  tokens outside the prefix, now / before: {now['outside'] / before['outside']:.3f}"
+        f" ({now['outside_after_first'] / before['outside_after_first']:.3f} without the first"
+        " request, which no cache serves in either; goal ≤ 0.60)"
     )
     print(
         "  prefix share: over the requests neither first nor right after a consolidation"

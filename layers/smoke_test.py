@@ -11,7 +11,9 @@ beyond 127.0.0.1 refused. In it:
   stand-in (tests/support/scripted_model.py, served on 127.0.0.1 by this interpreter): the tool
   call and then the reply must parse;
 - tokens are counted for the tokenizers litellm picks (o200k_base, cl100k_base, Claude's,
-  a llama-3 model) with no download: the encodings ship in the layer.
+  a llama-3 model) with no download: the encodings ship in the layer;
+- every compiled extension in the layers is imported: none was broken by prune.py's strip,
+  including those no handler loads at start-up (hf_xet, aiohttp's parsers...).
 
 Exits 1 with the reason on any failure, including any attempt to reach the network.
 """
@@ -110,6 +112,17 @@ result["mcp_call"] = remote.call("add", {"a": 2, "b": 40}, 30).text
 sandbox = modules["sandbox"]  # the code sandbox's handler, on python3.12
 ran = sandbox.handler({"version": 1, "language": "python", "code": "print(6 * 7)"}, None)
 result["sandbox"] = {key: ran.get(key) for key in ("ok", "exit_code", "stdout", "error")}
+import importlib
+result["extensions"], result["extension_failures"] = 0, {}
+for layer in map(Path, json.loads(sys.argv[4])):
+    for extension in sorted(layer.rglob("*.so")):
+        relative = extension.relative_to(layer)
+        name = ".".join((*relative.parts[:-1], relative.name.split(".")[0]))
+        result["extensions"] += 1
+        try:
+            importlib.import_module(name)
+        except Exception as error:
+            result["extension_failures"][name] = f"{type(error).__name__}: {error}"[:300]
 result["blocked"] = blocked
 print(json.dumps(result))
 """
@@ -161,6 +174,7 @@ def run_child(
                 str(ROOT / "functions"),
                 json.dumps(FUNCTIONS),
                 json.dumps(TOKENIZER_MODELS),
+                json.dumps([str(layer) for layer in path[:2]]),
             ],
             env=env,
             cwd=home,
@@ -170,7 +184,7 @@ def run_child(
             check=False,
         )
     if completed.returncode != 0:
-        raise RuntimeError(completed.stderr[-4000:])
+        raise RuntimeError(f"exit code {completed.returncode}\n{completed.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return result
 
@@ -185,6 +199,8 @@ def check(result: dict[str, Any], path: list[Path], server: ScriptedModelServer)
         return f"aws_xray_sdk came from {result['xray_file']}, not the CoreLayer"
     if not result["mcp_file"].startswith(str(path[1])):
         return f"mcp came from {result['mcp_file']}, not the LlmLayer"
+    if result["extension_failures"] or not result["extensions"]:
+        return f"compiled extensions do not load: {result['extension_failures']}"
     if result["sandbox"] != {"ok": True, "exit_code": 0, "stdout": "42\n", "error": None}:
         return f"the sandbox did not run code: {result['sandbox']}"
     if "add" not in result["mcp_tools"] or result["mcp_call"] != "42":
@@ -238,6 +254,7 @@ def main(argv: list[str]) -> int:
     print(
         f"  MCP client: {len(result['mcp_tools'])} tools listed, add(2, 40) = {result['mcp_call']}"
     )
+    print(f"  compiled extensions imported: {result['extensions']}")
     return 0
 
 

@@ -32,8 +32,8 @@ def cron(jobs: MemoryJobStore, **arguments: Any) -> str:
 def test_the_quiet_argument_is_documented_in_the_schema() -> None:
     quiet = CronTool.parameters["properties"]["quiet"]
     assert quiet["type"] == "boolean"
-    assert "only when there is something new or needing attention" in quiet["description"]
-    assert "stay silent" in quiet["description"]
+    assert "Tasks only" in quiet["description"]
+    assert "only what is new or needs attention" in quiet["description"]
 
 
 def test_a_quiet_task_is_stored_and_listed_as_quiet() -> None:

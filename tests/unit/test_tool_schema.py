@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pytest
 
 from nanobot_lambda.core.model import ToolCall
-from nanobot_lambda.core.tool_schema import ArgumentError, validate
+from nanobot_lambda.core.tool_schema import ArgumentError, for_model, validate
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 
 
@@ -251,3 +251,65 @@ def test_registry_reports_every_problem_in_one_result() -> None:
         "argument 'tags[1]' must be of type string (got object); "
         "argument 'kind' must be one of 'reminder', 'task' (got 'alarm')."
     )
+
+
+def test_the_model_is_not_sent_what_the_registry_enforces_anyway() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "maxLength": 40},
+            "note": {"type": "string", "minLength": 3},
+            "items": {
+                "type": "array",
+                "items": {"type": "object", "properties": {}, "additionalProperties": False},
+            },
+            "either": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]},
+            "extra": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
+            # Properties that happen to be called like the keywords are the tool's own.
+            "additionalProperties": {"type": "boolean"},
+            "minLength": {"type": "integer"},
+        },
+        "additionalProperties": False,
+    }
+    assert for_model(schema) == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 40},
+            "note": {"type": "string", "minLength": 3},
+            "items": {"type": "array", "items": {"type": "object", "properties": {}}},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "extra": {"type": "object", "additionalProperties": {"type": "string"}},
+            "additionalProperties": {"type": "boolean"},
+            "minLength": {"type": "integer"},
+        },
+    }
+    assert schema["additionalProperties"] is False  # the tool's own schema is left as it was
+
+
+class Named(Tool):
+    name = "named"
+    description = "Takes a name."
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "minLength": 1}},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+
+    def run(self, *args: Any, **arguments: Any) -> str:
+        return f"hello {arguments['name']}"
+
+
+def test_what_the_model_is_not_sent_is_still_enforced_on_each_call() -> None:
+    registry = ToolRegistry([Named()])
+    sent = registry.definitions()[0]["function"]["parameters"]
+    assert sent == {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    }
+    assert registry.execute(ToolCall("1", "named", '{"name": "", "age": 3}')) == (
+        "Error: invalid arguments for named: argument 'name' must be at least 1 characters "
+        "long (got 0); unknown argument 'age' (expected: name)."
+    )
+    assert registry.execute(ToolCall("2", "named", '{"name": "Ada"}')) == "hello Ada"

@@ -60,6 +60,34 @@ def validate(schema: Mapping[str, Any], value: Any) -> Any:
     return result
 
 
+# What validate() enforces that the model needs no telling: an object takes no arguments but its
+# properties, and a string is not empty. Left out of the schemas the model is sent (about 100 of
+# the tool definitions' 1,600 tokens, paid on every uncached request); still checked on each call,
+# whose error says what was wrong.
+_ENFORCED_ONLY = (("additionalProperties", False), ("minLength", 1))
+
+
+def for_model(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` as the model is sent it: without the keywords of _ENFORCED_ONLY (at any depth;
+    a property that happens to be called so is kept)."""
+    trimmed: dict[str, Any] = {}
+    for keyword, value in schema.items():
+        if any(keyword == key and _same(value, implied) for key, implied in _ENFORCED_ONLY):
+            continue
+        if keyword == "properties" and isinstance(value, Mapping):
+            value = {name: _sub_schema(item) for name, item in value.items()}
+        elif keyword in ("items", "additionalProperties"):
+            value = _sub_schema(value)
+        elif keyword in ("anyOf", "oneOf") and isinstance(value, list):
+            value = [_sub_schema(branch) for branch in value]
+        trimmed[keyword] = value
+    return trimmed
+
+
+def _sub_schema(value: Any) -> Any:
+    return for_model(value) if isinstance(value, Mapping) else value
+
+
 def _check(
     schema: Mapping[str, Any], value: Any, path: str, problems: list[str], cast: bool
 ) -> Any:

@@ -17,7 +17,7 @@ from nanobot_lambda.core import telemetry
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.model import ToolCall, function_tool
 from nanobot_lambda.core.redaction import redact
-from nanobot_lambda.core.tool_schema import ArgumentError, validate
+from nanobot_lambda.core.tool_schema import ArgumentError, for_model, validate
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,8 @@ class Tool(ABC):
         """Run with validated keyword arguments; raise ToolError for failures the model can fix."""
 
     def definition(self) -> dict[str, Any]:
-        return function_tool(self.name, self.description, self.parameters)
+        """What the model is sent: `parameters` without what the registry enforces anyway."""
+        return function_tool(self.name, self.description, for_model(self.parameters))
 
 
 class ToolRegistry:

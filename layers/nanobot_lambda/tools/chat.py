@@ -74,9 +74,8 @@ class CronTool(Tool):
             "job_id": {"type": "string"},
             "quiet": {
                 "type": "boolean",
-                "description": "Tasks only: report only when there is something new or needing "
-                "attention; otherwise stay silent (for checks and monitoring). Default false: "
-                "every run reports.",
+                # The cron skill says more (quiet tasks compare with the earlier runs).
+                "description": "Tasks only: report only what is new or needs attention.",
             },
         },
         "required": ["action"],
