@@ -5,6 +5,7 @@ framed, and a sandbox that refuses or fails is an error result."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.model import ToolCall
@@ -126,3 +127,35 @@ def test_skills_and_the_prompt_know_the_sandbox_s_programs() -> None:
     assert '<skill available="true"><name>py</name>' in system  # python3: the sandbox has it
     assert '<skill available="false"><name>vcs</name>' in system
     assert "<requires>bin:git</requires>" in system
+
+
+def test_a_sandbox_that_cannot_be_asked_is_asked_again_a_minute_later() -> None:
+    sandbox = FakeSandbox(
+        error="the sandbox could not be reached (503)", programs=frozenset({"sh"})
+    )
+    now = [datetime(2026, 11, 25, 12, 0, tzinfo=UTC)]
+    bot = Bot(
+        ScriptedModel(text("Hi."), text("Again."), text("Later.")),
+        sandbox=sandbox,
+        clock=lambda: now[0],
+    )
+    # Three skills to check against the sandbox's programs: one failed ask covers them all.
+    skill = "---\nname: {0}\ndescription: Uses {0}.\nrequires:\n  bins: [{0}]\n---\nBody."
+    for program in ("sh", "git", "jq"):
+        bot.workspace.files[f"skills/{program}/SKILL.md"] = skill.format(program).encode()
+    bot.process(message("hi", 900000001))
+    assert sandbox.asked == 1
+    sandbox.error = None
+    now[0] += timedelta(seconds=30)
+    bot.process(message("again", 900000002))
+    assert sandbox.asked == 1  # not yet
+    now[0] += timedelta(seconds=31)
+    bot.process(message("later", 900000003))
+
+    first, second, third = (request[0][0]["content"] for request in bot.model.requests)
+    assert "# Sandbox" not in first  # not "no programs": unknown is left unsaid
+    assert '<skill available="false"><name>sh</name>' in first
+    assert "# Sandbox" not in second
+    assert "# Sandbox\n\nexec has sh." in third
+    assert '<skill available="true"><name>sh</name>' in third
+    assert sandbox.asked == 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -79,6 +80,7 @@ class Bot:
     consolidation_model: ScriptedModel | None = None  # CONSOLIDATION_MODEL
     speaker: RecordingSpeaker | None = None  # TTS_MODEL
     sandbox: Any = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
+    clock: Callable[[], datetime] | None = None  # default: the real time
     settings: dict[str, str] = field(default_factory=dict)
 
     def scope_workspace(self, scope: Scope) -> MemoryWorkspace:
@@ -114,7 +116,11 @@ class Bot:
             self.metrics,
         )
         environment = {**AGENT_ENV, "ALLOW_FROM": str(ADA), **self.settings}
-        self.service = TurnService(AgentSettings.from_env(environment), ports, environ={})
+        settings = AgentSettings.from_env(environment)
+        if self.clock is None:
+            self.service = TurnService(settings, ports, environ={})
+        else:
+            self.service = TurnService(settings, ports, environ={}, clock=self.clock)
 
     def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None:
         self.service.process(job, remaining_ms)

@@ -140,8 +140,9 @@ class ContextBuilder:
         memory = self._read(MEMORY_FILE)
         if memory:
             sections.append(f"# Memory\n\n{_cap(memory, MAX_FILE_CHARS)}")
-        if self._programs_line is not None:
-            sections.append(f"# Sandbox\n\n{self._programs_line()}")
+        programs = self._programs_line() if self._programs_line is not None else ""
+        if programs:
+            sections.append(f"# Sandbox\n\n{programs}")
         skills = load_skills(self._workspace_skills(), self._environ, self._which)
         sections += [render_active_skills(skills), render_skills_summary(skills)]
         return SECTION_SEPARATOR.join(section for section in sections if section)

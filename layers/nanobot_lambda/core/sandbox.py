@@ -56,7 +56,10 @@ NOTABLE_PROGRAMS = (
 
 
 def describe_programs(programs: frozenset[str]) -> str:
-    """The system prompt's line on the sandbox: the notable programs it has, and how many."""
+    """The system prompt's line on the sandbox: the notable programs it has, and how many;
+    empty while they are not known (the sandbox could not be asked yet)."""
+    if not programs:
+        return ""
     named = [name for name in NOTABLE_PROGRAMS if name in programs]
     others = len(programs) - len(named)
     listed = ", ".join(named) if named else "no notable programs"

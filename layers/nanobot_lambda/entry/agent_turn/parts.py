@@ -47,6 +47,8 @@ from nanobot_lambda.tools.sandbox import ExecTool
 # Consolidations a turn may run first to make its request fit the model's window (each one
 # summarises what fits one model request).
 BUDGET_CONSOLIDATIONS = 3
+# After the sandbox could not say which programs it has: seconds before it is asked again.
+SANDBOX_ASK_AGAIN_SECONDS = 60
 
 
 logger = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ class TurnParts:
         # Skills check `requires.env`, and `requires.bins` against what the sandbox has.
         self._sandbox = services.sandbox
         self._sandbox_found: frozenset[str] | None = None
+        self._sandbox_retry_at = 0.0  # when to ask again after a failed ask (a timestamp)
         if services.sandbox is None:
             self.context = ContextBuilder(self.workspace, environ)
         else:
@@ -161,13 +164,18 @@ class TurnParts:
         )
 
     def sandbox_programs(self) -> frozenset[str]:
-        """The programs the sandbox's runs find: asked once per container (again on the next
-        turn if the sandbox could not be asked)."""
+        """The programs the sandbox's runs find: asked once per container. If it could not be
+        asked, not again for a minute: one prompt checks every skill's `requires.bins`, and a
+        sandbox that is down must not be called for each."""
         if self._sandbox_found is None and self._sandbox is not None:
+            now = self.clock().timestamp()
+            if now < self._sandbox_retry_at:
+                return frozenset()
             try:
                 self._sandbox_found = self._sandbox.programs()
             except ToolError as error:
                 logger.warning("sandbox programs unknown: %s", error)
+                self._sandbox_retry_at = now + SANDBOX_ASK_AGAIN_SECONDS
                 return frozenset()
         return self._sandbox_found or frozenset()
 
