@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.model import ToolCall
-from nanobot_lambda.core.sandbox import SandboxResult, SandboxRun
+from nanobot_lambda.core.sandbox import MAX_FILES, SandboxResult, SandboxRun
 from nanobot_lambda.core.scopes import ScopedWorkspace
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.sandbox import ExecTool
@@ -86,6 +86,29 @@ def test_a_missing_file_a_hostile_path_and_a_failing_sandbox_are_errors_for_the_
     assert execute(failing, language="python", code="1").startswith(
         "Error: the sandbox could not be reached"
     )
+
+
+def test_arguments_beyond_the_schema_are_refused_before_the_sandbox_is_called() -> None:
+    sandbox = FakeSandbox()
+    registry = ToolRegistry([ExecTool(sandbox, MemoryWorkspace(), 10_000)])
+    assert execute(registry, language="python", code="1", cwd="/") == (
+        "Error: invalid arguments for exec: unknown argument 'cwd' "
+        "(expected: language, code, files, timeout_seconds)."
+    )
+    assert execute(registry, language="python", code="") == (
+        "Error: invalid arguments for exec: argument 'code' must be at least 1 characters "
+        "long (got 0)."
+    )
+    assert execute(registry, language="python", code="1", timeout_seconds=61) == (
+        "Error: timeout_seconds must be 1 to 60"
+    )
+    too_many = [f"f{n}" for n in range(MAX_FILES + 1)]
+    assert execute(registry, language="python", code="1", files=too_many) == (
+        f"Error: at most {MAX_FILES} files per run"
+    )
+    assert sandbox.runs == []
+    sent = registry.definitions()[0]["function"]["parameters"]
+    assert "additionalProperties" not in sent and "minLength" not in sent["properties"]["code"]
 
 
 def test_time_and_memory_limits_are_told_plainly() -> None:

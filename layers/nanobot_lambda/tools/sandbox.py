@@ -42,11 +42,14 @@ class ExecTool(Tool):
         "type": "object",
         "properties": {
             "language": {"enum": ["python", "shell"]},
-            "code": {"type": "string"},
+            "code": {"type": "string", "minLength": 1},
             "files": {"type": "array", "items": {"type": "string"}},
             "timeout_seconds": {"type": "integer"},
         },
         "required": ["language", "code"],
+        # Checked, not sent (core/tool_schema.for_model). The limits on files and time are
+        # checked in run(), so the model is not sent them either.
+        "additionalProperties": False,
     }
     mutates = True  # it writes files back
 
