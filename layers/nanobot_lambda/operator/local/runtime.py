@@ -111,6 +111,10 @@ class QueuePoller:
         self._queue_arn = attributes["Attributes"]["QueueArn"]
         self.invocations = 0
         self.failures = 0
+        # When the last failed message becomes visible again. moto computes the queue's visible
+        # and in-flight counts at slightly different instants, so at that very moment both can
+        # read 0; until then the poller knows a retry is coming without asking the queue.
+        self._retry_due = 0.0
 
     def poll_once(self, wait_seconds: int = 0) -> int:
         """Receive one batch and run the handler on it; returns how many messages were received."""
@@ -142,6 +146,7 @@ class QueuePoller:
                     ReceiptHandle=message["ReceiptHandle"],
                     VisibilityTimeout=self._retry_delay,
                 )
+                self._retry_due = time.monotonic() + self._retry_delay + 0.2
             else:
                 self._sqs.delete_message(
                     QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"]
@@ -175,6 +180,8 @@ class QueuePoller:
         raise TimeoutError(f"queue not idle within {max_seconds} s")
 
     def _has_in_flight(self) -> bool:
+        if time.monotonic() < self._retry_due:
+            return True
         attributes = self._sqs.get_queue_attributes(
             QueueUrl=self._queue_url,
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
