@@ -96,19 +96,27 @@ def prune(root: Path) -> int:
 
 def strip_extensions(root: Path) -> int:
     """Strip the symbol tables of the compiled extensions under root; return the bytes saved."""
-    strip = shutil.which("strip")
-    # The build machine's own binutils, found on PATH, on files pip just installed.
-    version = [strip, "--version"] if strip else None
-    if version is None or subprocess.run(version, capture_output=True, check=False).returncode:  # noqa: S603
+    strip = _binutils_strip()
+    if strip is None:
         print("  not stripped: no GNU or LLVM `strip` (binutils) on this machine")
         return 0
     extensions = sorted(path for path in root.rglob("*.so*") if _is_elf(path))
     before = sum(path.stat().st_size for path in extensions)
     if extensions:
-        subprocess.run([version[0], "--strip-unneeded", *map(str, extensions)], check=True)  # noqa: S603
+        subprocess.run([strip, "--strip-unneeded", *map(str, extensions)], check=True)  # noqa: S603
     saved = before - sum(path.stat().st_size for path in extensions)
     print(f"  stripped {saved / 1e6:5.1f} MB  symbols of {len(extensions)} compiled extensions")
     return saved
+
+
+def _binutils_strip() -> str | None:
+    """The build machine's GNU or LLVM strip on PATH; None for none, or for macOS's own (it has
+    no --version and cannot read Linux ELF files)."""
+    strip = shutil.which("strip")
+    if strip is None:
+        return None
+    answered = subprocess.run([strip, "--version"], capture_output=True, check=False)  # noqa: S603
+    return strip if answered.returncode == 0 else None
 
 
 def _is_elf(path: Path) -> bool:
