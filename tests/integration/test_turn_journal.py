@@ -9,10 +9,21 @@ import pytest
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
-from nanobot_lambda.adapters.aws.journal import MAX_CHECKPOINT_BYTES, DynamoTurnJournal
+from nanobot_lambda.adapters.aws.journal import (
+    MAX_CHECKPOINT_BYTES,
+    DynamoTurnJournal,
+    turn_sort_key,
+)
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
-from nanobot_lambda.core.journal import TurnProgress, progress_in
+from nanobot_lambda.core.journal import (
+    Aside,
+    Shown,
+    TurnProgress,
+    identity,
+    progress_in,
+    with_aside,
+)
 from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.cfn import TemplateContext
@@ -65,7 +76,7 @@ def test_a_run_that_died_after_a_send_is_resumed_without_sending_it_again(
 
     # Run 2 resumes from the checkpoint and makes the same sends again, then its answer.
     again = open_turn(sessions, journal, "update-1")
-    assert (again.iterations, again.sends, again.sent) == (1, 1, {1, 2})
+    assert (again.iterations, again.sends, sorted(again.sent)) == (1, 1, [1, 2])
     assert again.messages == [{"role": "assistant", "content": "s1"}]
     outbox = JournaledOutbox(bot(bot_api), journal, KEY, again)
     outbox.send(111111111, "Step 2 done")  # number 2: sent by run 1, skipped
@@ -127,9 +138,10 @@ def test_a_checkpoint_too_big_for_an_item_is_skipped_not_fatal(journal: DynamoTu
 
 def test_a_send_recorded_twice_is_reported_not_raised(journal: DynamoTurnJournal) -> None:
     progress = TurnProgress("update-5")
-    journal.record_send(KEY, progress, 1)
-    journal.record_send(KEY, TurnProgress("update-5"), 1)  # a second run sent it too
-    assert journal.get(KEY, "update-5").sent == {1}
+    first, second = Shown(identity("text", "one"), "one"), Shown(identity("text", "two"), "two")
+    journal.record_send(KEY, progress, 1, first)
+    journal.record_send(KEY, TurnProgress("update-5"), 1, second)  # a second run sent one too
+    assert journal.get(KEY, "update-5").sent == {1: first}  # the first record stands
 
 
 def long_message(parts: int) -> str:
@@ -153,12 +165,54 @@ def test_each_part_telegram_accepted_is_recorded_before_the_next_is_sent(
 
     faults.clear()
     again = open_turn(sessions, journal, "update-6")
-    assert again.parts == {(1, 1), (1, 2)} and again.sent == set()
-    # The retry asks for another text (a model rarely writes the same twice): the message the
-    # user began reading is finished instead, from its first part not yet accepted.
+    assert again.parts == {(1, 1), (1, 2)} and again.sent == {}
+    # The retry says something else (a model rarely writes the same twice): the message the
+    # user began reading is finished first, from its first part not yet accepted, then set
+    # aside (it was shown), and the new text is sent as the turn's message 1.
     JournaledOutbox(bot(bot_api), journal, KEY, again).send(111111111, "A different answer.")
-    assert part_numbers(bot_api) == ["Part 1", "Part 2", "Part 3", "Part 4"]
-    assert open_turn(sessions, journal, "update-6").sent == {1}
+    assert part_numbers(bot_api) == ["Part 1", "Part 2", "Part 3", "Part 4", "A different answer."]
+    recorded = open_turn(sessions, journal, "update-6")
+    assert recorded.sent == {
+        1: Shown(identity("text", "A different answer."), "A different answer.")
+    }
+    assert recorded.aside == [Aside(0, long_message(4))]
+    assert recorded.parts == set() and recorded.partial is None
+
+
+def test_a_retry_that_answers_differently_sends_its_answer_and_keeps_what_was_shown(
+    journal: DynamoTurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+) -> None:
+    """Run 1 sent its progress text, then died in the tool. Run 2's model answers at once: the
+    answer is not taken for the progress text sent under its number; it is sent, and the
+    progress text is kept aside, so the turn saves both, in the order the user saw them."""
+    first = TurnProgress("update-9")
+    JournaledOutbox(bot(bot_api), journal, KEY, first).send(111111111, "Let me check…")
+    del first  # the container is gone
+
+    again = open_turn(sessions, journal, "update-9")
+    JournaledOutbox(bot(bot_api), journal, KEY, again).send(111111111, "It is 42.", record=False)
+    assert [m.plain_text for m in bot_api.messages] == ["Let me check…", "It is 42."]
+    recorded = open_turn(sessions, journal, "update-9")
+    assert recorded.sent == {} and recorded.aside == [Aside(0, "Let me check…")]
+    answer = {"role": "assistant", "content": "It is 42."}
+    assert with_aside([answer], recorded.aside) == [
+        {"role": "assistant", "content": "Let me check…"},
+        answer,
+    ]
+
+
+def test_an_ended_turn_is_recorded_with_its_message_number(
+    journal: DynamoTurnJournal, sessions: DynamoSessionStore
+) -> None:
+    progress = TurnProgress("update-10")
+    journal.record_send(
+        KEY, progress, 1, Shown(identity("text", "File too large"), "File too large")
+    )
+    journal.end(KEY, progress, "model_error", 2)
+    recorded = open_turn(sessions, journal, "update-10")
+    assert (recorded.ended, recorded.ended_at, sorted(recorded.sent)) == ("model_error", 2, [1])
+    journal.checkpoint(KEY, recorded)  # a checkpoint keeps it
+    assert open_turn(sessions, journal, "update-10").ended == "model_error"
 
 
 def test_the_last_part_of_the_final_answer_is_left_to_the_save(
@@ -170,16 +224,28 @@ def test_the_last_part_of_the_final_answer_is_left_to_the_save(
     )
     recorded = open_turn(sessions, journal, "update-7")
     assert recorded.parts == {(1, 1), (1, 2)}
-    assert recorded.sent == set()  # the transaction that saves the turn records the rest
+    assert recorded.sent == {}  # the transaction that saves the turn records the rest
 
 
 def test_parts_survive_a_checkpoint_and_an_old_record_of_whole_messages_still_reads(
-    journal: DynamoTurnJournal, sessions: DynamoSessionStore, bot_api: LocalBotApi
+    journal: DynamoTurnJournal,
+    sessions: DynamoSessionStore,
+    bot_api: LocalBotApi,
+    resources: TemplateContext,
 ) -> None:
-    progress = TurnProgress("update-8", sent={1})  # as recorded before messages had parts
-    journal.checkpoint(KEY, progress)
+    # As recorded before messages had identities: message 1 by number only (a number set).
+    dynamodb_client().put_item(
+        TableName=resources.refs["SessionsTable"],
+        Item={
+            "pk": {"S": KEY},
+            "sk": {"S": turn_sort_key("update-8")},
+            "sent": {"NS": ["1"]},
+            "iterations": {"N": "0"},
+            "sends": {"N": "0"},
+        },
+    )
     outbox = JournaledOutbox(bot(bot_api), journal, KEY, open_turn(sessions, journal, "update-8"))
-    outbox.send(111111111, "sent by the old run")  # skipped, as then
+    outbox.send(111111111, "sent by the old run, said otherwise now")  # skipped, as then
     BotApiFaults(bot_api).fail("sendMessage", 502, times=-1, when=lambda p: "Part 2" in p["text"])
     with pytest.raises(TelegramError):
         outbox.send(111111111, long_message(2))
@@ -188,6 +254,6 @@ def test_parts_survive_a_checkpoint_and_an_old_record_of_whole_messages_still_re
     journal.checkpoint(KEY, progress)  # an iteration recorded later keeps what was sent
 
     resumed = open_turn(sessions, journal, "update-8")
-    assert (resumed.sent, resumed.parts) == ({1}, {(2, 1)})
+    assert (resumed.sent, resumed.parts) == ({1: Shown(None)}, {(2, 1)})
     assert resumed.text_of(2) == long_message(2) and resumed.text_of(1) is None
     assert part_numbers(bot_api) == ["Part 1"]

@@ -17,7 +17,7 @@ from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
-from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.model import ModelReply, Speech, TextStream, ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
@@ -592,9 +592,11 @@ class MemoryTurnJournal:
         progress.recorded = True
         self.records[(session_key, progress.turn_id)] = copy.deepcopy(progress)
 
-    def record_send(self, session_key: str, progress: TurnProgress, number: int) -> None:
-        self._stored(session_key, progress).sent.add(number)
-        progress.sent.add(number)
+    def record_send(
+        self, session_key: str, progress: TurnProgress, number: int, shown: Shown
+    ) -> None:
+        self._stored(session_key, progress).sent.setdefault(number, shown)
+        progress.sent[number] = shown
         progress.recorded = True
 
     def record_part(
@@ -605,6 +607,30 @@ class MemoryTurnJournal:
         progress.parts.add((number, part))
         if part == 1:
             stored.partial = progress.partial = (number, text)
+        progress.recorded = True
+
+    def set_aside(
+        self, session_key: str, progress: TurnProgress, numbers: list[int], at: int
+    ) -> None:
+        stored = self._stored(session_key, progress)
+        aside = [
+            Aside(at, progress.sent[number].text)
+            for number in sorted(numbers)
+            if number in progress.sent and progress.sent[number].identity is not None
+        ]
+        for record in (stored, progress):
+            for number in numbers:
+                record.sent.pop(number, None)
+            record.parts = {part for part in record.parts if part[0] not in numbers}
+            if record.partial is not None and record.partial[0] in numbers:
+                record.partial = None
+            record.aside.extend(aside)
+        progress.recorded = True
+
+    def end(self, session_key: str, progress: TurnProgress, text: str, number: int) -> None:
+        stored = self._stored(session_key, progress)
+        stored.ended = progress.ended = text
+        stored.ended_at = progress.ended_at = number
         progress.recorded = True
 
     def finish(self, session_key: str, progress: TurnProgress) -> list[StoredWrite]:
@@ -640,6 +666,7 @@ class MemorySessionStore:
         self.recent: dict[str, tuple[str, ...]] = {}
         self.journal = journal
         self.advance_failures = 0  # advance_cursor dies this many times (a crash, mid-way)
+        self.append_failures: list[BaseException] = []  # the next appends raise these, in turn
         self.advances: list[tuple[str, int, int]] = []
 
     def load(self, key: str, limit: int) -> SessionHistory:
@@ -663,6 +690,8 @@ class MemorySessionStore:
         turn_id: str | None = None,
         also: Sequence[StoredWrite] = (),
     ) -> None:
+        if self.append_failures:
+            raise self.append_failures.pop(0)
         stored = self.messages.setdefault(history.key, [])
         if len(stored) != history.next_seq:
             raise SessionConflict(history.key)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from nanobot_lambda.core import texts
 from nanobot_lambda.core.albums import album_key
-from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.errors import ChannelError, ModelError
 from nanobot_lambda.core.jobs import TelegramUpdateJob
 from tests.conftest import album_updates, telegram_update
 from tests.support.fakes import ScriptedModel, text
@@ -73,16 +76,29 @@ def test_a_part_that_arrives_after_the_album_was_answered_gets_its_own_turn() ->
 
 
 def test_a_retried_album_turn_answers_the_same_parts_once() -> None:
-    photos = bot(ModelError("model unavailable"), text("Two photos."))
+    photos = bot(text("Two photos."), text("Two photos."))
+    photos.channel.fail_on = "Two photos."  # Telegram fails the answer: SQS retries the job
     jobs = received(photos, album_updates(2))
-    photos.process(jobs[0])  # the model fails: an apology, nothing saved
-    apology = list(photos.said)
-    photos.process(jobs[0])  # the user's retry is SQS's here: the same job again
+    with pytest.raises(ChannelError):
+        photos.process(jobs[0])
+    photos.process(jobs[0])  # SQS's retry
     photos.process(jobs[1])
 
-    assert photos.said == [*apology, "Two photos."]
+    assert photos.said == ["Two photos."]
     assert images_sent(photos, 1) == 2
     assert len(photos.albums.claims) == 1
+
+
+def test_an_album_whose_turn_ended_with_the_apology_is_not_answered_by_a_redelivery() -> None:
+    photos = bot(ModelError("model unavailable"), text("never asked for"))
+    jobs = received(photos, album_updates(2))
+    photos.process(jobs[0])  # the model fails: an apology, nothing saved
+    for job in [jobs[0], *jobs]:  # delivered again (a crash, a lost ack): nothing more
+        photos.process(job)
+
+    assert photos.said == [texts.load("model_error")]
+    assert len(photos.model.requests) == 1
+    assert photos.saved() == []
 
 
 def test_a_repeated_delivery_of_an_answered_album_is_skipped() -> None:

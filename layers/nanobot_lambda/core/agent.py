@@ -7,10 +7,13 @@ nothing, so an error never becomes an assistant message in the session. Between 
 loop asks `should_stop` (the user's /stop) and ends early, keeping what was done; a spending
 limit reached before a model call (`SpendLimitReached`) ends the turn the same way.
 
-A turn can outlive one Lambda invocation: after each iteration `on_iteration` records what was
-done, a turn resumes from such a record (`resume`), and when `time_left` says too little time
-remains for another model call the loop returns a `suspended` outcome for the caller to continue
-in a fresh invocation.
+A turn can outlive one Lambda invocation, and a run of it can die at any moment: a step that
+calls tools is recorded by `on_step` before its progress is shown and its tools run (write-ahead),
+and by `on_iteration` once its results are in; a turn resumes from such a record (`resume`): a
+step recorded without its results has its tools run again, the model is not asked for it again
+(a model asked again may say something else). When `time_left` says too little time remains for
+another model call, or `tool_time_left` too little for the step's tools, the loop returns a
+`suspended` outcome for the caller to continue in a fresh invocation.
 
 With `on_text`, each model call is streamed and the text it writes so far (reasoning left out)
 goes to `on_text` as it arrives, the text before tool calls as much as the final answer; what
@@ -31,6 +34,7 @@ from typing import Any
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.budget import RequestFitter
 from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.journal import pending_tool_calls
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage
 from nanobot_lambda.core.ports import ChatModel
 from nanobot_lambda.core.reasoning import strip_thinking
@@ -55,7 +59,7 @@ _HINT_ICONS = {
 
 Progress = Callable[[str], None]
 StopCheck = Callable[[], bool]
-IterationDone = Callable[["TurnOutcome"], None]
+Record = Callable[["TurnOutcome"], None]
 TimeLeft = Callable[[], float]
 
 
@@ -80,6 +84,14 @@ def truncate(text: str, limit: int) -> str:
     return (
         f"{text[:limit]}\n[… {len(text) - limit} more characters cut; read in parts or narrow it]"
     )
+
+
+def tool_calls_of(step: dict[str, Any]) -> list[ToolCall]:
+    """The tool calls of an assistant message, as the model made them."""
+    return [
+        ToolCall(call["id"], call["function"]["name"], call["function"].get("arguments") or "")
+        for call in step.get("tool_calls") or []
+    ]
 
 
 def tool_hint(call: ToolCall) -> str:
@@ -148,17 +160,21 @@ class AgentLoop:
         on_progress: Progress | None = None,
         should_stop: StopCheck | None = None,
         resume: Resume | None = None,
-        on_iteration: IterationDone | None = None,
+        on_step: Record | None = None,
+        on_iteration: Record | None = None,
         time_left: TimeLeft | None = None,
+        tool_time_left: TimeLeft | None = None,
         on_text: TextStream | None = None,
     ) -> TurnOutcome:
         """Run one turn from `messages` (system, history, user). Returns what to send and save.
 
         `new_messages` are the assistant and tool messages the turn produced (including those
         of `resume`), ready to save after the user message. `on_progress` receives text to show
-        while the turn goes on. `time_left` gives the seconds a model call may still take in
-        this invocation; at zero or below, the turn is suspended. `on_text` receives each
-        model call's visible text as it is written (see the module's docstring).
+        while the turn goes on. `on_step` records a step's tool calls before they run,
+        `on_iteration` the step with its results. `time_left` gives the seconds a model call may
+        still take in this invocation, `tool_time_left` those a step's tools may take; when
+        either is too short, the turn is suspended. `on_text` receives each model call's visible
+        text as it is written (see the module's docstring).
         """
         outcome = TurnOutcome(reply="", new_messages=[])
         if resume is not None:
@@ -167,6 +183,11 @@ class AgentLoop:
             if resume.answer is not None:
                 outcome.reply = resume.answer  # recorded before it was sent: finish sending it
                 return outcome
+        if pending_tool_calls(outcome.new_messages):
+            # A step recorded before its tools ran: run them, without asking the model again.
+            step = outcome.new_messages[-1]
+            if not self._step(step, outcome, on_progress, on_iteration, tool_time_left):
+                return self._suspend(outcome)
         definitions = self._tools.definitions()
         stream = None if on_text is None else visible_text(on_text)
         while outcome.iterations < self._max_iterations:
@@ -199,15 +220,38 @@ class AgentLoop:
             if not reply.tool_calls:
                 answer = strip_thinking(reply.content or "") or texts.load("empty_reply")
                 return self._finish(outcome, answer)
-            self._report_progress(reply, on_progress)
-            self._run_tools(reply, outcome)
-            if on_iteration is not None:
-                on_iteration(outcome)
+            step = self._step_message(reply)
+            outcome.new_messages.append(step)
+            outcome.tool_calls += len(reply.tool_calls)
+            if on_step is not None:
+                on_step(outcome)  # before anything of the step is shown or done
+            if not self._step(step, outcome, on_progress, on_iteration, tool_time_left):
+                return self._suspend(outcome)
 
         logger.warning("turn stopped at the tool iteration limit (%d)", self._max_iterations)
         limit_text = texts.render("iteration_limit", limit=self._max_iterations)
         outcome.hit_iteration_limit = True
         return self._finish(outcome, limit_text)
+
+    def _step(
+        self,
+        step: dict[str, Any],
+        outcome: TurnOutcome,
+        on_progress: Progress | None,
+        on_iteration: Record | None,
+        tool_time_left: TimeLeft | None,
+    ) -> bool:
+        """Show the step's progress and run its tools; False (nothing shown or run: the turn
+        goes on in a new invocation, which shows and runs it) when this invocation has too
+        little time left for them."""
+        calls = tool_calls_of(step)
+        if tool_time_left is not None and tool_time_left() < self._tools.seconds_needed(calls):
+            return False
+        self._report_progress(step, calls, on_progress)
+        self._run_tools(calls, outcome)
+        if on_iteration is not None:
+            on_iteration(outcome)
+        return True
 
     def _suspend(self, outcome: TurnOutcome) -> TurnOutcome:
         logger.info("turn suspended after %d steps: out of time", outcome.iterations)
@@ -220,19 +264,21 @@ class AgentLoop:
         outcome.new_messages.append({"role": "assistant", "content": text})
         return outcome
 
-    def _report_progress(self, reply: ModelReply, on_progress: Progress | None) -> None:
+    def _report_progress(
+        self, step: dict[str, Any], calls: list[ToolCall], on_progress: Progress | None
+    ) -> None:
         if on_progress is None:
             return
         lines = []
-        text = strip_thinking(reply.content or "")
-        if text:
-            lines.append(text)
+        if step.get("content"):
+            lines.append(str(step["content"]))
         if self._tool_hints:
-            lines += [tool_hint(call) for call in reply.tool_calls]
+            lines += [tool_hint(call) for call in calls]
         if lines:
             on_progress("\n".join(lines))
 
-    def _run_tools(self, reply: ModelReply, outcome: TurnOutcome) -> None:
+    def _step_message(self, reply: ModelReply) -> dict[str, Any]:
+        """The assistant message of a step that calls tools."""
         assistant: dict[str, Any] = {
             "role": "assistant",
             "content": strip_thinking(reply.content or "") or None,
@@ -249,9 +295,9 @@ class AgentLoop:
             assistant["reasoning_content"] = reply.reasoning_content
         if reply.thinking_blocks:
             assistant["thinking_blocks"] = list(reply.thinking_blocks)
-        outcome.new_messages.append(assistant)
-        calls = list(reply.tool_calls)
-        outcome.tool_calls += len(calls)
+        return assistant
+
+    def _run_tools(self, calls: list[ToolCall], outcome: TurnOutcome) -> None:
         for call in calls:
             logger.info("tool call", extra={"tool": call.name})
         if len(calls) > 1 and self._independent(calls):

@@ -1,24 +1,44 @@
-"""The turn journal: a turn survives a re-delivery, a crash and Lambda's time limit, and does
-not send the same message twice.
+"""The turn journal: a turn survives a re-delivery, a crash and Lambda's time limit, never sends
+the same message twice, and never loses its answer when a run of it says something else.
 
 Every turn has a stable id taken from its job (the Telegram update, the cron firing, the
 background task). While it runs, its progress (`TurnProgress`) is recorded:
-- `messages`: the assistant and tool messages of the iterations completed so far;
-- `sends`: how many messages the turn had sent when those iterations were done;
-- `sent`: the sequence numbers of all messages it has sent in full, each recorded with a
-  conditional write right after the channel accepted it (its last part);
+- `messages`: the assistant and tool messages of the turn so far. A step that calls tools is
+  recorded *before* its progress text is shown and its tools run (write-ahead), and again once
+  its tools answered; a run that finds a step whose tools have no results yet runs those tools,
+  it does not ask the model for that step again;
+- `sends`: how many messages the turn had sent when those messages were recorded;
+- `sent`: what each message the turn sent was (`Shown`: the kind and a digest of its text,
+  media and buttons — its identity — and its text), by its number in the turn, each recorded
+  with a conditional write right after the channel accepted it (its last part);
 - `parts`: for a message longer than the channel's limit, which goes out as several messages,
   each part accepted so far, recorded the same way before the next part is sent, and the
   message's text (`partial`), recorded with its first part;
+- `aside`: messages an earlier run showed that a later run did not say again (see below);
+- `ended`: the turn ended without an answer (every model attempt failed, or it ran out of
+  continuations): the text it ended with (in `texts/`) and that message's number (`ended_at`);
 - `context`: the runtime-context block the turn's request was sent with, so that a continued
   turn sends the very same request (see core/context.py).
-A re-delivered or continued turn resumes from there: completed iterations are not redone, a
-message whose number is in `sent` is not sent again, and a message cut short resumes at its
-first part not yet accepted, with the text its first parts came from. The one message that can
-repeat is one whose process died between the channel's answer for it and its record (a few
-milliseconds). The final answer's last part is recorded by the transaction that saves the
-turn, right after the channel's answer; a final answer in several parts is checkpointed before
-its first part, so that a retry finishes that answer instead of asking the model for a new one.
+
+A re-delivered or continued turn resumes from there. Its messages are numbered again from
+`sends`, and message n is skipped only if it **is** the message an earlier run sent as n (the
+same identity): a model asked again may answer otherwise (temperature, another tool result),
+so a different message n is sent, and what earlier runs showed from n on is set *aside*: it was
+shown, it stays in the record, and the saved turn holds it where it was shown (core/agent.py's
+`with_aside`), so the session holds what the user saw. A message the earlier run had begun (some
+parts accepted) is finished first if the new run says something else. The final answer is never
+skipped for a progress text an earlier run sent under its number.
+
+A turn that ends without an answer records `ended` before it says so: a later run of it (a crash
+between the apology and the record that the turn is over) repeats that message if it was not
+yet accepted, and never asks the model again after the user was told to send the message again.
+
+The one message that can repeat is one whose process died between the channel's answer for it
+and its record (the journal write's round trip, milliseconds), or whose connection dropped after
+Telegram took it (the client sends it again rather than lose it). The final answer's last part
+is recorded by the transaction that saves the turn, right after the channel's answer; a final
+answer in several parts is recorded before its first part, so that a retry finishes that answer
+instead of asking the model for a new one.
 
 When the turn is saved, the same transaction closes its record and adds its id to the
 session's `recent_turns`, so a job delivered again afterwards is recognised and skipped. The
@@ -28,13 +48,44 @@ invocation costs no extra request. (`adapters/aws/journal.py` keeps the records 
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from nanobot_lambda.core.sessions import SessionHistory
 
 Message = dict[str, Any]
+SendKind = Literal["text", "file", "buttons_off"]
+
+
+def identity(kind: SendKind, text: str, *extra: str) -> str:
+    """The identity of a message: the same kind with the same text (a file's: its name and a
+    digest of its bytes; a message's buttons in `extra`) is the same message."""
+    packed = json.dumps([kind, text, *extra], ensure_ascii=False)
+    return hashlib.sha256(packed.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A message the turn sent: its identity, and its text as the user saw it (for a file, its
+    caption or name), kept so it can be set aside and saved if a later run says otherwise.
+    `identity` is None for a record written before messages had identities: such a message is
+    skipped by number, as it was then."""
+
+    identity: str | None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Aside:
+    """A message an earlier run showed and a later run did not say again: `at` is where in the
+    turn's messages it was shown (before the message of that index)."""
+
+    at: int
+    text: str
 
 
 @dataclass
@@ -45,9 +96,12 @@ class TurnProgress:
     messages: list[Message] = field(default_factory=list)
     iterations: int = 0
     sends: int = 0
-    sent: set[int] = field(default_factory=set)
+    sent: dict[int, Shown] = field(default_factory=dict)  # by the message's number
     parts: set[tuple[int, int]] = field(default_factory=set)  # (message, part) accepted
     partial: tuple[int, str] | None = None  # (message, text) of the message sent in parts
+    aside: list[Aside] = field(default_factory=list)
+    ended: str | None = None  # the text (its name in texts/) the turn ended with, unanswered
+    ended_at: int = 0  # that text's number among the turn's messages
     continuations: int = 0
     context: str | None = None  # the runtime-context block the request was sent with
     done: bool = False
@@ -55,13 +109,44 @@ class TurnProgress:
 
     @property
     def resumed(self) -> bool:
-        return self.recorded and (self.iterations > 0 or bool(self.sent) or bool(self.parts))
+        return self.recorded and (
+            self.iterations > 0 or bool(self.sent) or bool(self.parts) or self.ended is not None
+        )
 
     def text_of(self, message: int) -> str | None:
         """The recorded text of `message` if some of its parts were sent, else None."""
         if self.partial is not None and self.partial[0] == message:
             return self.partial[1]
         return None
+
+
+def settled_length(messages: Sequence[Message]) -> int:
+    """How many of a turn's messages are settled: all of them, but for a last assistant message
+    whose tool calls have no results yet (recorded before its tools ran)."""
+    return len(messages) - 1 if pending_tool_calls(messages) else len(messages)
+
+
+def pending_tool_calls(messages: Sequence[Message]) -> bool:
+    """Whether the last message is an assistant's tool calls whose results are not there yet."""
+    return (
+        bool(messages)
+        and messages[-1].get("role") == "assistant"
+        and bool(messages[-1].get("tool_calls"))
+    )
+
+
+def with_aside(messages: Sequence[Message], aside: Sequence[Aside]) -> list[Message]:
+    """The turn's messages with what earlier runs showed and a later run did not say again, each
+    where it was shown, as an assistant message (what the user saw, so the session holds it)."""
+    merged = list(messages)
+    # From the last place to the first, so that each index still means what it meant; of
+    # several set aside at one place, the latest first, so that they end up in order.
+    for _, entry in sorted(enumerate(aside), key=lambda pair: (pair[1].at, pair[0]), reverse=True):
+        at = min(max(entry.at, 0), len(merged))
+        while at < len(merged) and merged[at].get("role") == "tool":
+            at += 1  # never between tool calls and their results (providers refuse that)
+        merged.insert(at, {"role": "assistant", "content": entry.text})
+    return merged
 
 
 def progress_in(history: SessionHistory, turn_id: str) -> TurnProgress:

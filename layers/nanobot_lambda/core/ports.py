@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.albums import AlbumRecord
     from nanobot_lambda.core.cron import CronJob
     from nanobot_lambda.core.jobs import AnyJob
-    from nanobot_lambda.core.journal import TurnProgress
+    from nanobot_lambda.core.journal import Shown, TurnProgress
     from nanobot_lambda.core.model import ModelReply, Speech, TextStream, ToolChoice, Transcript
     from nanobot_lambda.core.outgoing import OutgoingFile
     from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
@@ -99,17 +99,31 @@ class TurnJournal(Protocol):
         ...
 
     def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
-        """Record the completed iterations, with the sends recorded so far."""
+        """Record the turn's messages so far, with the sends recorded so far."""
         ...
 
-    def record_send(self, session_key: str, progress: TurnProgress, number: int) -> None:
-        """Record that message `number` of the turn was sent in full."""
+    def record_send(
+        self, session_key: str, progress: TurnProgress, number: int, shown: Shown
+    ) -> None:
+        """Record that message `number`, `shown`, was sent in full."""
         ...
 
     def record_part(
         self, session_key: str, progress: TurnProgress, number: int, part: int, text: str
     ) -> None:
         """Record that `part` of message `number` was sent (with the first, the text)."""
+        ...
+
+    def set_aside(
+        self, session_key: str, progress: TurnProgress, numbers: list[int], at: int
+    ) -> None:
+        """Messages `numbers` an earlier run sent are not this run's: keep them aside, shown
+        before message `at` of the turn's messages (core/journal.py)."""
+        ...
+
+    def end(self, session_key: str, progress: TurnProgress, text: str, number: int) -> None:
+        """Record that the turn ends unanswered, with the text named `text` as message
+        `number`."""
         ...
 
     def finish(self, session_key: str, progress: TurnProgress) -> list[StoredWrite]:

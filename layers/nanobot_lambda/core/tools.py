@@ -29,10 +29,17 @@ class Tool(ABC):
     # Whether a call changes state. Calls that only read run concurrently; a call that writes
     # runs alone unless it names a `path` no other call of the same reply names.
     mutates: ClassVar[bool] = False
+    # The longest a call may take, in seconds: a step whose tools would outlast the invocation
+    # is continued in a new one instead of being cut off by Lambda's time limit.
+    max_seconds: ClassVar[float] = 10.0
 
     @abstractmethod
     def run(self, *args: Any, **arguments: Any) -> str:
         """Run with validated keyword arguments; raise ToolError for failures the model can fix."""
+
+    def seconds_needed(self, arguments: dict[str, Any]) -> float:
+        """The longest this call may take (tools whose limit depends on the call say so)."""
+        return self.max_seconds
 
     def definition(self) -> dict[str, Any]:
         """What the model is sent: `parameters` without what the registry enforces anyway."""
@@ -55,6 +62,15 @@ class ToolRegistry:
     def mutates(self, name: str) -> bool:
         tool = self._tools.get(name)
         return tool is not None and tool.mutates
+
+    def seconds_needed(self, calls: list[ToolCall]) -> float:
+        """The longest a step's calls may take, run one after the other."""
+        needed = 0.0
+        for call in calls:
+            tool = self._tools.get(call.name)
+            if tool is not None:
+                needed += tool.seconds_needed(call.json_object() or {})
+        return needed
 
     def definitions(self) -> list[dict[str, Any]]:
         return [tool.definition() for tool in self._tools.values()]

@@ -1,11 +1,16 @@
 """The turn journal in DynamoDB: the item `~turn#<turn id>` in the turn's session partition.
 
-Attributes: `messages` (zlib JSON), `iterations`, `sends`, `continuations`, `sent` (a number
-set), `parts` (a string set of `<message>.<part>`), `partial_of` and `partial_text` (zlib),
-`context` (the runtime-context block the request was sent with), or `done` for a finished turn
-that saves no session. The items sort after the session header, so the session Query a turn
-makes anyway returns them (`adapters/aws/sessions.py`). See `core/journal.py` for what the
-journal guarantees.
+Attributes: `messages` (zlib JSON), `iterations`, `sends`, `continuations`, one `shown_<n>` per
+message n the turn sent (zlib JSON `{"id", "text"}`: its identity and text), `parts` (a string
+set of `<message>.<part>`), `partial_of` and `partial_text` (zlib), `aside` (a list of
+`{"at", "text"}`: messages shown by an earlier run that a later one did not say again),
+`ended` and `ended_at` (the text a turn ended with, unanswered, and its number), `context`
+(the runtime-context block the request was sent with), or `done` for a finished turn that
+saves no session. Records written
+before messages had identities hold `sent` (a number set) instead of `shown_<n>`: those
+messages are read with an unknown identity and skipped by number, as they were then. The items
+sort after the session header, so the session Query a turn makes anyway returns them
+(`adapters/aws/sessions.py`). See `core/journal.py` for what the journal guarantees.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
-from nanobot_lambda.core.journal import Message, TurnProgress
+from nanobot_lambda.core.journal import Aside, Message, Shown, TurnProgress
 from nanobot_lambda.core.ports import StoredWrite
 
 if TYPE_CHECKING:
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TURN_PREFIX = "~turn#"
+SHOWN_PREFIX = "shown_"
 # An unfinished turn (it went to the dead-letter queue) is forgotten after a week.
 OPEN_TURN_SECONDS = 7 * 24 * 3600
 # Turns without a session (heartbeat, background task) keep a "done" record this long.
@@ -41,23 +47,57 @@ def turn_sort_key(turn_id: str) -> str:
     return f"{TURN_PREFIX}{turn_id}"
 
 
+def _packed(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, ensure_ascii=False).encode())
+
+
+def _unpacked(value: bytes) -> Any:
+    return json.loads(zlib.decompress(value))
+
+
+def _shown_attribute(shown: Shown) -> dict[str, Any]:
+    return {"B": _packed({"id": shown.identity, "text": shown.text})}
+
+
+def _shown_of(value: dict[str, Any]) -> Shown:
+    unpacked = _unpacked(value["B"])
+    return Shown(unpacked.get("id"), str(unpacked.get("text", "")))
+
+
+def _aside_attribute(aside: list[Aside]) -> dict[str, Any]:
+    return {"L": [{"M": {"at": {"N": str(e.at)}, "text": {"B": _packed(e.text)}}} for e in aside]}
+
+
+def _sent_of(item: dict[str, Any]) -> dict[int, Shown]:
+    sent = {int(number): Shown(None) for number in item.get("sent", {}).get("NS", [])}
+    for name, value in item.items():
+        if name.startswith(SHOWN_PREFIX):
+            sent[int(name[len(SHOWN_PREFIX) :])] = _shown_of(value)
+    return sent
+
+
 def parse_turn_item(item: dict[str, Any]) -> TurnProgress:
     turn_id = item["sk"]["S"][len(TURN_PREFIX) :]
-    messages: list[Message] = []
-    if "messages" in item:
-        messages = json.loads(zlib.decompress(item["messages"]["B"]))
+    messages: list[Message] = _unpacked(item["messages"]["B"]) if "messages" in item else []
     partial = None
     if "partial_of" in item:
         text = zlib.decompress(item["partial_text"]["B"]).decode()
         partial = (int(item["partial_of"]["N"]), text)
+    aside = [
+        Aside(int(entry["M"]["at"]["N"]), str(_unpacked(entry["M"]["text"]["B"])))
+        for entry in item.get("aside", {}).get("L", [])
+    ]
     return TurnProgress(
         turn_id=turn_id,
         messages=messages,
         iterations=int(item.get("iterations", {}).get("N", 0)),
         sends=int(item.get("sends", {}).get("N", 0)),
-        sent={int(number) for number in item.get("sent", {}).get("NS", [])},
+        sent=_sent_of(item),
         parts={_part_of(value) for value in item.get("parts", {}).get("SS", [])},
         partial=partial,
+        aside=aside,
+        ended=item.get("ended", {}).get("S"),
+        ended_at=int(item.get("ended_at", {}).get("N", 0)),
         continuations=int(item.get("continuations", {}).get("N", 0)),
         context=item.get("context", {}).get("S"),
         done=item.get("done", {}).get("BOOL", False),
@@ -85,6 +125,10 @@ def _context_attribute(progress: TurnProgress) -> dict[str, Any]:
     return {} if progress.context is None else {"context": {"S": progress.context}}
 
 
+def _expiry() -> dict[str, str]:
+    return {"N": str(int(time.time()) + OPEN_TURN_SECONDS)}
+
+
 class DynamoTurnJournal:
     def __init__(self, table: str, dynamodb: DynamoDBClient) -> None:
         self._table = table
@@ -103,8 +147,8 @@ class DynamoTurnJournal:
 
     @aws_errors
     def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
-        """Record the completed iterations (one PutItem, carrying the sends recorded so far)."""
-        packed = zlib.compress(json.dumps(progress.messages, ensure_ascii=False).encode())
+        """Record the turn's messages so far (one PutItem, carrying the sends recorded so far)."""
+        packed = _packed(progress.messages)
         if len(packed) > MAX_CHECKPOINT_BYTES:
             logger.warning(
                 "turn checkpoint skipped: %d bytes compressed is over the item limit", len(packed)
@@ -116,24 +160,41 @@ class DynamoTurnJournal:
             "iterations": {"N": str(progress.iterations)},
             "sends": {"N": str(progress.sends)},
             "continuations": {"N": str(progress.continuations)},
-            "expires_at": {"N": str(int(time.time()) + OPEN_TURN_SECONDS)},
+            "expires_at": _expiry(),
         }
-        if progress.sent:
-            item["sent"] = {"NS": [str(number) for number in sorted(progress.sent)]}
+        for number, shown in progress.sent.items():
+            if shown.identity is None:  # recorded before identities: kept as it was
+                item.setdefault("sent", {"NS": []})["NS"].append(str(number))
+            else:
+                item[f"{SHOWN_PREFIX}{number}"] = _shown_attribute(shown)
         if progress.parts:
             item["parts"] = {"SS": [_part_label(*part) for part in sorted(progress.parts)]}
         if progress.partial is not None:
             item.update(_partial_attributes(*progress.partial))
+        if progress.aside:
+            item["aside"] = _aside_attribute(progress.aside)
+        if progress.ended is not None:
+            item["ended"] = {"S": progress.ended}
+            item["ended_at"] = {"N": str(progress.ended_at)}
         item.update(_context_attribute(progress))
         self._dynamodb.put_item(TableName=self._table, Item=item)
         progress.recorded = True
 
     @aws_errors
-    def record_send(self, session_key: str, progress: TurnProgress, number: int) -> None:
-        """Record that message `number` of the turn was sent in full (a conditional UpdateItem:
-        the number must not be there yet, or two runs of the turn sent it)."""
-        self._add_once(session_key, progress, "sent", {"N": str(number)}, f"message {number}")
-        progress.sent.add(number)
+    def record_send(
+        self, session_key: str, progress: TurnProgress, number: int, shown: Shown
+    ) -> None:
+        """Record that message `number` of the turn, `shown`, was sent in full (a conditional
+        UpdateItem: no message may be recorded under that number yet, or two runs sent one)."""
+        attribute = f"{SHOWN_PREFIX}{number}"
+        self._update(
+            session_key,
+            progress,
+            assign={attribute: _shown_attribute(shown)},
+            condition=f"attribute_not_exists({attribute})",
+            what=f"message {number}",
+        )
+        progress.sent[number] = shown
 
     @aws_errors
     def record_part(
@@ -142,43 +203,102 @@ class DynamoTurnJournal:
         """Record that `part` (from 1) of message `number`, which goes out in several parts, was
         sent; with the first part, the message's `text`, which a retry finishes."""
         label = _part_label(number, part)
-        partial = _partial_attributes(number, text) if part == 1 else {}
-        self._add_once(session_key, progress, "parts", {"S": label}, f"part {label}", partial)
+        self._update(
+            session_key,
+            progress,
+            assign=_partial_attributes(number, text) if part == 1 else {},
+            add={"parts": {"SS": [label]}},
+            condition="attribute_not_exists(parts) OR NOT contains(parts, :one)",
+            values={":one": {"S": label}},
+            what=f"part {label}",
+        )
         progress.parts.add((number, part))
         if part == 1:
             progress.partial = (number, text)
 
-    def _add_once(
+    @aws_errors
+    def set_aside(
+        self, session_key: str, progress: TurnProgress, numbers: list[int], at: int
+    ) -> None:
+        """Messages `numbers` were sent by an earlier run, and this run says something else
+        from there: their records go, and they are kept aside, shown before message `at` of
+        the turn's messages."""
+        aside = [
+            Aside(at, progress.sent[number].text)
+            for number in sorted(numbers)
+            if number in progress.sent and progress.sent[number].identity is not None
+        ]
+        labels = sorted(_part_label(*part) for part in progress.parts if part[0] in numbers)
+        partial_goes = progress.partial is not None and progress.partial[0] in numbers
+        remove = [f"{SHOWN_PREFIX}{number}" for number in numbers if number in progress.sent]
+        self._update(
+            session_key,
+            progress,
+            append={"aside": _aside_attribute(aside)},
+            delete={"parts": {"SS": labels}} if labels else {},
+            remove=[*remove, *(["partial_of", "partial_text"] if partial_goes else [])],
+            what="messages set aside",
+        )
+        for number in numbers:
+            progress.sent.pop(number, None)
+        progress.parts = {part for part in progress.parts if part[0] not in numbers}
+        if partial_goes:
+            progress.partial = None
+        progress.aside.extend(aside)
+
+    @aws_errors
+    def end(self, session_key: str, progress: TurnProgress, text: str, number: int) -> None:
+        """Record that the turn ends unanswered with `text`, message `number` (before it is
+        sent)."""
+        ended = {"ended": {"S": text}, "ended_at": {"N": str(number)}}
+        self._update(session_key, progress, assign=ended, what="its end")
+        progress.ended, progress.ended_at = text, number
+
+    def _update(
         self,
         session_key: str,
         progress: TurnProgress,
-        attribute: str,
-        value: dict[str, str],
+        *,
+        assign: dict[str, Any] | None = None,
+        append: dict[str, Any] | None = None,
+        add: dict[str, Any] | None = None,
+        delete: dict[str, Any] | None = None,
+        remove: list[str] | None = None,
+        condition: str | None = None,
+        values: dict[str, Any] | None = None,
         what: str,
-        also: dict[str, Any] | None = None,
     ) -> None:
-        """ADD one number or string to a set attribute, unless it is there already (then
-        another run of the turn sent it too: reported, not raised). `also`: attributes SET."""
-        kind = "NS" if "N" in value else "SS"
-        values: dict[str, Any] = {
-            ":item": {kind: [next(iter(value.values()))]},
-            ":one": value,
-            ":expires": {"N": str(int(time.time()) + OPEN_TURN_SECONDS)},
+        """One UpdateItem of the turn's item (made if it does not exist), renewing its expiry
+        and keeping its context: `assign` SETs attributes, `append` adds to lists, `add` to
+        sets, `delete` takes from sets, `remove` drops attributes. A `condition` that fails
+        means another run of the turn recorded the same: reported, not raised."""
+        assignments = {"expires_at": _expiry(), **_context_attribute(progress), **(assign or {})}
+        values = dict(values or {})
+        sets = []
+        for name, value in assignments.items():
+            values[f":{name}"] = value
+            sets.append(f"{name} = :{name}")
+        for name, value in (append or {}).items():
+            values[f":{name}"], values[":nothing"] = value, {"L": []}
+            sets.append(f"{name} = list_append(if_not_exists({name}, :nothing), :{name})")
+        clauses = [f"SET {', '.join(sets)}"]
+        for verb, changes in (("ADD", add), ("DELETE", delete)):
+            if changes:
+                for name, value in changes.items():
+                    values[f":{verb.lower()}_{name}"] = value
+                clauses.append(f"{verb} " + ", ".join(f"{n} :{verb.lower()}_{n}" for n in changes))
+        if remove:
+            clauses.append(f"REMOVE {', '.join(remove)}")
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": self._key(session_key, progress.turn_id),
+            "UpdateExpression": " ".join(clauses),
+            "ExpressionAttributeValues": values,
         }
-        assignments = ["expires_at = :expires"]
-        for name, attribute_value in {**(also or {}), **_context_attribute(progress)}.items():
-            values[f":{name}"] = attribute_value
-            assignments.append(f"{name} = :{name}")
+        if condition is not None:
+            arguments["ConditionExpression"] = condition
         try:
-            self._dynamodb.update_item(
-                TableName=self._table,
-                Key=self._key(session_key, progress.turn_id),
-                UpdateExpression=f"ADD {attribute} :item SET {', '.join(assignments)}",
-                ConditionExpression=(
-                    f"attribute_not_exists({attribute}) OR NOT contains({attribute}, :one)"
-                ),
-                ExpressionAttributeValues=values,
-            )
+            self._dynamodb.update_item(**arguments)
         except ClientError as error:
             if error_code(error) != CONDITION_FAILED:
                 raise
@@ -195,7 +315,7 @@ class DynamoTurnJournal:
 
     @aws_errors
     def discard(self, session_key: str, progress: TurnProgress) -> None:
-        """Forget an unfinished turn's record (the user was told it failed)."""
+        """Forget an unfinished turn's record."""
         if progress.recorded:
             self._dynamodb.delete_item(
                 TableName=self._table, Key=self._key(session_key, progress.turn_id)

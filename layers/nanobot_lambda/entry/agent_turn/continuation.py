@@ -1,9 +1,6 @@
 """A turn out of Lambda time: record where it is, tell the user once, and queue its
-continuation in the same queue group, so the next invocation resumes it.
-
-A turn may continue `MAX_CONTINUATIONS` times; past that it gives up, tells the user, and
-forgets its record.
-"""
+continuation in the same queue group, so the next invocation resumes it. (How often a turn may
+continue, and what happens past that, is the runner's: running.py.)"""
 
 from __future__ import annotations
 
@@ -20,23 +17,15 @@ logger = logging.getLogger(__name__)
 
 
 class Continuation:
-    def __init__(self, journal: TurnJournal, queue: TurnQueue, max_continuations: int) -> None:
+    def __init__(self, journal: TurnJournal, queue: TurnQueue) -> None:
         self._journal = journal
         self._queue = queue
-        self._max_continuations = max_continuations
 
     def suspend(self, run: TurnRun, scope: TurnScope, log: dict[str, Any]) -> None:
         """Record the turn, tell the user, queue its continuation. Always raises
         TurnSuspended: the turn is not finished in this invocation."""
         progress = run.progress
         progress.continuations += 1
-        if progress.continuations > self._max_continuations:
-            logger.error(
-                "turn gave up after %d continuations", progress.continuations - 1, extra=log
-            )
-            run.outbox.send(scope.chat_id, texts.load("turn_too_long"), scope.thread_id)
-            self._journal.discard(run.journal_key, progress)
-            raise TurnSuspended
         if scope.origin == "user" and progress.continuations == 1:
             run.outbox.send(scope.chat_id, texts.load("still_working"), scope.thread_id)
         progress.sends = run.outbox.count

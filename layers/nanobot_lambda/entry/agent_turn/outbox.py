@@ -1,10 +1,17 @@
-"""A turn's messages to the chat, each part sent at most once across runs of the same turn.
+"""A turn's messages to the chat: each one the user saw is sent once across runs of the same
+turn, and nothing a later run says is taken for something an earlier run sent.
 
-Messages are numbered in the order the turn sends them; a message longer than the channel's
-limit goes out as several messages, its parts. Each part is recorded in the turn's journal as
-soon as the channel accepts it, before the next one is sent: a message whose number is recorded
-was delivered by an earlier run (before a crash or a continuation) and is skipped, and a message
-cut short resumes at its first part not yet accepted, with the text its first parts came from.
+Messages are numbered in the order the turn sends them (a run resumed from a record goes on from
+the number recorded with it); a message longer than the channel's limit goes out as several
+messages, its parts. Each message is recorded in the turn's journal, with its identity (the
+kind and a digest of its text, media and buttons) and its text, as soon as the channel accepts
+it (its last part), and each part before the next one is sent. On a later run, message n is
+skipped only if the record of n is the same message; otherwise — a model asked again answered
+differently — it is sent, and what earlier runs sent from n on is set aside (kept in the record
+and saved with the turn where it was shown, see core/journal.py). A message an earlier run had
+begun is finished first: with the text its first parts came from when this run says the same,
+or before this run's own message when it says something else.
+
 The last part of the final answer is recorded by the transaction that saves the turn
 (`record=False` here), which costs nothing extra. A file (`send_file`) is one message, recorded
 when the channel accepts it.
@@ -16,12 +23,13 @@ first, so no draft of an earlier text arrives after the message.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from nanobot_lambda.core.errors import ChannelError
-from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.core.journal import Shown, TurnProgress, identity, settled_length
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.ports import Channel, TurnJournal
 
@@ -48,6 +56,14 @@ def _dropped_if_blocked(error: ChannelError, chat_id: int) -> bool:
     return False
 
 
+def file_shown(file: OutgoingFile) -> Shown:
+    """A file as the outbox records it: its identity (name, kind, bytes, caption) and, as its
+    text, its caption or a note of its name."""
+    digest = hashlib.sha256(file.data).hexdigest()
+    text = file.caption or f"[{file.kind} {file.name}]"
+    return Shown(identity("file", file.name, file.kind, digest, file.caption or ""), text)
+
+
 class JournaledOutbox:
     """The `Outbox` of one run of a turn."""
 
@@ -59,6 +75,9 @@ class JournaledOutbox:
         self._key = journal_key
         self._progress = progress
         self.count = progress.sends  # messages sent up to the recorded point of the turn
+        # Where in the turn's messages a message set aside now was shown: after the settled
+        # ones (never between a step's tool calls and their results). run.checkpoint moves it.
+        self.boundary = settled_length(progress.messages)
         self._rendered: tuple[str, list[str]] = ("", [])
         self.drafts: DraftStream | None = None  # attached while the run streams its replies
 
@@ -78,31 +97,33 @@ class JournaledOutbox:
         return self._rendered[1]
 
     def send_file(self, chat_id: int, file: OutgoingFile, thread_id: int | None = None) -> bool:
-        """Send `file` unless an earlier run of this turn did (a file is one message, recorded
-        as soon as the channel accepts it); False if the chat blocked the bot."""
+        """Send `file` unless an earlier run of this turn sent this very file as this message
+        (a file is one message, recorded as soon as the channel accepts it); False if the chat
+        blocked the bot."""
         if self.drafts is not None:
             self.drafts.settle()
-        self.count += 1
-        if self.count in self._progress.sent:
-            logger.info("file %d of the turn was sent by an earlier run: skipped", self.count)
+        shown = file_shown(file)
+        number = self._next(shown, chat_id, thread_id)
+        if number is None:
             return True
         try:
             self._channel.send_file(chat_id, file, thread_id=thread_id)
         except ChannelError as error:
             return _dropped_if_blocked(error, chat_id)
-        self._journal.record_send(self._key, self._progress, self.count)
+        self._journal.record_send(self._key, self._progress, number, shown)
         return True
 
     def take_buttons_off(self, chat_id: int, message_id: int) -> bool:
         """Remove the buttons of a message whose button the user pressed, once per turn (it
         counts as one of the turn's messages, so a retried turn does not do it again); False
         when they were gone already: another press of them came first."""
-        self.count += 1
-        if self.count in self._progress.sent:
+        shown = Shown(identity("buttons_off", str(message_id)))
+        number = self._next(shown, chat_id, None)
+        if number is None:
             return True
         if not self._channel.remove_buttons(chat_id, message_id):
             return False
-        self._journal.record_send(self._key, self._progress, self.count)
+        self._journal.record_send(self._key, self._progress, number, shown)
         return True
 
     def send(
@@ -119,17 +140,15 @@ class JournaledOutbox:
         the last part itself."""
         if self.drafts is not None:
             self.drafts.settle()
-        self.count += 1
-        number, progress = self.count, self._progress
-        if number in progress.sent:
-            logger.info("message %d of the turn was sent by an earlier run: skipped", number)
+        progress = self._progress
+        shown = Shown(identity("text", text, *buttons), text)
+        number = self._next(shown, chat_id, thread_id)
+        if number is None:
             return True
-        # A message an earlier run began finishes with its own text, whatever was asked now.
-        text = progress.text_of(number) or text
         parts = self.parts(text)
         for part, rendered in enumerate(parts, start=1):
             if (number, part) in progress.parts:
-                continue
+                continue  # accepted in an earlier run of this same message
             under = buttons if part == len(parts) else ()
             try:
                 self._channel.send_part(chat_id, rendered, thread_id=thread_id, buttons=under)
@@ -138,5 +157,44 @@ class JournaledOutbox:
             if part < len(parts):
                 self._journal.record_part(self._key, progress, number, part, text)
             elif record:
-                self._journal.record_send(self._key, progress, number)
+                self._journal.record_send(self._key, progress, number, shown)
         return True
+
+    def _next(self, shown: Shown, chat_id: int, thread_id: int | None) -> int | None:
+        """Number the next message; None when an earlier run sent this very message under that
+        number (skip it). Otherwise make room for it: finish a message an earlier run began
+        there if it is another one, and set aside what earlier runs sent from there on."""
+        self.count += 1
+        number, progress = self.count, self._progress
+        recorded = progress.sent.get(number)
+        if recorded is not None and (recorded.identity in (None, shown.identity)):
+            logger.info("message %d of the turn was sent by an earlier run: skipped", number)
+            return None
+        begun = progress.partial
+        if recorded is None and begun is not None and begun[0] == number and begun[1] == shown.text:
+            return number  # the same message, cut short: its remaining parts go now
+        if begun is not None and begun[0] >= number and begun[0] not in progress.sent:
+            self._finish_begun(*begun, chat_id, thread_id)
+        superseded = sorted(n for n in progress.sent if n >= number)
+        if superseded:
+            logger.info("an earlier run sent other messages from message %d on: set aside", number)
+            self._journal.set_aside(self._key, progress, superseded, self.boundary)
+        return number
+
+    def _finish_begun(self, number: int, text: str, chat_id: int, thread_id: int | None) -> None:
+        """The rest of a message an earlier run began (the user is reading it), before this run
+        says something else."""
+        progress = self._progress
+        parts = self.parts(text)
+        for part, rendered in enumerate(parts, start=1):
+            if (number, part) in progress.parts:
+                continue
+            try:
+                self._channel.send_part(chat_id, rendered, thread_id=thread_id)
+            except ChannelError as error:
+                _dropped_if_blocked(error, chat_id)
+                return  # blocked: nobody to finish it for
+            if part < len(parts):
+                self._journal.record_part(self._key, progress, number, part, text)
+        shown = Shown(identity("text", text), text)
+        self._journal.record_send(self._key, progress, number, shown)

@@ -143,14 +143,16 @@ class TurnParts:
             ports.metrics,
             settings.history_window,
         )
-        continuation = Continuation(stores.journal, services.queue, settings.max_continuations)
-        self.runner = AgentRunner(stores.journal, stores.stop_flags, continuation, settings)
         self.saver = TurnSaver(
             stores.sessions,
             stores.journal,
             self.meter,
             settings.saved_tool_result_max_chars,
             clock,
+        )
+        continuation = Continuation(stores.journal, services.queue)
+        self.runner = AgentRunner(
+            stores.journal, stores.stop_flags, continuation, self.saver, settings
         )
         # Live replies: the answer shown as it is written, in private chats.
         self.drafts = Drafts(services.channel, settings.stream_replies)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from nanobot_lambda.core import telemetry
 from nanobot_lambda.core.agent import TurnOutcome
 from nanobot_lambda.core.jobs import StartJob
-from nanobot_lambda.core.journal import TurnProgress, progress_in
+from nanobot_lambda.core.journal import TurnProgress, progress_in, settled_length
 from nanobot_lambda.core.ports import Channel, MetricsPort, SessionStore, TurnJournal
 from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
@@ -40,6 +40,7 @@ class TurnRun:
     progress: TurnProgress
     outbox: JournaledOutbox
     remaining_ms: RemainingMillis | None = None
+    saves_session: bool = True  # its journal key is its session's (else a turn marked done)
 
     def deadline(self, reserve_seconds: float) -> Callable[[], float] | None:
         """For the agent loop: the seconds a model call may take and still leave
@@ -51,11 +52,13 @@ class TurnRun:
 
 
 def checkpoint(journal: TurnJournal, run: TurnRun, outcome: TurnOutcome) -> None:
-    """Record the turn's iterations so far (and its final answer, once it has one)."""
+    """Record the turn's messages so far: a step's tool calls before they run, its results
+    once they are there, and its final answer, once it has one and is to be sent in parts."""
     run.progress.messages = list(outcome.new_messages)
     run.progress.iterations = outcome.iterations
     run.progress.sends = run.outbox.count
     journal.checkpoint(run.journal_key, run.progress)
+    run.outbox.boundary = settled_length(run.progress.messages)
 
 
 class TurnStarter:
@@ -101,7 +104,9 @@ class TurnStarter:
         if progress.done:
             self._skip(turn_id)
             return None
-        return self._run(job, group or journal_key, journal_key, progress, remaining_ms)
+        run = self._run(job, group or journal_key, journal_key, progress, remaining_ms)
+        run.saves_session = False
+        return run
 
     def _skip(self, turn_id: str) -> None:
         logger.info("turn already done: repeated delivery skipped", extra={"turn": turn_id})

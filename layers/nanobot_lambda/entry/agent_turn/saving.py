@@ -1,5 +1,8 @@
-"""Saving a turn, after its answer is out: its messages, the closing of its journal record and
-its usage, in one transaction; then, when the session has grown enough, consolidation.
+"""Saving a turn, after its answer is out: its messages (with what earlier runs of it showed and
+this one did not say again, where it was shown), the closing of its journal record and its
+usage, in one transaction; then, when the session has grown enough, consolidation. A turn that
+ended unanswered (the apology) is closed without saving anything, so a later delivery of its job
+is skipped.
 
 Neither may fail the job once the answer was sent: SQS would run the turn again and the user
 would get the answer twice. So a save that collides with another writer is retried on a fresh
@@ -15,7 +18,8 @@ from typing import Any
 
 from nanobot_lambda.core.agent import MAX_SAVED_TOOL_CHARS, TurnOutcome, for_saving
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
-from nanobot_lambda.core.ports import SessionStore, TurnJournal
+from nanobot_lambda.core.journal import with_aside
+from nanobot_lambda.core.ports import SessionStore, StoredWrite, TurnJournal
 from nanobot_lambda.core.sessions import SessionConflict, SessionHistory
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.run import TurnRun
@@ -48,24 +52,42 @@ class TurnSaver:
         """Save `first` (the user's message, or the prompt of a scheduled turn) and what the
         turn added, close its journal record and record its usage, in one transaction."""
         first = {**first, "ts": self._clock().isoformat(timespec="seconds")}
-        saved = [
-            first,
-            *(for_saving(message, self._tool_chars) for message in outcome.new_messages),
-        ]
-        closing = self._journal.finish(run.journal_key, run.progress)
+        shown = with_aside(outcome.new_messages, run.progress.aside)
+        saved = [first, *(for_saving(message, self._tool_chars) for message in shown)]
         with self._meter.folded() as usage:
-            for attempt in range(1, SAVE_ATTEMPTS + 1):
-                try:
-                    self._sessions.append(
-                        history, saved, turn_id=run.progress.turn_id, also=[*closing, *usage]
-                    )
-                    return
-                except SessionConflict:
-                    if attempt == SAVE_ATTEMPTS:
-                        raise
-                    logger.warning("session changed while the turn ran; saving on the new header")
-                    fresh = self._sessions.load(history.key, 1)
-                    history.next_seq, history.recent_turns = fresh.next_seq, fresh.recent_turns
+            self._append(history, saved, run, usage)
+
+    def close(self, run: TurnRun) -> None:
+        """Close a turn that ended unanswered: nothing is saved, but its id joins the session's
+        recent turns (with the closing of its record), so a later delivery of the job is
+        skipped; a turn without a session is marked done."""
+        if not run.saves_session:
+            self._journal.mark_done(run.journal_key, run.progress)
+            return
+        self._append(self._sessions.load(run.journal_key, 1), [], run, [])
+
+    def _append(
+        self,
+        history: SessionHistory,
+        saved: list[dict[str, Any]],
+        run: TurnRun,
+        usage: list[StoredWrite],
+    ) -> None:
+        """One transaction: `saved`, the turn's id among the recent turns, the closing of its
+        record and `usage`; retried on a fresh header when another writer came first."""
+        closing = self._journal.finish(run.journal_key, run.progress)
+        for attempt in range(1, SAVE_ATTEMPTS + 1):
+            try:
+                self._sessions.append(
+                    history, saved, turn_id=run.progress.turn_id, also=[*closing, *usage]
+                )
+                return
+            except SessionConflict:
+                if attempt == SAVE_ATTEMPTS:
+                    raise
+                logger.warning("session changed while the turn ran; saving on the new header")
+                fresh = self._sessions.load(history.key, 1)
+                history.next_seq, history.recent_turns = fresh.next_seq, fresh.recent_turns
 
 
 def consolidate_quietly(consolidator: Consolidator, key: str) -> None:
