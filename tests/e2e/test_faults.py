@@ -249,6 +249,23 @@ def test_telegram_5xx_is_retried_without_duplicating(
     assert stack.poller.failures == 0
 
 
+def test_an_answer_whose_connection_dropped_after_telegram_took_it_shows_at_most_twice(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """The second window of README's "Delivery guarantees": Telegram performed sendMessage and
+    the connection dropped before its answer. The client sends it again rather than lose it:
+    the user sees it twice, never not at all; the turn is saved once, as sent."""
+    faults = BotApiFaults(stack.bot_api)
+    fault = faults.drop("sendMessage", when=text_is("Sent once, perhaps twice."))
+    model_server.reply("Sent once, perhaps twice.")
+    say(stack, "hello")
+    assert fault.injected == 1
+    assert sent_texts(stack) == ["Sent once, perhaps twice."] * 2
+    assert stack.poller.failures == 0
+    assert [m["content"] for m in session(stack)] == ["hello", "Sent once, perhaps twice."]
+    assert any("dropped after the request" in r.getMessage() for r in stack.log_sink.records)
+
+
 def test_a_user_who_blocked_the_bot_ends_the_turn_cleanly(
     stack: LocalStack, model_server: ScriptedModelServer
 ) -> None:

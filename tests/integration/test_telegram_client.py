@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
+import socket
 from collections import deque
 from typing import Any
 
 import pytest
+import requests
 from pydantic import SecretStr
 
-from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
+from nanobot_lambda.adapters.telegram.client import (
+    TelegramBot,
+    TelegramError,
+    request_may_have_arrived,
+)
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.operator.local.bot_api import ApiError, LocalBotApi
+from nanobot_lambda.operator.local.http import ConnectionDropped
 
 TOKEN = "123456:secret-token-value"
 
 
 class FaultyBotApi(LocalBotApi):
-    """The local Bot API, failing the next calls of a method as scripted."""
+    """The local Bot API, failing the next calls of a method as scripted: with an error, or by
+    dropping the connection after performing the call (`drops`)."""
 
     def __init__(self) -> None:
         super().__init__(TOKEN)
         self.faults: dict[str, deque[ApiError]] = {}
+        self.drops: dict[str, int] = {}
 
     def fail(self, method: str, *errors: ApiError) -> None:
         self.faults.setdefault(method, deque()).extend(errors)
@@ -29,7 +38,11 @@ class FaultyBotApi(LocalBotApi):
         queue = self.faults.get(method)
         if queue:
             raise queue.popleft()
-        return super().handle(method, params)
+        result = super().handle(method, params)
+        if self.drops.get(method):
+            self.drops[method] -= 1
+            raise ConnectionDropped  # performed, but the client never hears of it
+        return result
 
 
 @pytest.fixture
@@ -124,3 +137,46 @@ def test_typing_indicator_runs_during_the_block(api: FaultyBotApi) -> None:
         "sendChatAction",
         {"chat_id": 42, "action": "typing", "message_thread_id": 5},
     ) in api.calls
+
+
+def test_a_send_whose_connection_dropped_after_telegram_took_it_is_sent_again(
+    api: FaultyBotApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Telegram performed sendMessage, then the connection dropped before its answer: the
+    client cannot tell it from a request that never arrived, and sends it again rather than
+    lose it. The user sees it twice (README: the second at-most-twice window); it is logged."""
+    api.drops["sendMessage"] = 1
+    bot(api).send_text(42, "hello")
+    assert [m.plain_text for m in api.messages] == ["hello", "hello"]
+    assert "dropped after the request was sent" in caplog.text
+    assert TOKEN not in caplog.text
+
+
+def test_a_connection_that_could_not_be_made_is_tried_again_without_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Nothing reached Telegram (the port refuses): safe to repeat, nothing to warn about."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # closed again: nothing listens there
+    sleeps: list[float] = []
+    client = TelegramBot(SecretStr(TOKEN), f"http://127.0.0.1:{port}", sleep=sleeps.append)
+    with pytest.raises(TelegramError) as raised:
+        client.send_text(42, "hello")
+    assert raised.value.status is None and len(sleeps) == 3  # four attempts
+    assert "dropped" not in caplog.text
+
+
+def test_what_counts_as_a_request_that_may_have_arrived(api: FaultyBotApi) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        refused = f"http://127.0.0.1:{unused.getsockname()[1]}/x"
+    api.drops["sendMessage"] = 1
+    dropped = f"{api.base_url}/bot{TOKEN}/sendMessage"
+    outcomes = []
+    for url in (refused, dropped):
+        try:
+            requests.post(url, json={"chat_id": 1, "text": "x"}, timeout=5)
+        except requests.RequestException as error:
+            outcomes.append(request_may_have_arrived(error))
+    assert outcomes == [False, True]

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from nanobot_lambda.operator.local.bot_api import ApiError, LocalBotApi
+from nanobot_lambda.operator.local.http import ConnectionDropped
 
 
 @dataclass
 class Fault:
     method: str
-    error: ApiError
+    error: ApiError | None  # None: performed, then the connection drops (no answer)
     times: int  # how many calls fail; -1: every call
     when: Callable[[dict[str, Any]], bool]
     injected: int = 0
@@ -45,20 +46,40 @@ class BotApiFaults:
             self._faults.append(fault)
         return fault
 
+    def drop(
+        self,
+        method: str,
+        *,
+        times: int = 1,
+        when: Callable[[dict[str, Any]], bool] = lambda params: True,
+    ) -> Fault:
+        """Telegram performs the call, then the connection drops before its answer."""
+        fault = Fault(method, None, times, when)
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
     def clear(self) -> None:
         """Telegram answers normally again."""
         with self._lock:
             self._faults.clear()
 
     def _faulty_handle(self, method: str, params: dict[str, Any]) -> Any:
+        dropped = False
         with self._lock:
             for fault in self._faults:
                 if fault.method != method or fault.times == 0 or not fault.when(params):
                     continue
                 fault.times -= 1 if fault.times > 0 else 0
                 fault.injected += 1
-                raise fault.error
-        return self._handle(method, params)
+                if fault.error is not None:
+                    raise fault.error
+                dropped = True
+                break
+        result = self._handle(method, params)
+        if dropped:
+            raise ConnectionDropped
+        return result
 
 
 def text_is(text: str) -> Callable[[dict[str, Any]], bool]:

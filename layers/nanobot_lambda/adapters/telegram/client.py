@@ -1,5 +1,12 @@
 """A small Telegram Bot API client over requests.
 
+A call that fails is tried again (`max_attempts` in all) after a 429 (as long as Telegram asks),
+a 5xx, or a network failure. Of network failures, those before the request left (no connection
+could be made) are safe to repeat; a connection that drops *after* the request was sent (a reset,
+no answer within the read timeout) may have been performed by Telegram. The Bot API has no
+idempotency key, so such a send is repeated anyway, rather than lose the message: it may then
+show twice (the second at-most-twice window of README's "Delivery guarantees"); each is logged.
+
 The bot token is part of every Bot API URL, file download URLs included, so URLs are never
 logged and no exception that could carry one leaves this module: `TelegramError` holds only the
 method, the status and Telegram's description (with the token masked, should Telegram ever echo
@@ -17,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
+import urllib3
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.telegram.drafts import render_draft
@@ -34,6 +42,15 @@ MAX_RETRY_AFTER_SECONDS = 30
 DRAFT_TIMEOUT = (2.0, 3.0)  # connect, read: a draft late by more is not worth waiting for
 UPLOAD_TIMEOUT = (3.05, 120.0)  # Telegram answers an upload once it has taken in up to 50 MB
 DOWNLOAD_CHUNK_BYTES = 64 * 1024
+
+
+def request_may_have_arrived(error: requests.RequestException) -> bool:
+    """Whether a failed request may have reached Telegram: anything but a connection that
+    could not be made at all (refused, a name that does not resolve, a connect time-out)."""
+    if isinstance(error, requests.ConnectTimeout):
+        return False
+    reason = getattr(error.args[0], "reason", None) if error.args else None
+    return not isinstance(reason, urllib3.exceptions.NewConnectionError)
 
 
 class TelegramError(ChannelError):
@@ -101,6 +118,14 @@ class TelegramBot:
                 # The exception text includes the URL, hence the token: keep only its type, and
                 # raise outside the handler so that it is not even kept as __context__.
                 failure = TelegramError(method, None, type(error).__name__)
+                if request_may_have_arrived(error):
+                    logger.warning(
+                        "%s: the connection dropped after the request was sent (%s); "
+                        "Telegram may have performed it%s",
+                        method,
+                        type(error).__name__,
+                        "" if last else ": sending it again",
+                    )
             if failure is not None:
                 if last:
                     raise failure

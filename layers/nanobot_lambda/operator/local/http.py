@@ -82,6 +82,11 @@ class BackgroundHttpServer:
         self._server.server_close()
 
 
+class ConnectionDropped(Exception):
+    """Raised by `answer`: close the connection without an answer, as a network failure does
+    (a stand-in told to fail that way performed the call or not; the client cannot know)."""
+
+
 class JsonHttpServer(BackgroundHttpServer, ABC):
     """Serves `answer(method, path, headers, body)` as JSON (the remote APIs' stand-ins)."""
 
@@ -107,7 +112,11 @@ class JsonHttpServer(BackgroundHttpServer, ABC):
             def _respond(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                status, payload = server.answer(method, self.path, dict(self.headers), body)
+                try:
+                    status, payload = server.answer(method, self.path, dict(self.headers), body)
+                except ConnectionDropped:
+                    self.close_connection = True
+                    return
                 binary = isinstance(payload, bytes)  # e.g. audio
                 encoded = payload if binary else json.dumps(payload).encode()
                 self.send_response(status)
