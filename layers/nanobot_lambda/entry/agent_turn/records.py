@@ -8,25 +8,35 @@ that:
 - on its last attempt (`TURN_MAX_RECEIVE_COUNT`, the queue's maxReceiveCount) the chat is told
   once that the message could not be processed. SQS then moves it to the dead-letter queue,
   where `nanobot-lambda dlq list|replay` shows and re-drives it. Nothing is dropped silently.
+
+A record whose invocation dies (Lambda's time limit, out of memory, a lost container) raises
+nothing: SQS offers it again when its visibility times out, and the queue's is 6 times the
+function's time limit (AWS's advice for an event source: 30 minutes). So as a record starts,
+its visibility is set to the invocation's time left and a margin — the function cannot outlive
+that — and a record whose run died is offered again minutes later, not half an hour (its turn
+resumes from its journal). The call runs beside the turn's start, costing it no time.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from nanobot_lambda.core.jobs import AnyJob, parse_job
 from nanobot_lambda.core.ports import RetryDelay
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_SECONDS = 900
+# Seconds past the invocation's end before a record whose run died is offered again.
+AFTER_DEATH_SECONDS = 10
 
 
 class JobRunner(Protocol):
@@ -67,9 +77,11 @@ class RecordRunner:
             self._after_failure(record, receives, last_attempt)
             raise
         remaining = lambda_context.get_remaining_time_in_millis if lambda_context else None
+        hiding = self._hide_until_past(record.receipt_handle, remaining)
         try:
             self._turns.process(job, remaining)
         except Exception:
+            hiding.join()
             if last_attempt:
                 logger.exception(
                     "turn failed for the last time: to the dead-letter queue", extra=log
@@ -79,6 +91,29 @@ class RecordRunner:
                 logger.exception("turn failed; SQS will retry it", extra=log)
             self._after_failure(record, receives, last_attempt)
             raise
+        hiding.join()
+
+    def _hide_until_past(
+        self, receipt_handle: str, remaining_ms: Callable[[], int] | None
+    ) -> threading.Thread:
+        """Make the record visible again only after the invocation can have ended (started
+        beside the turn; join it before the record is done)."""
+        seconds = None if remaining_ms is None else math.ceil(remaining_ms() / 1000)
+
+        def hide() -> None:
+            if seconds is None:
+                return
+            try:
+                self._queue.retry_after(receipt_handle, seconds + AFTER_DEATH_SECONDS)
+            except Exception as error:
+                # The queue's own visibility timeout then applies: later, not lost.
+                logger.warning(
+                    "could not shorten the record's visibility (%s)", type(error).__name__
+                )
+
+        hiding = threading.Thread(target=hide, name="visibility")
+        hiding.start()
+        return hiding
 
     def _after_failure(self, record: SQSRecord, receives: int, last_attempt: bool) -> None:
         if last_attempt:
