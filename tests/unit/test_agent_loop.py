@@ -301,3 +301,72 @@ def test_a_turn_resumed_after_tool_results_asks_the_model_for_the_next_step() ->
     outcome = loop(ScriptedModel(text("Found it."))).run(REQUEST, resume=Resume(recorded, 1))
     assert outcome.reply == "Found it."
     assert outcome.iterations == 2
+
+
+def test_a_step_is_recorded_before_its_progress_shows_and_its_tools_run() -> None:
+    workspace = MemoryWorkspace()
+    model = ScriptedModel(
+        tool("write_file", '{"path": "a.md", "content": "A"}', content="Writing."), text("Done.")
+    )
+    events: list[str] = []
+    loop(model, workspace).run(
+        REQUEST,
+        on_step=lambda outcome: events.append(f"step {len(outcome.new_messages)}"),
+        on_progress=lambda text: events.append(f"shown {text} ({'a.md' in workspace.files})"),
+        on_iteration=lambda outcome: events.append(f"done {len(outcome.new_messages)}"),
+    )
+    assert events == ["step 1", "shown Writing. (False)", "done 2"]
+
+
+def test_a_step_recorded_without_its_results_runs_its_tools_not_the_model() -> None:
+    """A run died while the step's tools ran: the next run runs them again, shows the step's
+    text again (the outbox knows whether the user saw it), and asks the model what comes next."""
+    workspace = MemoryWorkspace()
+    recorded = [
+        {
+            "role": "assistant",
+            "content": "Writing.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": "write_file",
+                        "arguments": '{"path": "a.md", "content": "A"}',
+                    },
+                }
+            ],
+        }
+    ]
+    model = ScriptedModel(text("Done."))
+    shown: list[str] = []
+    outcome = loop(model, workspace).run(
+        REQUEST, resume=Resume(recorded, 1), on_progress=shown.append
+    )
+    assert workspace.files["a.md"] == b"A"
+    assert shown == ["Writing."]
+    assert [m["role"] for m in outcome.new_messages] == ["assistant", "tool", "assistant"]
+    ((request, _),) = model.requests
+    assert request[-2]["tool_calls"] and request[-1]["role"] == "tool"
+
+
+def test_a_step_whose_tools_would_outlast_the_invocation_is_continued_not_cut_off() -> None:
+    """Too little time for the step's tools: nothing of it is shown or run here; the turn is
+    suspended with the step recorded, and the invocation that resumes it runs it."""
+    workspace = MemoryWorkspace()
+    model = ScriptedModel(
+        tool("write_file", '{"path": "a.md", "content": "A"}', content="Writing."), text("Done.")
+    )
+    shown: list[str] = []
+    outcome = loop(model, workspace).run(
+        REQUEST, on_progress=shown.append, time_left=lambda: 60, tool_time_left=lambda: 3
+    )
+    assert outcome.suspended and shown == [] and "a.md" not in workspace.files
+    resumed = loop(model, workspace).run(
+        REQUEST,
+        resume=Resume(outcome.new_messages, outcome.iterations),
+        on_progress=shown.append,
+        tool_time_left=lambda: 60,
+    )
+    assert shown == ["Writing."] and workspace.files["a.md"] == b"A"
+    assert resumed.reply == "Done." and len(model.requests) == 2

@@ -179,6 +179,9 @@ class WebFetch(Tool):
         "additionalProperties": False,
     }
 
+    def seconds_needed(self, arguments: dict[str, Any]) -> float:
+        return self._fetcher.timeout_seconds
+
     def __init__(self, fetcher: SafeFetcher, result_max_chars: int = MAX_FETCH_CHARS) -> None:
         self._fetcher = fetcher
         # The loop cuts longer results; staying below keeps the frame's closing tag.
@@ -235,6 +238,8 @@ class WebSearch(Tool):
         "required": ["query"],
         "additionalProperties": False,
     }
+
+    max_seconds = sum(SEARCH_TIMEOUT)
 
     def __init__(
         self,

@@ -405,6 +405,11 @@ class SafeFetcher:
         self._accept = accept
         self._ca_certs = ca_certs or certifi.where()
 
+    @property
+    def timeout_seconds(self) -> float:
+        """The longest a `get` takes, redirects included."""
+        return self._limits.timeout_seconds
+
     def get(self, url: str) -> Fetched:
         watchdog = Watchdog(self._limits.timeout_seconds)
         try:
