@@ -121,3 +121,22 @@ def test_a_quiet_task_is_stored_listed_and_kept_quiet_and_old_records_are_not_qu
         ["aaaa1111", "chat", "111", "reminder", "next"],
         ["cccc3333", "chat", "111", "task", "quiet"],
     ]
+
+
+def test_a_schedule_created_again_for_the_same_job_is_not_an_error(
+    configured: DynamoJobStore, resources: TemplateContext
+) -> None:
+    """A step's cron call run again after a crash creates the schedule it made before: the
+    scheduler's ConflictException means it exists, and there is still one."""
+    schedules = EventBridgeSchedules(
+        boto3.client("scheduler"),
+        group=resources.refs["ScheduleGroup"],
+        target_arn="arn:aws:lambda:us-east-1:123456789012:function:scheduler",
+        role_arn="arn:aws:iam::123456789012:role/invoke",
+    )
+    job = configured.get(111, "aaaa1111")
+    assert job is not None
+    schedules.create(job)
+    listed = boto3.client("scheduler").list_schedules(GroupName=resources.refs["ScheduleGroup"])
+    names = [schedule["Name"] for schedule in listed["Schedules"]]
+    assert names.count(job.schedule_name) == 1

@@ -16,6 +16,7 @@ import pytest
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.core.model import ModelReply, ToolCall
 from tests.support.fakes import (
     MemoryTurnJournal,
     MemoryWorkspace,
@@ -194,3 +195,57 @@ def test_a_file_sent_by_an_earlier_run_is_not_sent_again_but_another_one_is() ->
 
     assert [file.name for _, file, _ in bot.channel.files_sent] == ["a.txt", "b.txt"]
     assert bot.said == ["Sent the other one."]
+
+
+def two_calls(
+    first: tuple[str, dict[str, object]], second: tuple[str, dict[str, object]]
+) -> ModelReply:
+    calls = tuple(
+        ToolCall(f"call_{n}", name, json.dumps(arguments))
+        for n, (name, arguments) in enumerate((first, second), start=1)
+    )
+    return ModelReply(content="On it.", tool_calls=calls)
+
+
+def test_a_schedule_made_before_the_crash_is_not_made_twice_when_its_step_runs_again() -> None:
+    """The step's calls run again after a crash (the write died); the cron call names its job
+    after the call, so the job and its schedule exist once."""
+    reminder = {"action": "add", "message": "Drink water", "every_seconds": 3600}
+    workspace = DiesWhileWriting("notes/a.md")
+    bot = Bot(
+        ScriptedModel(
+            two_calls(("cron", reminder), ("write_file", {"path": "notes/a.md", "content": "A"})),
+            text("Scheduled."),
+        ),
+        workspace=workspace,
+    )
+    with pytest.raises(Crash):
+        bot.process(message("remind me hourly"))
+    bot.process(message("remind me hourly"))
+
+    assert len(bot.jobs.jobs) == 1
+    assert bot.said == ["On it.", "Scheduled."]
+    results = [m["content"] for m in bot.saved() if m["role"] == "tool"]
+    assert results[0].startswith("Added reminder 'Drink water'")
+
+
+def test_a_background_task_started_before_the_crash_keeps_its_id_when_its_step_runs_again() -> None:
+    """spawn names the task after the call: the queue's deduplication (and the task's own
+    journal) make a second start of it nothing."""
+    workspace = DiesWhileWriting("notes/a.md")
+    bot = Bot(
+        ScriptedModel(
+            two_calls(
+                ("spawn", {"task": "count the files"}),
+                ("write_file", {"path": "notes/a.md", "content": "A"}),
+            ),
+            text("Started."),
+        ),
+        workspace=workspace,
+    )
+    with pytest.raises(Crash):
+        bot.process(message("count them in the background"))
+    bot.process(message("count them in the background"))
+
+    started = [(job.subagent_id, dedup) for job, _, dedup in bot.queue.sent]
+    assert len(started) == 2 and started[0] == started[1]  # SQS drops the second

@@ -273,7 +273,10 @@ class JobStore(Protocol):
 class Schedules(Protocol):
     """The jobs' schedules (EventBridge Scheduler), which fire the scheduler function."""
 
-    def create(self, job: CronJob) -> None: ...
+    def create(self, job: CronJob) -> None:
+        """Create the job's schedule; one that exists already (made for this job) is not an
+        error."""
+        ...
 
     def delete(self, job: CronJob) -> None:
         """Delete the job's schedule; one already gone is not an error."""

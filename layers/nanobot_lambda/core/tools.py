@@ -4,6 +4,11 @@
 Whatever goes wrong in a tool call (bad JSON, unknown tool, invalid arguments, a failing tool)
 comes back to the model as an `Error: …` result it can act on; the loop goes on. Every result
 passes through `redaction.redact` before the model sees it.
+
+While a call runs, `running_call()` is its id: a step's calls keep their ids when a later run
+of the turn runs them again (the step was recorded before they ran, core/agent.py), so a tool
+with a lasting effect of its own (a schedule, a background task) names it after the call and
+does not make it twice.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
 from nanobot_lambda.core import telemetry
@@ -20,6 +26,13 @@ from nanobot_lambda.core.redaction import redact
 from nanobot_lambda.core.tool_schema import ArgumentError, for_model, validate
 
 logger = logging.getLogger(__name__)
+
+_RUNNING_CALL: ContextVar[str] = ContextVar("running_call", default="")
+
+
+def running_call() -> str:
+    """The id of the tool call being run in this thread ("" outside a call)."""
+    return _RUNNING_CALL.get()
 
 
 class Tool(ABC):
@@ -78,8 +91,12 @@ class ToolRegistry:
     def execute(self, call: ToolCall) -> str:
         """The call's result as the model will see it: never with a secret in it (a file or
         page that holds the bot token or an API key shows `[REDACTED]` instead)."""
-        with telemetry.span("tool", tool=call.name if call.name in self._tools else "unknown"):
-            return redact(self._run(call))
+        running = _RUNNING_CALL.set(call.id)
+        try:
+            with telemetry.span("tool", tool=call.name if call.name in self._tools else "unknown"):
+                return redact(self._run(call))
+        finally:
+            _RUNNING_CALL.reset(running)
 
     def _run(self, call: ToolCall) -> str:
         tool = self._tools.get(call.name)

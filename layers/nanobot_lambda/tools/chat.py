@@ -7,6 +7,7 @@ They read the turn's `TurnScope` (which chat, which thread, what kind of turn) f
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,7 @@ from nanobot_lambda.core.jobs import SubagentJob
 from nanobot_lambda.core.outgoing import MAX_CAPTION_CHARS, MAX_UPLOAD_BYTES, OutgoingFile, kind_for
 from nanobot_lambda.core.ports import JobStore, Outbox, Schedules, TurnQueue, Workspace
 from nanobot_lambda.core.schedules import ScheduleError, build_schedule, next_run
-from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.core.tools import Tool, running_call
 from nanobot_lambda.tools.files import tool_path
 
 MAX_BUTTONS = 8
@@ -39,6 +40,15 @@ class TurnScope:
     sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
     quiet: bool = False  # sends no progress while it works (a quiet task)
     reply_buttons: tuple[str, ...] = ()  # under the final answer (the reply_buttons tool)
+    turn_id: str = ""  # the turn's stable id (core/journal.py)
+
+    def call_key(self) -> str:
+        """A short id for what the running tool call makes: the same when a later run of the
+        turn runs the same call again (core/tools.py), so it is not made twice."""
+        call = running_call()
+        if not (self.turn_id and call):
+            return secrets.token_hex(4)
+        return hashlib.sha256(f"{self.turn_id}/{call}".encode()).hexdigest()[:8]
 
 
 class CurrentTurn:
@@ -136,8 +146,13 @@ class CronTool(Tool):
             )
         except ScheduleError as error:
             raise ToolError(str(error)) from None
+        job_id = scope.call_key()
+        earlier = self._store.get(scope.chat_id, job_id)
+        if earlier is not None:  # made by an earlier run of this very call
+            self._schedules.create(earlier)  # in case that run died before it: else a no-op
+            return self._added(earlier)
         job = CronJob(
-            job_id=secrets.token_hex(4),
+            job_id=job_id,
             chat_id=scope.chat_id,
             thread_id=scope.thread_id,
             kind="task" if kind == "task" else "reminder",
@@ -161,6 +176,9 @@ class CronTool(Tool):
         except Exception:
             self._store.delete(job.chat_id, job.job_id)  # no job without a schedule
             raise
+        return self._added(job)
+
+    def _added(self, job: CronJob) -> str:
         return (
             f"Added {job.kind} '{job.name}' (id {job.job_id}){_quiet(job)}: "
             f"{job.description}; next run {self._next(job)}."
@@ -368,7 +386,7 @@ class SpawnTool(Tool):
                 "wait for one to finish"
             )
         job = SubagentJob(
-            subagent_id=secrets.token_hex(4),
+            subagent_id=scope.call_key(),
             chat_id=scope.chat_id,
             thread_id=scope.thread_id,
             label=(label or task).strip()[:60],

@@ -58,7 +58,11 @@ class EventBridgeSchedules:
             arguments["ActionAfterCompletion"] = "DELETE"
         if job.starts_at:
             arguments["StartDate"] = datetime.fromisoformat(job.starts_at)
-        self._scheduler.create_schedule(**arguments)
+        try:
+            self._scheduler.create_schedule(**arguments)
+        except ClientError as error:
+            if error_code(error) != "ConflictException":
+                raise  # else: it exists, made for this job by an earlier run of the same call
 
     @aws_errors
     def delete(self, job: CronJob) -> None:

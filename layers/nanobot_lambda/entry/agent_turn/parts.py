@@ -267,7 +267,9 @@ class TurnParts:
         quiet: bool = False,
     ) -> Iterator[TurnScope]:
         """The run's chat, for the chat tools (cron, message, spawn) while it is open."""
-        self.current.scope = TurnScope(chat_id, thread_id, origin, run.outbox, quiet=quiet)
+        self.current.scope = TurnScope(
+            chat_id, thread_id, origin, run.outbox, quiet=quiet, turn_id=run.progress.turn_id
+        )
         try:
             yield self.current.scope
         finally:
