@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.telegram.client import TelegramBot
+from nanobot_lambda.core.texts import literal
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 
 TOKEN = "8383:entities-token"
@@ -23,5 +24,7 @@ def test_sent_messages_carry_the_entities_telegram_would_give_them() -> None:
             {"type": "mention", "offset": 3, "length": 4},
             {"type": "url", "offset": 13, "length": 5},
         ]
+        (message_id,) = bot.send_text(1, f"Approved: {literal('@ada, see x.org')}")
+        assert api.messages[-1].message_id == message_id and api.messages[-1].entities == ()
     finally:
         api.stop()
