@@ -13,6 +13,7 @@ import pytest
 from nanobot_lambda.core import texts
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram
 from tests.conftest import TEMPLATE
+from tests.support.hostile_names import seen_sent
 from tests.support.hostile_updates import ALLOW_FROM, CASES, OWNER
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -56,7 +57,7 @@ def test_hostile_updates_through_the_whole_stack(
     assert len(model_server.requests) == len(answered)
     # Only the owner got messages: one answer per answered case, plus the oversize notice.
     assert {message.chat_id for message in stack.bot_api.messages} == {OWNER}
-    replies = [message.plain_text for message in stack.bot_api.messages]
+    replies = [seen_sent([message]).text for message in stack.bot_api.messages]
     assert replies.count("Noted.") == len(answered)
     notice = texts.render("media_too_large_notice", what='document "movie.mkv"', limit="20.0 MB")
     assert notice in replies

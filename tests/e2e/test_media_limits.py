@@ -13,6 +13,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.operator.local.bot_api import GET_FILE_MAX_BYTES
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
+from tests.support.hostile_names import seen_sent
 from tests.support.scripted_model import ScriptedModelServer
 
 ADA = 111111111  # the fixtures' sender: a person beside the owner (the local user)
@@ -40,16 +41,20 @@ def test_a_file_over_media_max_bytes_is_refused_with_a_notice(
     stack = stack_factory()
     stack.bot_api.add_file("doc-5k", PDF, "documents/file_20.pdf", file_unique_id="AgADk5")
     model_server.reply("Could you send a smaller file?")
-    # No size in the update: getFile tells the size, and the bot stops there.
-    send_document(stack, {"file_id": "doc-5k", "file_unique_id": "AgADk5", "file_name": "a.pdf"})
+    # No size in the update: getFile tells the size, and the bot stops there. The sender named
+    # the file: the notice shows the name as text (no link, no mention), the model reads it as is.
+    name = "[a](https://evil.example) @admin.pdf"
+    send_document(stack, {"file_id": "doc-5k", "file_unique_id": "AgADk5", "file_name": name})
 
-    notice, answer = [message.plain_text for message in stack.bot_api.messages]
-    assert notice == texts.render("media_too_large_notice", what='document "a.pdf"', limit="1.0 KB")
-    assert answer == "Could you send a smaller file?"
+    notice, answer = [seen_sent([message]) for message in stack.bot_api.messages]
+    what = f'document "{name}"'
+    assert notice.text == texts.render("media_too_large_notice", what=what, limit="1.0 KB")
+    assert notice.entities == [] and "<a" not in notice.html
+    assert answer.text == "Could you send a smaller file?"
     assert stack.bot_api.downloads == []  # never downloaded
     assert uploads(stack) == []
     told = model_server.requests[0]["messages"][-1]["content"]
-    assert texts.render("media_too_large", what='document "a.pdf"', limit="1.0 KB") in told
+    assert texts.render("media_too_large", what=what, limit="1.0 KB") in told
 
 
 def test_a_file_over_telegrams_20_mb_limit_is_refused_with_a_notice(
@@ -60,7 +65,7 @@ def test_a_file_over_telegrams_20_mb_limit_is_refused_with_a_notice(
     model_server.reply("That one is too big for me.")
     send_document(stack, {"file_id": "doc-big", "file_unique_id": "AgADbg", "file_name": "b.zip"})
 
-    replies = [message.plain_text for message in stack.bot_api.messages]
+    replies = seen_sent(stack.bot_api.messages).text.split("\n")
     assert replies == [
         texts.render("media_too_large_notice", what='document "b.zip"', limit="20.0 MB"),
         "That one is too big for me.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -14,6 +15,7 @@ from nanobot_lambda.core.reasoning import strip_thinking
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, outage, text, tool
+from tests.support.hostile_names import HOSTILE_NAMES, seen
 
 REQUEST = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
 
@@ -183,11 +185,20 @@ def test_progress_text_and_tool_hints() -> None:
     AgentLoop(model, ToolRegistry(file_tools(MemoryWorkspace())), 5, tool_hints=True).run(
         REQUEST, on_progress=progress.append
     )
-    assert progress == ['Looking.\n🔎 grep("lisbon trip details")', '📁 list_dir("")']
+    shown = [seen(hint).text for hint in progress]
+    assert shown == ['Looking.\n🔎 grep("lisbon trip details")', '📁 list_dir("")']
     silent: list[str] = []
     loop(ScriptedModel(tool("list_dir", "{}"), text("ok"))).run(REQUEST, on_progress=silent.append)
     assert silent == []  # no text and hints off: nothing to show
     assert tool_hint(ToolCall("1", "web_fetch", '{"url": "' + "u" * 60 + '"}')).endswith('…")')
+
+
+@pytest.mark.parametrize(("name", "shown"), HOSTILE_NAMES)
+def test_a_tool_hint_shows_its_argument_as_text(name: str, shown: str) -> None:
+    """The argument may be a file name or words from the chat: no link, mention or markup."""
+    hint = seen(tool_hint(ToolCall("1", "read_file", json.dumps({"path": name}))))
+    cut = shown if len(shown) <= 40 else shown[:39].rstrip() + "…"
+    assert hint.text == f'📖 read_file("{cut}")' and hint.entities == []
 
 
 def test_stop_is_checked_between_iterations() -> None:

@@ -9,9 +9,10 @@ import zipfile
 import pytest
 
 from nanobot_lambda.adapters.telegram.client import FileTooLarge
-from nanobot_lambda.adapters.telegram.media import human_size, mime_type, sniff
+from nanobot_lambda.adapters.telegram.media import UserContent, human_size, mime_type, sniff
 from nanobot_lambda.core import texts
 from tests.support.fakes import MemoryWorkspace
+from tests.support.hostile_names import HOSTILE_NAMES, seen
 from tests.unit.test_media import (
     GIF,
     JPEG,
@@ -175,11 +176,16 @@ def notice(what: str, limit: str) -> str:
     return texts.render("media_too_large_notice", what=what, limit=limit)
 
 
+def notices_seen(content: UserContent) -> tuple[str, ...]:
+    """The notices as the user reads them."""
+    return tuple(seen(notice).text for notice in content.notices)
+
+
 def test_a_file_declared_over_the_cap_is_refused_with_a_notice_and_not_fetched() -> None:
     bot = FakeBot()
     content = resolver(bot, media_max_bytes=10_000).resolve(message("document_pdf"), 1)
     assert bot.calls == []
-    assert content.notices == (notice('document "invoice.pdf"', "10.0 KB"),)
+    assert notices_seen(content) == (notice('document "invoice.pdf"', "10.0 KB"),)
     assert "user has already been told" in content.saved_text
 
 
@@ -196,13 +202,27 @@ def test_every_way_of_being_too_large_ends_in_the_same_notice(how: str) -> None:
     content = resolver(bot, media_max_bytes=limit).resolve(
         message("document_pdf", document=document), 1
     )
-    assert content.notices == (notice('document "big.pdf"', human_size(limit)),)
+    assert notices_seen(content) == (notice('document "big.pdf"', human_size(limit)),)
     assert content.stored == ()
 
 
 def test_a_photo_with_every_size_over_the_cap_gets_a_notice() -> None:
     content = resolver(FakeBot(), media_max_bytes=1000).resolve(message("photo_with_caption"), 1)
-    assert content.notices == (notice("photo", "1.0 KB"),)
+    assert notices_seen(content) == (notice("photo", "1.0 KB"),)
+
+
+@pytest.mark.parametrize(("name", "shown"), HOSTILE_NAMES)
+def test_a_file_name_in_a_notice_is_shown_as_text(name: str, shown: str) -> None:
+    """The sender chose the name (in a group, not the only one told): no link, no mention, no
+    markup in the notice; the model's note has the name as it is."""
+    for kind in ("document", "audio"):
+        file = {"file_id": "f", "file_unique_id": "u", "file_name": name, "file_size": 50_000}
+        content = resolver(FakeBot(), media_max_bytes=10_000).resolve(
+            message("document_pdf", **{"document": None, kind: file}), 1
+        )
+        assert notices_seen(content) == (notice(f'{kind} "{shown}"', "10.0 KB"),)
+        assert seen(content.notices[0]).entities == []
+        assert f'[{kind} "{name}" not downloaded' in content.saved_text
 
 
 def test_files_that_fit_get_no_notice() -> None:

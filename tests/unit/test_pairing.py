@@ -34,6 +34,7 @@ from tests.support.fakes import (
     ScriptedModel,
     text,
 )
+from tests.support.hostile_names import HOSTILE_NAMES, seen
 from tests.unit.test_turns import ADA, Bot, message
 
 BOB = Asker(222222222, "Bob Builder", "bob")
@@ -104,7 +105,7 @@ def test_the_owner_approves_a_code_once_and_its_person_is_then_heard() -> None:
     code = code_in(desk.answer_stranger(BOB))
     assert not desk.is_approved(BOB.user_id)
     answer, approved = desk.approve(f"{code[:3]} {code[3:]}")  # as the owner may type it
-    assert approved == BOB and "Bob Builder (@bob), id 222222222" in answer
+    assert approved == BOB and "Bob Builder (@bob), id 222222222" in seen(answer).text
     assert desk.is_approved(BOB.user_id)
     replayed, nobody = desk.approve(code)
     assert nobody is None and "No open request has the code" in replayed
@@ -143,6 +144,49 @@ def test_people_lists_the_approved_and_the_waiting_and_remove_takes_back() -> No
     assert not desk.is_approved(BOB.user_id)
     assert "not among the approved" in desk.remove("222222222")
     assert "Give the person's id" in desk.remove("bob")
+
+
+# The commands /people names, the only entities its answer has: the name adds none.
+PEOPLE_COMMANDS = [
+    ("bot_command", "/approve"),
+    ("bot_command", "/deny"),
+    ("bot_command", "/people"),
+]
+
+
+@pytest.mark.parametrize(("name", "shown"), HOSTILE_NAMES)
+def test_names_show_as_text_when_approved_denied_and_listed(name: str, shown: str) -> None:
+    """No link, formatting, mention, command or tag: only the characters, and no entity at all
+    but the commands /people itself names. The username too: as `@`-text, not a mention."""
+    desk, _, _ = pairing()
+    stranger, waiting = Asker(333333333, name, "admin_bot"), Asker(444444444, name)
+    answer, _ = desk.approve(code_in(desk.answer_stranger(stranger)))
+    approved = seen(answer)
+    assert f"Approved: {shown} (@admin_bot), id 333333333." in approved.text
+    assert approved.entities == [] and "<" not in approved.html  # no tag at all
+    refused = seen(desk.deny(code_in(desk.answer_stranger(waiting))))
+    assert f"Refused: {shown}, id 444444444." in refused.text and refused.entities == []
+
+    code_in(desk.answer_stranger(Asker(555555555, name)))
+    listing = seen(desk.people())
+    assert f"• {shown} (@admin_bot), id 333333333\n" in listing.text
+    assert f"• {shown}, id 555555555: code 100 002\n" in listing.text
+    assert listing.entities == PEOPLE_COMMANDS and "<a" not in listing.html
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [
+        ("[x](https://evil.example)", "[x](https://evil.ex…"),
+        ("@admin #tag", "@admin #tag"),
+        ("**12** 3456", "**12** 3456"),
+    ],
+)
+def test_what_the_owner_typed_is_shown_back_as_text(typed: str, shown: str) -> None:
+    desk, _, _ = pairing()
+    answer = seen(desk.approve(typed)[0])
+    assert answer.text.startswith(f"No open request has the code {shown} (it may")
+    assert answer.entities == []
 
 
 @pytest.mark.parametrize(
@@ -232,7 +276,7 @@ def test_the_owner_approves_in_their_chat_and_the_person_is_welcomed() -> None:
     bot, desk = owner_bot()
     code = code_in(desk.answer_stranger(BOB))
     bot.process(message(f"/approve {code}", 900000001))
-    assert "Approved: Bob Builder (@bob)" in bot.said[0]
+    assert "Approved: Bob Builder (@bob)" in seen(bot.said[0]).text
     assert (BOB.user_id, "The owner approved you: you can write to me now.") in [
         (chat, text_) for chat, text_, _ in bot.channel.sent
     ]

@@ -95,11 +95,12 @@ def tool_calls_of(step: dict[str, Any]) -> list[ToolCall]:
 
 
 def tool_hint(call: ToolCall) -> str:
-    """A one-line hint such as `🔎 grep("lisbon")`, from the call's first string argument."""
+    """A one-line hint such as `🔎 grep("lisbon")`, from the call's first string argument, shown
+    as text (`texts.literal`: it may be a file name or words the user sent)."""
     arguments = call.json_object() or {}
     first = next((value for value in arguments.values() if isinstance(value, str)), "")
-    shown = first if len(first) <= 40 else first[:39] + "…"
-    return f'{_HINT_ICONS.get(call.name, "🔧")} {call.name}("{shown}")'
+    name = texts.literal(call.name)
+    return f'{_HINT_ICONS.get(call.name, "🔧")} {name}("{texts.literal(first, limit=40)}")'
 
 
 @dataclass

@@ -12,6 +12,9 @@ shows the same one), and gets at most `CODES_PER_DAY` a day; everyone together g
 `CODES_PER_HOUR` an hour, so a crowd of strangers cannot bury the owner's list. A code is used
 once (approving or denying deletes it), only the owner's private chat can use it, and it names
 the person who asked for it: a guessed or replayed code gets nobody anything.
+
+The owner sees each person by the name and username they chose, which may be anything: both are
+shown as plain text (`texts.literal`), never as a link, formatting or a mention.
 """
 
 from __future__ import annotations
@@ -46,8 +49,10 @@ class Asker:
     username: str | None = None
 
     def describe(self) -> str:
-        handle = f" (@{self.username})" if self.username else ""
-        return f"{self.name}{handle}, id {self.user_id}"
+        """Who they are, for the owner's chat: their name and username as they chose them, shown
+        literally (`texts.literal`), and the id Telegram gave them."""
+        handle = f" ({texts.literal('@' + self.username)})" if self.username else ""
+        return f"{texts.literal(self.name)}{handle}, id {self.user_id}"
 
 
 @dataclass(frozen=True)
@@ -144,9 +149,9 @@ class Pairing:
         """/approve CODE: the owner's answer, and the person approved (None if nobody)."""
         pairing = self._open(code_text)
         if pairing is None:
-            return texts.render("pairing_no_code", code=code_text.strip()[:20]), None
+            return _no_code(code_text), None
         if not self._store.approve(pairing, self._clock()):  # used in the meantime
-            return texts.render("pairing_no_code", code=code_text.strip()[:20]), None
+            return _no_code(code_text), None
         self._approved.pop(pairing.asker.user_id, None)
         logger.info("pairing: approved", extra={"sender_id": pairing.asker.user_id})
         return texts.render("pairing_approved", who=pairing.asker.describe()), pairing.asker
@@ -154,9 +159,9 @@ class Pairing:
     def deny(self, code_text: str) -> str:
         pairing = self._open(code_text)
         if pairing is None:
-            return texts.render("pairing_no_code", code=code_text.strip()[:20])
+            return _no_code(code_text)
         if not self._store.deny(pairing, self._clock() + timedelta(hours=DENIED_HOURS)):
-            return texts.render("pairing_no_code", code=code_text.strip()[:20])
+            return _no_code(code_text)
         logger.info("pairing: denied", extra={"sender_id": pairing.asker.user_id})
         return texts.render("pairing_denied", who=pairing.asker.describe(), hours=DENIED_HOURS)
 
@@ -191,6 +196,11 @@ class Pairing:
         if pairing is None or pairing.expires <= self._clock():
             return None
         return pairing
+
+
+def _no_code(code_text: str) -> str:
+    """No open request has this code: the owner's words are shown back as they typed them."""
+    return texts.render("pairing_no_code", code=texts.literal(code_text, limit=20))
 
 
 def _spaced(code: str) -> str:

@@ -44,6 +44,13 @@ class Tag(NamedTuple):
     closing: bool
 
 
+def tag_attributes(tag: Tag) -> dict[str, str]:
+    """The attributes of a start tag `scan_telegram_html` found (`href`, `class`...)."""
+    if tag.closing:
+        return {}
+    return _parse_attributes(tag.raw, tag.name, 0, 1 + len(tag.name))[0]
+
+
 def telegram_length(text: str) -> int:
     """Length as Telegram counts it: UTF-16 code units (astral-plane characters count 2)."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2

@@ -12,7 +12,8 @@ the bot token and so stays inside the client) and stored in the workspace under
 - documents are announced with name, type, size and workspace path (text ones are readable with
   `read_file`);
 - files over `MEDIA_MAX_BYTES` (Telegram lets bots download at most 20 MB) are not downloaded,
-  and the user is told so at once (`UserContent.notices`).
+  and the user is told so at once (`UserContent.notices`), naming the file as its sender
+  named it, as plain text (`texts.literal`).
 
 A file's type is what its bytes show (`mime_type`): the type the sender declares is a claim.
 
@@ -261,6 +262,21 @@ class UserContent:
     notices: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Attachment:
+    """How notes and notices name a file: its kind, and the name its sender gave it (if any)."""
+
+    kind: str  # photo, voice message, document, audio
+    name: str | None = None
+
+    def for_model(self) -> str:
+        return f'{self.kind} "{self.name}"' if self.name is not None else self.kind
+
+    def for_user(self) -> str:
+        """In a message to the user: the sender's file name shown as text (texts.literal)."""
+        return f'{self.kind} "{texts.literal(self.name)}"' if self.name is not None else self.kind
+
+
 @dataclass
 class _Resolved:
     notes: list[str]
@@ -332,9 +348,9 @@ class MediaResolver:
             sizes, limit
         )
         if choice is None:
-            self._too_large("photo", resolved)
+            self._too_large(_Attachment("photo"), resolved)
             return
-        data = self._fetch(choice.file_id, choice.file_size, "photo", resolved)
+        data = self._fetch(choice.file_id, choice.file_size, _Attachment("photo"), resolved)
         if data is None:
             return
         sniffed = sniff_image(data)
@@ -351,7 +367,8 @@ class MediaResolver:
 
     def _document(self, document: FileRef, folder: str, resolved: _Resolved) -> None:
         name = document.file_name or "unnamed"
-        data = self._fetch(document.file_id, document.file_size, f'document "{name}"', resolved)
+        attachment = _Attachment("document", name)
+        data = self._fetch(document.file_id, document.file_size, attachment, resolved)
         if data is None:
             return
         mime = mime_type(data, document.mime_type)
@@ -391,8 +408,8 @@ class MediaResolver:
 
     def _audio(self, audio: FileRef, folder: str, resolved: _Resolved, *, voice: bool) -> None:
         name = audio.file_name or "untitled"
-        what = "voice message" if voice else f'audio "{name}"'
-        data = self._fetch(audio.file_id, audio.file_size, what, resolved)
+        attachment = _Attachment("voice message") if voice else _Attachment("audio", name)
+        data = self._fetch(audio.file_id, audio.file_size, attachment, resolved)
         if data is None:
             return
         declared = audio.mime_type or ("audio/ogg" if voice else None)
@@ -418,27 +435,27 @@ class MediaResolver:
     # -- steps ---------------------------------------------------------------------------------
 
     def _fetch(
-        self, file_id: str, declared: int | None, what: str, resolved: _Resolved
+        self, file_id: str, declared: int | None, attachment: _Attachment, resolved: _Resolved
     ) -> bytes | None:
         """The file's bytes; None (with a note for the model) when too large or unavailable."""
         limit = self._settings.media_max_bytes
         if declared is not None and declared > limit:
-            self._too_large(what, resolved)
+            self._too_large(attachment, resolved)
             return None
         try:
             file_path, size = self._bot.get_file(file_id)
             if size is not None and size > limit:
-                self._too_large(what, resolved)
+                self._too_large(attachment, resolved)
                 return None
             return self._bot.download(file_path, limit)
         except FileTooLarge:
-            self._too_large(what, resolved)
+            self._too_large(attachment, resolved)
         except TelegramError as error:
             # method and status only: never the file path (nor, a fortiori, the URL)
             logger.warning(
                 "could not fetch a file from Telegram (%s, %s)", error.method, error.status
             )
-            resolved.notes.append(texts.render("media_unavailable", what=what))
+            resolved.notes.append(texts.render("media_unavailable", what=attachment.for_model()))
         return None
 
     def _store(self, folder: str, unique_id: str, extension: str, data: bytes) -> str:
@@ -457,12 +474,14 @@ class MediaResolver:
             logger.warning("%s", error)  # the kind and status only (see the transcriber)
             return ""
 
-    def _too_large(self, what: str, resolved: _Resolved) -> None:
+    def _too_large(self, attachment: _Attachment, resolved: _Resolved) -> None:
         """Refuse a file over MEDIA_MAX_BYTES (or Telegram's 20 MB): a note for the model, and
         a notice for the user, who learns at once rather than from whatever the model says."""
         limit = human_size(self._settings.media_max_bytes)
+        what = attachment.for_model()
         resolved.notes.append(texts.render("media_too_large", what=what, limit=limit))
-        resolved.notices.append(texts.render("media_too_large_notice", what=what, limit=limit))
+        shown = attachment.for_user()
+        resolved.notices.append(texts.render("media_too_large_notice", what=shown, limit=limit))
 
     def _not_shown(self, path: str, size: int) -> str:
         limit = human_size(self._settings.image_max_bytes)

@@ -2,8 +2,10 @@
 
 It accepts what the bot sends and refuses what Telegram refuses: an unknown token (401), HTML
 that Telegram cannot parse, and texts over 4096 characters (400, with Telegram's wording).
-Accepted messages are recorded and handed to `on_message` (the chat prints them); message
-drafts (`sendMessageDraft`, private chats only, a non-zero `draft_id`) likewise to `on_draft`.
+Accepted messages are recorded, with the entities Telegram would give them (what the markup
+forms and the mentions, commands and links it finds by itself, `entities.py`), and handed to
+`on_message` (the chat prints them); message drafts (`sendMessageDraft`, private chats only, a
+non-zero `draft_id`) likewise to `on_draft`.
 
 Files the bot sends (`sendPhoto`, `sendDocument`, `sendAudio`, `sendVoice`, uploaded as
 multipart/form-data) are checked as Telegram checks them (50 MB per upload, 413; a photo of at
@@ -53,9 +55,12 @@ from nanobot_lambda.adapters.telegram.formatting import TELEGRAM_TEXT_LIMIT
 from nanobot_lambda.adapters.telegram.html_check import (
     TelegramHtmlError,
     parse_telegram_html,
+    scan_telegram_html,
     telegram_length,
 )
+from nanobot_lambda.adapters.telegram.models import MessageEntity
 from nanobot_lambda.adapters.telegram.reactions import is_reaction_emoji
+from nanobot_lambda.operator.local.entities import message_entities
 from nanobot_lambda.operator.local.http import FormFile, JsonHttpServer, parse_form_data
 
 BOT_USER = {"id": 7000000001, "is_bot": True, "first_name": "Nano", "username": "nano_lambda_bot"}
@@ -107,6 +112,8 @@ class SentMessage:
     parse_mode: str | None
     thread_id: int | None
     keyboard: Keyboard = ()  # its inline keyboard: rows of (text, callback_data)
+    # What its markup forms and what Telegram finds in its text by itself (entities.py).
+    entities: tuple[MessageEntity, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -458,6 +465,7 @@ class LocalBotApi(JsonHttpServer):
     def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         _require(params, "chat_id", "text")
         text, plain, parse_mode = self._checked_text(params)
+        tags = scan_telegram_html(text)[1] if parse_mode == "HTML" else []
         keyboard = _inline_keyboard(params.get("reply_markup"))
         thread = params.get("message_thread_id")
         message = SentMessage(
@@ -468,6 +476,7 @@ class LocalBotApi(JsonHttpServer):
             parse_mode=parse_mode,
             thread_id=int(thread) if thread is not None else None,
             keyboard=keyboard,
+            entities=message_entities(plain, tags),
         )
         with self._lock:
             self.messages.append(message)
@@ -687,6 +696,8 @@ def _message_json(message: SentMessage, date: int) -> dict[str, Any]:
         "date": date,
         "text": message.plain_text,
     }
+    if message.entities:
+        result["entities"] = [entity.model_dump(exclude_none=True) for entity in message.entities]
     if message.keyboard:
         result["reply_markup"] = {
             "inline_keyboard": [
