@@ -8,8 +8,9 @@ server side along), so a deployment without MCP servers never loads it.
 
 Before connecting, the URL's host is checked by the web tools' address guard: private, loopback
 and cloud-metadata addresses only through `WEB_FETCH_ALLOW_NETWORKS`. Header values read from a
-secret go to the server only, are added to the redactor, and no error message carries them
-(errors are described by their type and the server's name).
+secret go to the server only (and only for jobs of the chats its `access` names: the server is
+not asked for another's, tools/remote.py), are added to the redactor, and no error message
+carries them (errors are described by their type and the server's name).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from nanobot_lambda.adapters.web.netguard import AddressGuard, FetchError, IPNetwork
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.redaction import REDACTOR
-from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool
+from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool, ServerAccess
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -46,6 +47,7 @@ class McpServer:
         *,
         timeout_seconds: float = 30,
         allowed_tools: frozenset[str] | None = None,
+        access: ServerAccess = "owner",
     ) -> None:
         self._name = name
         self._timeout = timeout_seconds
@@ -53,6 +55,7 @@ class McpServer:
         self._headers = dict(headers)
         self._guard = guard
         self._allowed = allowed_tools
+        self._access = access
 
     @property
     def name(self) -> str:
@@ -65,6 +68,10 @@ class McpServer:
     @property
     def allowed_tools(self) -> frozenset[str] | None:
         return self._allowed
+
+    @property
+    def access(self) -> ServerAccess:
+        return self._access
 
     def list_tools(self, timeout: float) -> list[RemoteTool]:
         async def listing(session: ClientSession) -> list[RemoteTool]:
@@ -221,6 +228,7 @@ def mcp_servers(
                 guard,
                 timeout_seconds=config.timeout_seconds,
                 allowed_tools=allowed,
+                access=config.access,
             )
         )
     return tuple(servers)
