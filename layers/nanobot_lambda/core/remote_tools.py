@@ -44,6 +44,16 @@ ServerAccess = Literal["owner", "allowed"] | frozenset[int]
 
 
 @dataclass(frozen=True)
+class ServerPolicy:
+    """What the operator set for a server besides where it is: who may use it, which of its
+    tools (None: all), and how long one call may take."""
+
+    access: ServerAccess = "owner"
+    allowed_tools: frozenset[str] | None = None
+    timeout_seconds: float = 30
+
+
+@dataclass(frozen=True)
 class Audience:
     """Who the assistant serves, as a server's access names them."""
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from nanobot_lambda.adapters.web.netguard import AddressGuard, FetchError, IPNetwork
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.redaction import REDACTOR
-from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool, ServerAccess
+from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool, ServerAccess, ServerPolicy
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -44,18 +44,13 @@ class McpServer:
         url: str,
         headers: Mapping[str, str],
         guard: AddressGuard,
-        *,
-        timeout_seconds: float = 30,
-        allowed_tools: frozenset[str] | None = None,
-        access: ServerAccess = "owner",
+        policy: ServerPolicy | None = None,
     ) -> None:
         self._name = name
-        self._timeout = timeout_seconds
         self._url = url
         self._headers = dict(headers)
         self._guard = guard
-        self._allowed = allowed_tools
-        self._access = access
+        self._policy = policy or ServerPolicy()  # the owner's, every tool, 30 s a call
 
     @property
     def name(self) -> str:
@@ -63,15 +58,15 @@ class McpServer:
 
     @property
     def timeout_seconds(self) -> float:
-        return self._timeout
+        return self._policy.timeout_seconds
 
     @property
     def allowed_tools(self) -> frozenset[str] | None:
-        return self._allowed
+        return self._policy.allowed_tools
 
     @property
     def access(self) -> ServerAccess:
-        return self._access
+        return self._policy.access
 
     def list_tools(self, timeout: float) -> list[RemoteTool]:
         async def listing(session: ClientSession) -> list[RemoteTool]:
@@ -220,15 +215,6 @@ def mcp_servers(
             headers[header] = fetch(*next(iter(value.items())))
             REDACTOR.add([headers[header]])  # from now on, out of every log and tool result
         allowed = frozenset(config.tools) if config.tools is not None else None
-        servers.append(
-            McpServer(
-                config.name,
-                config.url,
-                headers,
-                guard,
-                timeout_seconds=config.timeout_seconds,
-                allowed_tools=allowed,
-                access=config.access,
-            )
-        )
+        policy = ServerPolicy(config.access, allowed, config.timeout_seconds)
+        servers.append(McpServer(config.name, config.url, headers, guard, policy))
     return tuple(servers)
