@@ -28,12 +28,13 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from nanobot_lambda.adapters.telegram.reactions import telegram_reaction
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
-from nanobot_lambda.core.remote_tools import SECRETS_PREFIX
+from nanobot_lambda.core.remote_tools import SECRETS_PREFIX, ServerAccess
 from nanobot_lambda.core.spend import SpendLimits
 
 # Secret fields that may come from SSM Parameter Store or Secrets Manager instead of a value.
@@ -202,7 +203,8 @@ HeaderValue = str | dict[str, str]
 
 
 class McpServerConfig(BaseModel):
-    """One remote MCP server (streamable HTTP) whose tools the model is offered."""
+    """One remote MCP server (streamable HTTP) whose tools the model is offered, in the chats
+    its `access` names (core/remote_tools.py: `may_use_server`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,19}$")  # the tools' prefix: `<name>_<tool>`
@@ -210,6 +212,41 @@ class McpServerConfig(BaseModel):
     headers: dict[str, HeaderValue] = Field(default_factory=dict)
     tools: tuple[str, ...] | None = None  # an allow-list; None: every tool the server lists
     timeout_seconds: float = Field(default=30, gt=0, le=300)
+    # "owner" (configurations from before access existed mean this), "allowed", or chat ids.
+    access: ServerAccess = "owner"
+    # Header secrets are the owner's: a server that has them is opened to others only when the
+    # operator says so here, and `doctor` warns about it.
+    share_secret_headers: bool = False
+
+    @field_validator("access", mode="before")
+    @classmethod
+    def _access(cls, value: object) -> object:
+        if value in ("owner", "allowed"):
+            return value
+        if isinstance(value, list | tuple) and value:
+            chats = [chat for chat in value if isinstance(chat, int) and not isinstance(chat, bool)]
+            if len(chats) == len(value) and 0 not in chats:
+                return frozenset(chats)
+        raise ValueError(
+            'give "owner", "allowed" or a list of Telegram chat ids (people\'s user ids, '
+            "groups' negative ids)"
+        )
+
+    @property
+    def secret_headers(self) -> list[str]:
+        """The headers whose values are read from a secret."""
+        return [header for header, value in self.headers.items() if not isinstance(value, str)]
+
+    @model_validator(mode="after")
+    def _secret_headers_stay_the_owner_s(self) -> McpServerConfig:
+        if self.access != "owner" and self.secret_headers and not self.share_secret_headers:
+            raise ValueError(
+                f"{self.name}: its header {self.secret_headers[0]} is read from a secret, which "
+                "serves the owner only; to let others use the server with it, add "
+                '"share_secret_headers": true (everyone it is opened to acts with that '
+                'credential), or keep "access": "owner"'
+            )
+        return self
 
     @field_validator("headers")
     @classmethod

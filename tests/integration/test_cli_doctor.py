@@ -76,7 +76,7 @@ def doctor(stack: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[st
     lines = capsys.readouterr().out.splitlines()
     checks: dict[str, str] = {}
     for line in lines[:-1]:
-        if line.startswith(("ok", "FAIL", "skip")):
+        if line.startswith(("ok", "FAIL", "WARN", "skip")):
             name = line[6:23].strip()
             checks[name] = line
         else:
@@ -149,9 +149,65 @@ def test_each_mcp_server_is_listed_with_its_tool_count_or_its_failure(
         server.stop()
     assert code == 1 and failed(checks) == ["MCP servers"]
     line = checks["MCP servers"]
-    assert "gone: the MCP server gone failed (listing its tools: ConnectError)" in line
-    assert "test: 2 tools" in line
+    assert (
+        "gone (for the owner only (111111111)): the MCP server gone failed (listing its tools: "
+        "ConnectError)" in line
+    )
+    assert "test: 2 tools, for the owner only (111111111)" in line
     assert "fix: check the URL and headers in McpServers" in line
+
+
+def test_doctor_shows_who_may_use_each_server_and_warns_of_shared_header_secrets(
+    deploy: Deploy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    put_secret("/nanobot/mcp/team-key", "team-key-0123456789")
+    server = McpServerProcess().start()
+    try:
+        servers = [
+            {"name": "mail", "url": server.url, "tools": ["add"]},
+            {"name": "docs", "url": server.url, "tools": ["add"], "access": "allowed"},
+            {
+                "name": "team",
+                "url": server.url,
+                "tools": ["add", "weather"],
+                "headers": {"X-Api-Key": {"param": "/nanobot/mcp/team-key"}},
+                "access": [222222222, -1001234567890],
+                "share_secret_headers": True,
+            },
+        ]
+        code, checks = doctor(
+            deploy(McpServers=json.dumps(servers), WebFetchAllowNetworks="127.0.0.1/32"), capsys
+        )
+    finally:
+        server.stop()
+    assert code == 0, checks  # a warning is no failure
+    line = checks["MCP servers"]
+    assert line.startswith("WARN")
+    assert "mail: 1 tool, for the owner only (111111111)" in line
+    assert "docs: 1 tool, for everyone allowed (ALLOW_FROM ids, approved people)" in line
+    assert "team: 2 tools, for chats -1001234567890, 222222222" in line
+    assert "team shares its secret header X-Api-Key with chats -1001234567890, 222222222" in line
+    assert "team-key-0123456789" not in line
+    assert "fix: everyone a server is opened to acts with its credential" in line
+    assert all(check.startswith("ok") for name, check in checks.items() if name != "MCP servers")
+
+
+def test_a_shared_header_secret_without_the_operator_s_word_is_a_configuration_failure(
+    deploy: Deploy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    servers = [
+        {
+            "name": "mail",
+            "url": "https://mail.example/mcp",
+            "headers": {"Authorization": {"param": "/nanobot/mcp/mail"}},
+            "access": "allowed",
+        }
+    ]
+    code, checks = doctor(deploy(McpServers=json.dumps(servers)), capsys)
+    assert code == 1 and failed(checks) == ["configuration"]
+    assert '"share_secret_headers": true' in checks["configuration"]
+    assert "fix: redeploy with corrected McpServers" in checks["configuration"]
+    assert checks["MCP servers"].startswith("skip")
 
 
 def test_an_ack_reaction_telegram_refuses_is_named_before_the_webhook_fails_on_it(

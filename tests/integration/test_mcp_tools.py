@@ -2,7 +2,8 @@
 on 127.0.0.1): listed under the server's name, called through the tool registry the agent loop
 uses, with the header secret sent and never shown; a server that fails, is slow, answers too
 much or tries to break out of its frame, and a server that is down, each give the model an
-error or a safe result, never the turn's end, and never hide another server's tools."""
+error or a safe result, never the turn's end, and never hide another server's tools. A server is
+used only by the chats its access names: another chat neither sees its tools nor reaches it."""
 
 from __future__ import annotations
 
@@ -16,13 +17,17 @@ import pytest
 
 from nanobot_lambda.adapters.mcp.client import McpServer, mcp_servers
 from nanobot_lambda.adapters.web.netguard import AddressGuard
+from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.model import ToolCall
+from nanobot_lambda.core.remote_tools import Audience, ServerPolicy
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import McpSettings
 from nanobot_lambda.tools.remote import RemoteToolbox
 from tests.support.mcp_server import EXPECTED_KEY, McpServerProcess
 
 LOCAL = AddressGuard([ipaddress.ip_network("127.0.0.0/8")])
+OWNER, FRIEND, GROUP = 111, 222, -1003
+AUDIENCE = Audience(OWNER, AllowList.parse(f"{OWNER},{FRIEND},{GROUP}"))
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +38,8 @@ def server() -> Iterator[McpServerProcess]:
 
 
 def registry_for(*servers: McpServer, max_chars: int = 5_000) -> ToolRegistry:
-    return ToolRegistry(RemoteToolbox(servers, max_chars).tools())
+    """The tools the owner's chat is offered."""
+    return ToolRegistry(RemoteToolbox(servers, max_chars, AUDIENCE).tools_for(OWNER))
 
 
 def call(registry: ToolRegistry, name: str, **arguments: object) -> str:
@@ -64,7 +70,9 @@ def test_tools_are_listed_under_the_server_s_name_sorted_with_their_schemas(
 def test_the_operator_s_allow_list_keeps_only_the_tools_it_names(
     server: McpServerProcess,
 ) -> None:
-    only = McpServer("test", server.url, {}, LOCAL, allowed_tools=frozenset({"add", "nope"}))
+    only = McpServer(
+        "test", server.url, {}, LOCAL, ServerPolicy(allowed_tools=frozenset({"add", "nope"}))
+    )
     assert registry_for(only).names == ["test_add"]
 
 
@@ -112,13 +120,17 @@ def test_a_header_secret_reaches_the_server_and_nothing_shows_it(
 
 
 def test_failures_are_results_the_model_can_act_on(server: McpServerProcess) -> None:
-    registry = registry_for(McpServer("test", server.url, {}, LOCAL, timeout_seconds=1.5))
+    registry = registry_for(McpServer("test", server.url, {}, LOCAL))
     assert call(registry, "test_fail").startswith("Error: test answered with an error:")
-    started = time.monotonic()
-    slow = call(registry, "test_slow", seconds=10)
-    assert slow.startswith("Error: the MCP server test did not answer in time")
-    assert time.monotonic() - started < 5
     assert "Error: there is no tool named 'test_nope'" in call(registry, "test_nope")
+    # A short timeout of its own (the error answer above takes up to a second on a busy machine).
+    hurried = registry_for(
+        McpServer("test", server.url, {}, LOCAL, ServerPolicy(timeout_seconds=3))
+    )
+    started = time.monotonic()
+    slow = call(hurried, "test_slow", seconds=10)
+    assert slow.startswith("Error: the MCP server test did not answer in time")
+    assert time.monotonic() - started < 7
 
 
 def test_a_long_answer_is_capped_and_a_hostile_one_cannot_leave_its_frame(
@@ -140,8 +152,8 @@ def test_a_server_that_is_down_leaves_only_its_own_tools_out(server: McpServerPr
     )
     assert registry.names and all(name.startswith("test_") for name in registry.names)
     failing = McpServer("gone", down.url, {}, LOCAL)
-    tool = RemoteToolbox([failing], 1_000)
-    assert tool.tools() == []
+    tool = RemoteToolbox([failing], 1_000, AUDIENCE)
+    assert tool.tools_for(OWNER) == []
 
 
 def test_private_addresses_need_the_allow_networks_setting(server: McpServerProcess) -> None:
@@ -164,3 +176,47 @@ def test_a_connection_goes_only_to_the_address_the_guard_checked(
     answers = iter([["127.0.0.1"]])  # the check before connecting; then a private address
     rebinding = AddressGuard(local, resolver=lambda host, port: next(answers, ["10.1.2.3"]))
     assert registry_for(McpServer("local", url, {}, rebinding)).names == []
+
+
+def test_the_owner_s_server_serves_the_owner_s_chat_only_and_others_cannot_reach_it(
+    server: McpServerProcess,
+) -> None:
+    """One container runs jobs of every chat in turn: the owner's chat sees the owner's server
+    and calls it with its header; a friend's chat and a group's see none of its tools, and a
+    call the model makes to one by name is refused without a request reaching the server."""
+    owner_s = McpServer("mail", server.url, {"X-Api-Key": EXPECTED_KEY}, LOCAL)
+    toolbox = RemoteToolbox([owner_s], 5_000, AUDIENCE)
+    registry = ToolRegistry([])
+    server.forget_requests()
+
+    for chat in (FRIEND, GROUP):
+        registry.offer(toolbox.tools_for(chat))
+        assert registry.names == [] and registry.definitions() == []
+        refused = call(registry, "mail_whoami")
+        assert refused == "Error: there is no tool named 'mail_whoami'. Available tools: ."
+    assert server.requests() == []  # not even listed for them
+
+    registry.offer(toolbox.tools_for(OWNER))
+    assert "mail_whoami" in registry.names
+    assert "key ok" in call(registry, "mail_whoami")
+    assert server.calls() == [{"method": "tools/call", "tool": "whoami", "key": True}]
+    assert all(request["key"] for request in server.requests())
+
+    server.forget_requests()
+    registry.offer(toolbox.tools_for(GROUP))  # the next job is the group's again
+    assert call(registry, "mail_whoami").startswith("Error: there is no tool named")
+    assert server.requests() == []
+
+
+def test_a_server_opened_to_everyone_allowed_serves_each_of_their_chats(
+    server: McpServerProcess,
+) -> None:
+    docs = McpServer("docs", server.url, {}, LOCAL, ServerPolicy("allowed"))
+    listed = McpServer("team", server.url, {}, LOCAL, ServerPolicy(frozenset({GROUP})))
+    toolbox = RemoteToolbox([docs, listed], 5_000, AUDIENCE)
+    friend = ToolRegistry(toolbox.tools_for(FRIEND))
+    assert "docs_add" in friend.names and not [n for n in friend.names if n.startswith("team_")]
+    assert "42" in call(friend, "docs_add", a=40, b=2)
+    group = ToolRegistry(toolbox.tools_for(GROUP))
+    assert "docs_add" in group.names and "team_add" in group.names
+    assert ToolRegistry(toolbox.tools_for(-9999)).names == []  # a group nobody listed

@@ -4,17 +4,26 @@ HTTP on 127.0.0.1 in a process of its own (`McpServerProcess`), as a user's serv
 Its tools: `add`, `whoami` (says whether the expected API key header arrived, never its value),
 `slow` (sleeps), `fail` (raises: the server answers with an error result), `big` (a long text),
 `inject` (text that tries to close the untrusted-content frame and give orders), `weather`.
+
+Every HTTP request it receives is recorded (`McpServerProcess.requests`): its JSON-RPC method,
+the tool a `tools/call` names, and whether the expected API key came with it (never the value),
+so a test can tell what reached the server, and that nothing did.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
+import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
 EXPECTED_KEY = "mcp-test-key-0123456789"
@@ -29,10 +38,28 @@ class McpServerProcess:
             self.port = probe.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self._process: subprocess.Popen[bytes] | None = None
+        self._log: Path | None = None  # where the running server records its requests
+
+    def requests(self) -> list[dict[str, Any]]:
+        """What reached the server so far, in order: `{"method", "tool", "key"}` per request
+        (`method` None for a request without a JSON-RPC body, such as closing the session)."""
+        lines = self._log.read_text().splitlines() if self._log else []
+        return [json.loads(line) for line in lines]
+
+    def calls(self) -> list[dict[str, Any]]:
+        """The `tools/call` requests that reached the server."""
+        return [request for request in self.requests() if request["method"] == "tools/call"]
+
+    def forget_requests(self) -> None:
+        if self._log is not None:
+            self._log.write_text("")
 
     def start(self) -> McpServerProcess:
+        handle, name = tempfile.mkstemp(prefix="mcp-requests-", suffix=".jsonl")
+        os.close(handle)
+        self._log = Path(name)
         self._process = subprocess.Popen(  # noqa: S603 - our own script
-            [sys.executable, str(Path(__file__)), str(self.port)],
+            [sys.executable, str(Path(__file__)), str(self.port), str(self._log)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -51,9 +78,58 @@ class McpServerProcess:
             self._process.terminate()
             self._process.wait(timeout=10)
             self._process = None
+        if self._log is not None:
+            self._log.unlink(missing_ok=True)
+            self._log = None
 
 
-def serve(port: int) -> None:
+class RequestLog:
+    """ASGI middleware: one JSON line per HTTP request in `path`, before the app handles it."""
+
+    def __init__(self, app: Any, path: str) -> None:
+        self._app = app
+        self._path = path
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        self._record(scope, body)
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self._app(scope, replay, send)
+
+    def _record(self, scope: dict[str, Any], body: bytes) -> None:
+        headers = dict(scope["headers"])
+        try:
+            message = json.loads(body) if body else None
+        except ValueError:
+            message = None
+        method = message.get("method") if isinstance(message, dict) else None
+        params = message.get("params") if isinstance(message, dict) else None
+        tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
+        key = headers.get(b"x-api-key") == EXPECTED_KEY.encode()
+        with open(self._path, "a") as log:
+            log.write(json.dumps({"method": method, "tool": tool, "key": key}) + "\n")
+
+
+def serve(port: int, log: str) -> None:
     server = MCPServer("nanobot-test-server")
 
     @server.tool()
@@ -93,8 +169,9 @@ def serve(port: int) -> None:
         """The weather in a city."""
         return f"Sunny in {city}, 21 °C"
 
-    server.run("streamable-http", host="127.0.0.1", port=port)
+    app = RequestLog(server.streamable_http_app(host="127.0.0.1"), log)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2])

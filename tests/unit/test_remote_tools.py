@@ -1,6 +1,8 @@
 """Remote MCP tools without a server: the operator's MCP_SERVERS as settings (what is refused,
-and why), the names and schemas the model is offered, listing once and leaving a failing
-server out, and header secrets read by reference and redacted."""
+and why), who may use a server (its access, for each kind of chat), the names and schemas the
+model is offered, each chat offered only its servers' tools (listed once, a failing server left
+out), a call to another chat's tool refused like an unknown tool, and header secrets read by
+reference and redacted."""
 
 from __future__ import annotations
 
@@ -10,11 +12,34 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.adapters.mcp.client import mcp_servers
+from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError, ToolError
+from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.redaction import redact
-from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool
+from nanobot_lambda.core.remote_tools import (
+    Audience,
+    RemoteResult,
+    RemoteTool,
+    ServerAccess,
+    may_use_server,
+)
+from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import McpSettings
+from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.remote import RemoteToolbox, remote_tool
+from tests.support.fakes import MemoryWorkspace
+
+OWNER = 111
+LISTED = 222  # in ALLOW_FROM
+PAIRED = 333  # approved by pairing
+STRANGER = 444
+LISTED_GROUP = -1001  # ALLOW_FROM lists the group itself
+GROUP = -1002  # heard only when a listed person speaks in it
+AUDIENCE = Audience(
+    OWNER,
+    AllowList.parse(f"{OWNER},{LISTED},{LISTED_GROUP},@ada_l"),
+    approved=lambda user_id: user_id == PAIRED,
+)
 
 
 def settings(servers: Any) -> McpSettings:
@@ -41,6 +66,34 @@ def settings(servers: Any) -> McpSettings:
         ),
         ([{"name": "x", "url": "https://a", "headers": {"Bad Header": "v"}}], "header name"),
         ([{"name": "x", "url": "https://a", "command": "rm -rf /"}], "command"),
+        ([{"name": "x", "url": "https://a", "access": "everyone"}], '"owner", "allowed" or'),
+        ([{"name": "x", "url": "https://a", "access": []}], "a list of Telegram chat ids"),
+        ([{"name": "x", "url": "https://a", "access": ["@ada_l"]}], "chat ids"),
+        ([{"name": "x", "url": "https://a", "access": [0]}], "chat ids"),
+        ([{"name": "x", "url": "https://a", "access": [True]}], "chat ids"),
+        (
+            [
+                {
+                    "name": "mail",
+                    "url": "https://a",
+                    "headers": {"Authorization": {"param": "/nanobot/mcp/mail"}},
+                    "access": "allowed",
+                }
+            ],
+            "mail: its header Authorization is read from a secret, which serves the owner only; "
+            'to let others use the server with it, add "share_secret_headers": true',
+        ),
+        (
+            [
+                {
+                    "name": "mail",
+                    "url": "https://a",
+                    "headers": {"X-Key": {"secret": "nanobot/mcp/mail"}},
+                    "access": [OWNER, LISTED],
+                }
+            ],
+            "share_secret_headers",
+        ),
     ],
 )
 def test_a_configuration_that_is_not_right_is_refused_saying_why(
@@ -55,14 +108,91 @@ def test_an_empty_setting_means_no_servers() -> None:
     assert settings("").mcp_servers == () and settings([]).mcp_servers == ()
 
 
+def test_a_server_is_the_owner_s_unless_its_access_says_otherwise() -> None:
+    """Configurations from before access existed keep working: their servers are the owner's."""
+    (before,) = settings([{"name": "x", "url": "https://a"}]).mcp_servers
+    assert before.access == "owner" and not before.share_secret_headers
+    allowed, listed, shared, plain = settings(
+        [
+            {"name": "a", "url": "https://a", "access": "allowed"},
+            {"name": "b", "url": "https://b", "access": [LISTED, LISTED_GROUP, LISTED]},
+            {
+                "name": "c",
+                "url": "https://c",
+                "headers": {"Authorization": {"param": "/nanobot/mcp/c"}},
+                "access": "allowed",
+                "share_secret_headers": True,
+            },
+            # A header written out is no secret: opening the server needs no flag.
+            {"name": "d", "url": "https://d", "headers": {"Accept": "x"}, "access": "allowed"},
+        ]
+    ).mcp_servers
+    assert allowed.access == "allowed"
+    assert listed.access == frozenset({LISTED, LISTED_GROUP})
+    assert shared.access == "allowed" and shared.secret_headers == ["Authorization"]
+    assert plain.secret_headers == []
+
+
+@pytest.mark.parametrize(
+    ("chat", "owner_only", "allowed", "listed"),
+    [
+        (OWNER, True, True, False),  # the owner's chat, cron jobs, tasks and heartbeat
+        (LISTED, False, True, True),  # a person ALLOW_FROM lists by id
+        (PAIRED, False, True, False),  # a person the owner approved by pairing
+        (LISTED_GROUP, False, True, True),  # a group ALLOW_FROM lists
+        (GROUP, False, False, False),  # a group heard for its listed members: not everyone's
+        (STRANGER, False, False, False),
+        (None, False, False, False),  # a job without a chat uses no server
+    ],
+)
+def test_who_may_use_a_server_is_decided_by_the_job_s_chat(
+    chat: int | None, owner_only: bool, allowed: bool, listed: bool
+) -> None:
+    chats: ServerAccess = frozenset({LISTED, LISTED_GROUP})
+    assert may_use_server("owner", chat, AUDIENCE) is owner_only
+    assert may_use_server("allowed", chat, AUDIENCE) is allowed
+    assert may_use_server(chats, chat, AUDIENCE) is listed
+
+
+def test_without_an_owner_nobody_uses_an_owner_server_and_a_star_opens_allowed_ones() -> None:
+    everyone = Audience(None, AllowList.parse("*"))
+    assert not may_use_server("owner", LISTED, everyone)
+    assert may_use_server("allowed", STRANGER, everyone)
+    assert may_use_server("allowed", GROUP, everyone)
+    # A person ALLOW_FROM names by username only is not counted: usernames change hands.
+    by_name = Audience(OWNER, AllowList.parse(f"{OWNER},@ada_l"))
+    assert not may_use_server("allowed", 555, by_name)
+
+
+def test_a_paired_person_is_looked_up_only_for_a_private_chat_not_otherwise_allowed() -> None:
+    asked: list[int] = []
+    audience = Audience(
+        OWNER,
+        AllowList.parse(f"{OWNER},{LISTED}"),
+        approved=lambda user: asked.append(user) is not None,
+    )
+    for chat in (OWNER, LISTED, GROUP, STRANGER):
+        may_use_server("allowed", chat, audience)
+        may_use_server("owner", chat, audience)
+    assert asked == [STRANGER]
+
+
 class FakeServer:
-    def __init__(self, name: str, tools: list[RemoteTool], fail: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        tools: list[RemoteTool],
+        fail: bool = False,
+        access: ServerAccess = "owner",
+    ) -> None:
         self.name = name
         self.timeout_seconds = 5.0
         self.allowed_tools: frozenset[str] | None = None
+        self.access = access
         self._tools = tools
         self._fail = fail
         self.listings = 0
+        self.calls: list[str] = []
 
     def list_tools(self, timeout: float) -> list[RemoteTool]:
         self.listings += 1
@@ -71,6 +201,7 @@ class FakeServer:
         return self._tools
 
     def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> RemoteResult:
+        self.calls.append(tool)
         return RemoteResult(f"{tool}({json.dumps(arguments)})")
 
 
@@ -90,10 +221,53 @@ def test_tools_are_listed_once_sorted_filtered_and_a_failing_server_is_left_out(
     other = FakeServer("a", [RemoteTool("one", "1."), RemoteTool("two", "2.")])
     other.allowed_tools = frozenset({"two"})
     broken = FakeServer("c", [], fail=True)
-    toolbox = RemoteToolbox([good, other, broken], 100)
-    assert [tool.name for tool in toolbox.tools()] == ["a_two", "b_alpha", "b_zeta"]
-    toolbox.tools()
+    toolbox = RemoteToolbox([good, other, broken], 100, AUDIENCE)
+    assert [tool.name for tool in toolbox.tools_for(OWNER)] == ["a_two", "b_alpha", "b_zeta"]
+    toolbox.tools_for(OWNER)
     assert (good.listings, other.listings, broken.listings) == (1, 1, 1)
+
+
+def test_each_chat_is_offered_only_its_servers_tools_and_they_stay_the_same() -> None:
+    mail = FakeServer("mail", [RemoteTool("send", "S.")])  # the owner's
+    docs = FakeServer("docs", [RemoteTool("search", "S.")], access="allowed")
+    team = FakeServer("team", [RemoteTool("board", "B.")], access=frozenset({LISTED_GROUP}))
+    toolbox = RemoteToolbox([mail, docs, team], 100, AUDIENCE)
+
+    def offered(chat: int) -> list[str]:
+        return [tool.name for tool in toolbox.tools_for(chat)]
+
+    assert offered(STRANGER) == [] and offered(GROUP) == []
+    assert mail.listings == docs.listings == team.listings == 0  # nothing was asked for them
+    assert offered(PAIRED) == ["docs_search"]
+    assert offered(LISTED_GROUP) == ["docs_search", "team_board"]
+    assert offered(OWNER) == ["docs_search", "mail_send"]
+    assert offered(PAIRED) == ["docs_search"]  # the same list again, from the first listing
+    assert (mail.listings, docs.listings, team.listings) == (1, 1, 1)
+
+
+def test_a_tool_the_job_s_chat_may_not_use_is_refused_like_an_unknown_one() -> None:
+    """A prompt-injected model naming another chat's tool gets the unknown-tool error, and the
+    server is never called; the next job of the owner has the tool again."""
+    mail = FakeServer("mail", [RemoteTool("send", "S.")])
+    toolbox = RemoteToolbox([mail], 100, AUDIENCE)
+    registry = ToolRegistry(file_tools(MemoryWorkspace()))
+    own_tools = registry.definitions()
+
+    registry.offer(toolbox.tools_for(OWNER))
+    assert "mail_send" in registry.names
+    assert "\nsend({})\n</untrusted_web_content>" in registry.execute(
+        ToolCall("c1", "mail_send", "{}")
+    )
+
+    registry.offer(toolbox.tools_for(STRANGER))
+    assert registry.definitions() == own_tools and "mail_send" not in registry.names
+    refused = registry.execute(ToolCall("c2", "mail_send", "{}"))
+    assert refused.startswith("Error: there is no tool named 'mail_send'. Available tools: ")
+    assert "mail" not in refused.removeprefix("Error: there is no tool named 'mail_send'")
+    assert mail.calls == ["send"]  # the owner's call only
+
+    registry.offer(toolbox.tools_for(OWNER))
+    assert registry.names[-1] == "mail_send"
 
 
 def test_header_secrets_are_read_by_reference_and_redacted_from_then_on() -> None:

@@ -61,10 +61,14 @@ class Tool(ABC):
 
 class ToolRegistry:
     def __init__(self, tools: list[Tool]) -> None:
-        self._tools = {tool.name: tool for tool in tools}
+        self._own = {tool.name: tool for tool in tools}
+        self._tools = dict(self._own)
 
-    def add(self, tools: list[Tool]) -> None:
-        """More tools, after these (the remote servers' tools, read on the first job)."""
+    def offer(self, tools: list[Tool]) -> None:
+        """The tools of this job beyond the registry's own, after them (the remote servers' tools
+        its chat may use). They replace the previous job's: a tool not offered now is unknown
+        to this job, in its definitions and when called."""
+        self._tools = dict(self._own)
         for tool in tools:
             self._tools.setdefault(tool.name, tool)
 

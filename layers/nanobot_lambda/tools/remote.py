@@ -1,13 +1,18 @@
 """The tools of remote MCP servers, offered to the model under the server's name: `github_search`
 for the tool `search` of the server `github`.
 
-The lists are read once per container, on the first job (`RemoteToolbox.tools`), all servers at
-once, each within `LIST_TIMEOUT_SECONDS`; they are sorted, so the tool list stays byte-identical
-from turn to turn and the provider's prompt cache keeps serving it. A server that does not
-answer then is left out of that container's tools (its failure is logged) and never hides the
-others'. A call runs within the server's `timeout_seconds`; its result is capped, framed as
-untrusted content like a web page's, and redacted like every tool result; any failure is an
-error result the model can act on, never the turn's end.
+Each job is offered the tools of the servers its chat may use (`RemoteToolbox.tools_for`, by
+each server's access: core/remote_tools.py), and no other: a server the chat may not use is
+neither listed nor called for it, so its headers never travel for another scope's job, and a
+call the model makes to one of its tools anyway is refused like any unknown tool.
+
+A server's list is read once per container, on the first job that may use it, all such servers
+at once, each within `LIST_TIMEOUT_SECONDS`; the tools are sorted, so a chat's tool list stays
+byte-identical from turn to turn and the provider's prompt cache keeps serving it. A server that
+does not answer then is left out of that container's tools (its failure is logged) and never
+hides the others'. A call runs within the server's `timeout_seconds`; its result is capped,
+framed as untrusted content like a web page's, and redacted like every tool result; any failure
+is an error result the model can act on, never the turn's end.
 """
 
 from __future__ import annotations
@@ -19,7 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from nanobot_lambda.core.errors import ToolError
-from nanobot_lambda.core.remote_tools import RemoteTool, RemoteToolServer
+from nanobot_lambda.core.remote_tools import (
+    Audience,
+    RemoteTool,
+    RemoteToolServer,
+    may_use_server,
+)
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.tools.web import frame
 
@@ -80,28 +90,36 @@ def remote_tool(
 
 
 class RemoteToolbox:
-    """Every configured server's tools, read once per container."""
+    """The configured servers' tools, each server's read once per container."""
 
-    def __init__(self, servers: Sequence[RemoteToolServer], result_max_chars: int) -> None:
+    def __init__(
+        self, servers: Sequence[RemoteToolServer], result_max_chars: int, audience: Audience
+    ) -> None:
         self._servers = list(servers)
         self._max_chars = result_max_chars
-        self._tools: list[Tool] | None = None
+        self._audience = audience
+        self._listed: dict[str, list[Tool]] = {}  # server name -> its tools, once listed
 
-    def tools(self) -> list[Tool]:
-        if self._tools is None:
-            self._tools = self._list() if self._servers else []
-        return self._tools
-
-    def _list(self) -> list[Tool]:
-        with ThreadPoolExecutor(max_workers=len(self._servers)) as pool:
-            listed = list(pool.map(self._listed, self._servers))
+    def tools_for(self, chat_id: int | None) -> list[Tool]:
+        """The tools a job of this chat may use, sorted: those of the servers its chat may use
+        (the ones not listed yet are listed now, together)."""
+        usable = [
+            server
+            for server in self._servers
+            if may_use_server(server.access, chat_id, self._audience)
+        ]
+        unlisted = [server for server in usable if server.name not in self._listed]
+        if unlisted:
+            with ThreadPoolExecutor(max_workers=len(unlisted)) as pool:
+                listed = list(pool.map(self._listed_tools, unlisted))
+            self._listed.update(zip((server.name for server in unlisted), listed, strict=True))
         tools: dict[str, Tool] = {}
-        for server_tools in listed:
-            for tool in server_tools:
+        for server in usable:
+            for tool in self._listed[server.name]:
                 tools.setdefault(tool.name, tool)  # a name made twice: the first one stays
         return [tools[name] for name in sorted(tools)]
 
-    def _listed(self, server: RemoteToolServer) -> list[Tool]:
+    def _listed_tools(self, server: RemoteToolServer) -> list[Tool]:
         timeout = server.timeout_seconds
         try:
             found = server.list_tools(min(timeout, LIST_TIMEOUT_SECONDS))

@@ -8,8 +8,9 @@ server side along), so a deployment without MCP servers never loads it.
 
 Before connecting, the URL's host is checked by the web tools' address guard: private, loopback
 and cloud-metadata addresses only through `WEB_FETCH_ALLOW_NETWORKS`. Header values read from a
-secret go to the server only, are added to the redactor, and no error message carries them
-(errors are described by their type and the server's name).
+secret go to the server only (and only for jobs of the chats its `access` names: the server is
+not asked for another's, tools/remote.py), are added to the redactor, and no error message
+carries them (errors are described by their type and the server's name).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from nanobot_lambda.adapters.web.netguard import AddressGuard, FetchError, IPNetwork
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.redaction import REDACTOR
-from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool
+from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool, ServerAccess, ServerPolicy
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -43,16 +44,13 @@ class McpServer:
         url: str,
         headers: Mapping[str, str],
         guard: AddressGuard,
-        *,
-        timeout_seconds: float = 30,
-        allowed_tools: frozenset[str] | None = None,
+        policy: ServerPolicy | None = None,
     ) -> None:
         self._name = name
-        self._timeout = timeout_seconds
         self._url = url
         self._headers = dict(headers)
         self._guard = guard
-        self._allowed = allowed_tools
+        self._policy = policy or ServerPolicy()  # the owner's, every tool, 30 s a call
 
     @property
     def name(self) -> str:
@@ -60,11 +58,15 @@ class McpServer:
 
     @property
     def timeout_seconds(self) -> float:
-        return self._timeout
+        return self._policy.timeout_seconds
 
     @property
     def allowed_tools(self) -> frozenset[str] | None:
-        return self._allowed
+        return self._policy.allowed_tools
+
+    @property
+    def access(self) -> ServerAccess:
+        return self._policy.access
 
     def list_tools(self, timeout: float) -> list[RemoteTool]:
         async def listing(session: ClientSession) -> list[RemoteTool]:
@@ -213,14 +215,6 @@ def mcp_servers(
             headers[header] = fetch(*next(iter(value.items())))
             REDACTOR.add([headers[header]])  # from now on, out of every log and tool result
         allowed = frozenset(config.tools) if config.tools is not None else None
-        servers.append(
-            McpServer(
-                config.name,
-                config.url,
-                headers,
-                guard,
-                timeout_seconds=config.timeout_seconds,
-                allowed_tools=allowed,
-            )
-        )
+        policy = ServerPolicy(config.access, allowed, config.timeout_seconds)
+        servers.append(McpServer(config.name, config.url, headers, guard, policy))
     return tuple(servers)

@@ -24,6 +24,7 @@ from nanobot_lambda.core.jobs import AnyJob, chat_of
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import ChatModel, TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
+from nanobot_lambda.core.remote_tools import Audience
 from nanobot_lambda.core.sandbox import describe_programs
 from nanobot_lambda.core.scopes import ScopeSwitch, scope_of_chat
 from nanobot_lambda.core.sessions import Message, SessionHistory
@@ -110,10 +111,13 @@ class TurnParts:
             workspace_tools.append(
                 ExecTool(services.sandbox, self.workspace, settings.tool_result_max_chars)
             )
-        # Remote MCP servers' tools: every loop gets them, on the container's first job.
-        self.remote = RemoteToolbox(services.remote_servers, settings.tool_result_max_chars)
+        # Who may use which remote MCP server is decided per job, by its chat (enter_scope).
+        self.pairing = Pairing(stores.pairing, clock=clock)
+        audience = Audience(settings.owner, settings.allow_from, self.pairing.is_approved)
+        self.remote = RemoteToolbox(
+            services.remote_servers, settings.tool_result_max_chars, audience
+        )
         self._registries: list[ToolRegistry] = []
-        self._remote_added = False
         self.fitter = RequestFitter(services.tokens, request_budget(settings, services.tokens))
         every_tool = [*workspace_tools, *chat_tools]
         self.agent = self._loop(every_tool, settings.max_tool_iterations)
@@ -161,7 +165,7 @@ class TurnParts:
             stores.stop_flags,
             self.consolidator,
             self.meter,
-            Pairing(stores.pairing, clock=clock),
+            self.pairing,
             settings.owner,
         )
 
@@ -183,14 +187,13 @@ class TurnParts:
 
     def enter_scope(self, job: AnyJob) -> None:
         """Work in the scope of the job's chat (its person's, its group's, or the owner's),
-        with the remote servers' tools (listed on the container's first job)."""
-        self.workspace.enter(scope_of_chat(chat_of(job), self.settings.owner))
+        with the tools of the remote servers that chat may use and no others."""
+        chat = chat_of(job)
+        self.workspace.enter(scope_of_chat(chat, self.settings.owner))
         self.workspace.refresh()
-        if not self._remote_added:
-            remote = self.remote.tools()
-            for registry in self._registries:
-                registry.add(remote)
-            self._remote_added = True
+        remote = self.remote.tools_for(chat)
+        for registry in self._registries:
+            registry.offer(remote)
 
     def _metered_or_main(self, model: ChatModel | None) -> ChatModel:
         return self.model if model is None else self.meter.metered(model)

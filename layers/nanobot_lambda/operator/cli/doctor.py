@@ -9,7 +9,7 @@ from typing import Any
 from nanobot_lambda.operator.cli.common import add_command, add_env_file_option, add_stack_option
 from nanobot_lambda.operator.ops.doctor import Check, Doctor, summarize
 
-MARKS = {"ok": "ok  ", "FAIL": "FAIL", "skip": "skip"}
+MARKS = {"ok": "ok  ", "FAIL": "FAIL", "warn": "WARN", "skip": "skip"}
 
 
 def register(commands: Any) -> None:
@@ -19,9 +19,10 @@ def register(commands: Any) -> None:
         help="check configuration, AWS, the stack, the model, the bot, the webhook, the workspace",
         description="Check, in order: the settings (the stack's parameters with --stack, else "
         "the environment and .env), AWS credentials, the stack and its outputs, the model (a "
-        "real one-token completion), the bot token (getMe), the webhook (the stack's URL, no "
-        "recent delivery error), and the workspace (default files present, skills parse). "
-        "Prints each result with the fix for a failure; exits 1 if anything failed.",
+        "real one-token completion), the MCP servers (each answers; who may use it), the bot "
+        "token (getMe), the webhook (the stack's URL, no recent delivery error), and the "
+        "workspace (default files present, skills parse). Prints each result with the fix for a "
+        "failure or a warning; exits 1 if anything failed (a warning does not).",
         examples=[
             "nanobot-lambda doctor --stack nanobot-lambda",
             "nanobot-lambda doctor            (the local settings: .env)",

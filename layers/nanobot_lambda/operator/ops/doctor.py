@@ -20,6 +20,7 @@ from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
 from nanobot_lambda.core.bot_commands import BOT_COMMANDS
 from nanobot_lambda.core.errors import ConfigError, StorageError, ToolError
+from nanobot_lambda.core.remote_tools import ServerAccess
 from nanobot_lambda.core.skills import load_skills
 from nanobot_lambda.core.workspace import default_workspace_files
 from nanobot_lambda.operator.ops.deployment import (
@@ -48,7 +49,7 @@ from nanobot_lambda.settings import (
     WebSettings,
 )
 
-Status = Literal["ok", "FAIL", "skip"]
+Status = Literal["ok", "FAIL", "warn", "skip"]
 
 # The stack parameters behind the functions' settings, as infra/template.yaml wires them
 # (a unit test checks each against the template).
@@ -109,6 +110,11 @@ def _skip(name: str, detail: str) -> Check:
     return Check(name, "skip", detail)
 
 
+def _warn(name: str, detail: str, fix: str) -> Check:
+    """In place, but by a choice the operator should know they made (no failure)."""
+    return Check(name, "warn", detail, fix)
+
+
 class Doctor:
     def __init__(self, environ: Mapping[str, str], stack_name: str | None) -> None:
         self._environ = environ
@@ -116,6 +122,7 @@ class Doctor:
         self._deployment: Deployment | None = None
         self._llm: LlmSettings | None = None
         self._mcp: McpSettings | None = None
+        self._owner: OwnerSettings | None = None
         self._environment: dict[str, str] = {}
         self._bot: TelegramBot | None = None
 
@@ -178,6 +185,8 @@ class Doctor:
                 self._llm = validated
             if isinstance(validated, McpSettings):
                 self._mcp = validated
+            if isinstance(validated, OwnerSettings):
+                self._owner = validated
             if isinstance(validated, AllowListSettings) and validated.allow_from.allows_nobody:
                 problems.append("ALLOW_FROM is empty: nobody may talk to the bot")
             elif isinstance(validated, OwnerSettings) and validated.owner is None:
@@ -259,7 +268,8 @@ class Doctor:
         return _ok(name, f"{self._llm.llm_model} answered a one-token request")
 
     def mcp_servers(self) -> Check:
-        """Each remote MCP server (MCP_SERVERS): whether it answers, and its tool count."""
+        """Each remote MCP server (MCP_SERVERS): whether it answers, its tool count and who may
+        use it; a warning for a server whose header secrets serve others than the owner."""
         name = "MCP servers"
         if self._mcp is None:
             return _skip(name, "their settings are not valid (see configuration)")
@@ -277,16 +287,20 @@ class Doctor:
                 f"a header secret could not be read ({type(error).__name__})",
                 f"create the SSM parameters or secrets that {where} names, under nanobot/mcp/",
             )
-        found, failed = [], []
-        for server in servers:
+        found, failed, shared = [], [], []
+        for config, server in zip(self._mcp.mcp_servers, servers, strict=True):
+            who = self._describe_access(config.access)
             try:
                 tools = server.list_tools(min(server.timeout_seconds, MCP_LIST_SECONDS))
             except ToolError as error:
-                failed.append(f"{server.name}: {error}")
+                failed.append(f"{server.name} (for {who}): {error}")
                 continue
             allowed = server.allowed_tools
             count = len([tool for tool in tools if allowed is None or tool.name in allowed])
-            found.append(f"{server.name}: {count} tools")
+            found.append(f"{server.name}: {count} tool{'' if count == 1 else 's'}, for {who}")
+            if config.access != "owner" and config.secret_headers:
+                headers = ", ".join(config.secret_headers)
+                shared.append(f"{server.name} shares its secret header {headers} with {who}")
         if failed:
             return _fail(
                 name,
@@ -294,7 +308,28 @@ class Doctor:
                 f"check the URL and headers in {where}; a private address needs "
                 "WebFetchAllowNetworks (WEB_FETCH_ALLOW_NETWORKS)",
             )
+        if shared:
+            return _warn(
+                name,
+                "; ".join([*found, *shared]),
+                "everyone a server is opened to acts with its credential; unless that is meant, "
+                f'set "access": "owner" in {where} and drop "share_secret_headers"',
+            )
         return _ok(name, "; ".join(found))
+
+    def _describe_access(self, access: ServerAccess) -> str:
+        """Who may use a server, as `doctor` shows it (core/remote_tools.py decides it)."""
+        if isinstance(access, frozenset):
+            return "chats " + ", ".join(str(chat) for chat in sorted(access))
+        if access == "allowed" and self._owner is not None and self._owner.allow_from.everyone:
+            return "everyone (ALLOW_FROM is *)"
+        if access == "allowed":
+            return "everyone allowed (ALLOW_FROM ids, approved people)"
+        if self._owner is None:  # the local settings: ALLOW_FROM is the local stack's
+            return "the owner only"
+        if self._owner.owner is None:
+            return "nobody (no owner: set OWNER_ID)"
+        return f"the owner only ({self._owner.owner})"
 
     # -- Telegram -------------------------------------------------------------------------
 
@@ -448,4 +483,7 @@ def summarize(checks: list[Check]) -> str:
     failed = sum(check.status == "FAIL" for check in checks)
     if failed:
         return f"{failed} check{'s' if failed > 1 else ''} failed."
+    warned = sum(check.status == "warn" for check in checks)
+    if warned:
+        return f"Everything checked is in place; see {warned} warning{'s' if warned > 1 else ''}."
     return "Everything checked is in place."
