@@ -61,6 +61,9 @@ class RemoteCall(Tool):
         self._timeout = timeout
         self._max_chars = result_max_chars
 
+    def seconds_needed(self, arguments: dict[str, Any]) -> float:
+        return self._timeout
+
     def run(self, **arguments: Any) -> str:
         result = self._server.call(self._tool, arguments, self._timeout)
         text = result.text.strip() or "(no content)"
