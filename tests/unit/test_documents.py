@@ -57,11 +57,8 @@ def test_a_pdf_text_is_cut_at_the_size_cap(monkeypatch: pytest.MonkeyPatch) -> N
     assert len(text.text) == 50 and text.cut and text.pages_read == 1
 
 
-def test_pages_stop_being_read_when_the_time_for_them_is_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(documents, "PAGES_SECONDS", 0)  # each page starts after the deadline
-    text = read("pdf", pdf("first", "second", "third"))
+def test_pages_stop_being_read_when_the_time_for_them_is_up() -> None:
+    text = read("pdf", pdf("first", "second", "third"), pages_seconds=0)  # up after one page
     assert isinstance(text, DocumentText)
     assert (text.pages, text.pages_read, text.cut) == (3, 1, True) and "first" in text.text
 
@@ -205,9 +202,15 @@ def test_a_pdf_of_100000_objects_is_read(caplog: pytest.LogCaptureFixture) -> No
 
 
 def test_a_document_that_takes_too_long_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(documents, "READ_SECONDS", 0.01)  # the parent's wait, not the child's
-    assert extract("pdf", pdf("slow")) == Unreadable(
-        "it takes too long to read (more than 0.01 s)", too_large=True
+    monkeypatch.setattr(documents, "MIN_READ_SECONDS", 0)
+    assert extract("pdf", pdf("slow"), seconds=0.01) == Unreadable(
+        "too slow to read: reading it takes more than 0.01 s", too_large=True
+    )
+
+
+def test_a_document_with_no_time_left_for_it_is_not_started() -> None:
+    assert extract("pdf", pdf("late"), seconds=0.5) == Unreadable(
+        "too slow to read: the files sent with it used up the time for reading", too_large=True
     )
 
 

@@ -18,7 +18,8 @@ own process: `extract` runs `read` in a child, `python -m nanobot_lambda.adapter
   (`_PDF_LIMITS`: no stream inflates past `MAX_STREAM_BYTES`, no more than `MAX_PDF_PAGES`
   pages, `MAX_PDF_OBJECTS` cross-reference entries), and a page that hits one is skipped with a
   note while the others are read.
-- Pages are read until `PAGES_SECONDS` have passed; the rest is reported as not read.
+- Pages are read until `PAGES_SECONDS` (or half the time the child has) have passed; the
+  rest is reported as not read, so the text read so far comes back in time.
 - The child's environment holds no credential and its error output goes nowhere: a flaw in a
   parser reaches no secret, and no document text reaches a log.
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
 import os
 import resource
 import signal
@@ -57,6 +59,7 @@ MB = 1_000_000
 READ_MEMORY_BYTES = 128 * MB  # the child's, beyond what it has once its library is in
 READ_SECONDS = 20  # the child is killed after this (and its CPU time is limited to it)
 PAGES_SECONDS = 10  # no further PDF page is started after this
+MIN_READ_SECONDS = 1  # with less time left, a document is not even started
 # A DOCX: what its ZIP directory may declare. A long book is 5 MB of XML, a photo album 20 MB.
 MAX_ZIP_MEMBERS = 1_000
 MAX_UNPACKED_BYTES = 64 * MB  # all members together (python-docx holds every part it reads)
@@ -111,9 +114,15 @@ def kind_of(name: str, mime: str) -> str | None:
 # -- in agent_turn: the child and what it answers ------------------------------------------------
 
 
-def extract(kind: str, data: bytes) -> DocumentText | Unreadable:
-    """The document's text, read in a child process within READ_MEMORY_BYTES and READ_SECONDS."""
-    command = [sys.executable, "-S", "-s", "-P", "-B", "-m", __name__, kind]
+def extract(kind: str, data: bytes, seconds: float | None = None) -> DocumentText | Unreadable:
+    """The document's text, read in a child process within READ_MEMORY_BYTES and `seconds`
+    (READ_SECONDS at most)."""
+    seconds = min(READ_SECONDS, READ_SECONDS if seconds is None else seconds)
+    if seconds < MIN_READ_SECONDS:  # the time was used by the files sent with it
+        return Unreadable(
+            "too slow to read: the files sent with it used up the time for reading", True
+        )
+    command = [sys.executable, "-S", "-s", "-P", "-B", "-m", __name__, kind, f"{seconds:g}"]
     started = time.monotonic()
     try:
         # The file goes in through a pipe (no copy); what comes out is at most the capped text.
@@ -123,12 +132,12 @@ def extract(kind: str, data: bytes) -> DocumentText | Unreadable:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_child_environment(),
-            timeout=READ_SECONDS,
+            timeout=seconds,
             check=False,
         )
     except subprocess.TimeoutExpired:  # run() has killed the child
-        logger.warning("%s text extraction took more than %s s", kind, READ_SECONDS)
-        return Unreadable(_too_long(), True)
+        logger.warning("%s text extraction took more than %s s", kind, seconds)
+        return Unreadable(_too_long(seconds), True)
     except OSError as error:  # the child could not start
         logger.warning("%s text extraction could not start: %s", kind, type(error).__name__)
         return _damaged(kind)
@@ -140,7 +149,7 @@ def extract(kind: str, data: bytes) -> DocumentText | Unreadable:
         # and carried on, or it ran out of CPU time.
         logger.warning("%s text extraction ended without a result (exit %s)", kind, done.returncode)
         if done.returncode == -signal.SIGXCPU:
-            return Unreadable(_too_long(), True)
+            return Unreadable(_too_long(READ_SECONDS), True)
         return Unreadable(_needs_more_memory(), True) if done.returncode < 0 else _damaged(kind)
     if isinstance(result, Unreadable) and result.failure:
         logger.warning("%s text extraction failed: %s", kind, result.failure)
@@ -184,8 +193,8 @@ def _damaged(kind: str, failure: str = "") -> Unreadable:
     )
 
 
-def _too_long() -> str:
-    return f"it takes too long to read (more than {READ_SECONDS} s)"
+def _too_long(seconds: float) -> str:
+    return f"too slow to read: reading it takes more than {seconds:g} s"
 
 
 def _needs_more_memory() -> str:
@@ -195,11 +204,13 @@ def _needs_more_memory() -> str:
 # -- in the child ---------------------------------------------------------------------------------
 
 
-def read(kind: str, data: bytes) -> DocumentText | Unreadable:
+def read(
+    kind: str, data: bytes, *, pages_seconds: float = PAGES_SECONDS
+) -> DocumentText | Unreadable:
     """The text of `data`, with the checks and library limits of this module but no bound on
     the process (the child's work; tests call it directly)."""
     try:
-        return _pdf(data) if kind == "pdf" else _docx(data)
+        return _pdf(data, pages_seconds) if kind == "pdf" else _docx(data)
     except MemoryError:
         return Unreadable(_needs_more_memory(), True)
     except Exception as error:  # a broken file, or a library failing on a valid one
@@ -234,18 +245,18 @@ def _beyond_pdf_limits(error: Exception) -> str:
     return "too large to read: it has more parts than can be read safely"
 
 
-def _pdf(data: bytes) -> DocumentText | Unreadable:
+def _pdf(data: bytes, pages_seconds: float) -> DocumentText | Unreadable:
     from pypdf import apply_configuration
     from pypdf.errors import LimitReachedError
 
     with apply_configuration(**_PDF_LIMITS):
         try:
-            return _pdf_text(data)
+            return _pdf_text(data, pages_seconds)
         except LimitReachedError as error:
             return Unreadable(_beyond_pdf_limits(error), True, type(error).__name__)
 
 
-def _pdf_text(data: bytes) -> DocumentText | Unreadable:
+def _pdf_text(data: bytes, pages_seconds: float) -> DocumentText | Unreadable:
     from pypdf import PdfReader
     from pypdf.errors import LimitReachedError
 
@@ -267,7 +278,7 @@ def _pdf_text(data: bytes) -> DocumentText | Unreadable:
         )
     total = len(reader.pages)
     texts, size, words, skipped = [], 0, False, ""
-    deadline = time.monotonic() + PAGES_SECONDS
+    deadline = time.monotonic() + pages_seconds
     for number, page in enumerate(reader.pages[:MAX_PAGES], start=1):
         try:
             text = (page.extract_text() or "").strip()
@@ -339,14 +350,15 @@ def _docx(data: bytes) -> DocumentText | Unreadable:
     return DocumentText(whole[:MAX_TEXT_CHARS], cut=len(whole) > MAX_TEXT_CHARS)
 
 
-def _limit_this_process() -> None:
+def _limit_this_process(seconds: float) -> None:
     """RLIMIT_AS at the address space this process has now plus READ_MEMORY_BYTES (the
-    interpreter and the library, already imported, are not what is bounded), and RLIMIT_CPU."""
+    interpreter and the library, already imported, are not what is bounded), and RLIMIT_CPU
+    (the parent kills the child at `seconds`: this holds should the parent be gone)."""
     with open("/proc/self/statm") as statm:  # sizes in pages; the first is the address space
         size = int(statm.read().split()[0]) * resource.getpagesize()
     for kind, value in (
         (resource.RLIMIT_AS, size + READ_MEMORY_BYTES),
-        (resource.RLIMIT_CPU, READ_SECONDS),
+        (resource.RLIMIT_CPU, math.ceil(seconds) + 1),
         (resource.RLIMIT_CORE, 0),
     ):
         _soft, hard = resource.getrlimit(kind)
@@ -362,16 +374,17 @@ def _resident_bytes(field: str) -> int:
     return int(line.split()[1]) * 1024
 
 
-def _child(kind: str) -> int:
+def _child(kind: str, seconds: float) -> int:
     logging.disable(logging.CRITICAL)  # pypdf's warnings would name what it read
     if kind == "pdf":
         import pypdf  # noqa: F401 - imported before the limit: the library is not the document
     else:
         import docx  # noqa: F401
-    _limit_this_process()
+    _limit_this_process(seconds)
     base = _resident_bytes("VmRSS")
     try:
-        result = read(kind, sys.stdin.buffer.read())
+        # Pages stop in time for the text read so far to come back before the parent's limit.
+        result = read(kind, sys.stdin.buffer.read(), pages_seconds=min(PAGES_SECONDS, seconds / 2))
     except MemoryError:  # the file itself did not fit
         result = Unreadable(_needs_more_memory(), True)
     answer = {"result": asdict(result), "base_bytes": base, "peak_bytes": _resident_bytes("VmHWM")}
@@ -380,4 +393,4 @@ def _child(kind: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1]))
+    sys.exit(_child(sys.argv[1], float(sys.argv[2])))
