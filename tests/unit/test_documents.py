@@ -5,8 +5,11 @@ with the memory the child really used (its VmHWM, which it reports and extract l
 
 from __future__ import annotations
 
+import io
 import logging
 import tracemalloc
+import zipfile
+from typing import cast
 
 import pytest
 
@@ -14,6 +17,7 @@ from nanobot_lambda.adapters import documents
 from nanobot_lambda.adapters.documents import DocumentText, Unreadable, extract, kind_of, read
 from tests.support.documents import (
     MIB,
+    Repeated,
     docx,
     docx_bomb,
     docx_of_empty_paragraphs,
@@ -21,6 +25,7 @@ from tests.support.documents import (
     pdf,
     pdf_stream_bomb,
     pdf_with_pages,
+    zip_archive,
 )
 
 # What reading any document may add to the child's memory (it is limited to 128 MB more).
@@ -173,6 +178,31 @@ def test_a_docx_within_the_checks_that_parses_into_too_much_memory_stops_at_the_
     vast = docx_of_empty_paragraphs(12 * MIB)
     reason = refused(bounded_extract("docx", vast, caplog))
     assert reason == "too large to read: reading it needs more than 128 MB of memory"
+
+
+@pytest.mark.parametrize(
+    "xml",
+    [
+        b"<w:body>" + b"<w:sdt>" * 20_000 + b"</w:sdt>" * 20_000 + b"</w:body>",  # under 1 MB
+        b'<!DOCTYPE w:document [<!ENTITY a "aaaaaaaaaa">'
+        + b"".join(b'<!ENTITY %c "%s">' % (98 + n, b"&%c;" % (97 + n) * 10) for n in range(9))
+        + b"]><w:body><w:p><w:r><w:t>&j;</w:t></w:r></w:p></w:body>",
+    ],
+    ids=["nested 20,000 deep", "a billion laughs"],
+)
+def test_hostile_xml_in_a_docx_is_not_read_and_stays_bounded(
+    xml: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with zipfile.ZipFile(io.BytesIO(docx("x"))) as archive:
+        members: dict[str, bytes | Repeated] = {n: archive.read(n) for n in archive.namelist()}
+    head = cast(bytes, members["word/document.xml"]).split(b"<w:body>", 1)[0]
+    if xml.startswith(b"<!DOCTYPE"):  # the declaration goes before the root element
+        head = head.replace(b"<w:document", xml.split(b"]>", 1)[0] + b"]><w:document", 1)
+        xml = xml.split(b"]>", 1)[1]
+    members["word/document.xml"] = head + xml + b"</w:document>"
+    result = bounded_extract("docx", zip_archive(members), caplog)
+    assert isinstance(result, Unreadable) and not result.too_large
+    assert result.reason in (documents._damaged("docx").reason, documents.NO_TEXT)
 
 
 def test_a_pdf_stream_that_inflates_to_200_mb_is_refused(caplog: pytest.LogCaptureFixture) -> None:

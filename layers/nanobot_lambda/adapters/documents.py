@@ -354,13 +354,14 @@ def _limit_this_process(seconds: float) -> None:
     """RLIMIT_AS at the address space this process has now plus READ_MEMORY_BYTES (the
     interpreter and the library, already imported, are not what is bounded), and RLIMIT_CPU
     (the parent kills the child at `seconds`: this holds should the parent be gone)."""
-    with open("/proc/self/statm") as statm:  # sizes in pages; the first is the address space
-        size = int(statm.read().split()[0]) * resource.getpagesize()
-    for kind, value in (
-        (resource.RLIMIT_AS, size + READ_MEMORY_BYTES),
-        (resource.RLIMIT_CPU, math.ceil(seconds) + 1),
-        (resource.RLIMIT_CORE, 0),
-    ):
+    limits = [(resource.RLIMIT_CPU, math.ceil(seconds) + 1), (resource.RLIMIT_CORE, 0)]
+    try:
+        with open("/proc/self/statm") as statm:  # in pages; the first is the address space
+            size = int(statm.read().split()[0]) * resource.getpagesize()
+        limits.append((resource.RLIMIT_AS, size + READ_MEMORY_BYTES))
+    except OSError:  # not Linux (a developer's Mac): no memory limit; Lambda always has /proc
+        pass
+    for kind, value in limits:
         _soft, hard = resource.getrlimit(kind)
         limit = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(kind, (limit, limit))
@@ -369,8 +370,11 @@ def _limit_this_process(seconds: float) -> None:
 def _resident_bytes(field: str) -> int:
     """VmRSS (resident now) or VmHWM (resident at most) of this process. Not ru_maxrss, which
     counts the parent's memory too when the child was forked from it."""
-    with open("/proc/self/status") as status:
-        line = next(line for line in status if line.startswith(f"{field}:"))
+    try:
+        with open("/proc/self/status") as status:
+            line = next(line for line in status if line.startswith(f"{field}:"))
+    except (OSError, StopIteration):  # not Linux
+        return 0
     return int(line.split()[1]) * 1024
 
 
