@@ -214,6 +214,29 @@ def pdf_stream_bomb(expanded: int) -> bytes:
     )
 
 
+def pdf_with_image_bomb(expanded: int) -> bytes:
+    """A one-page PDF with a line of text and an image (/FlateDecode, 8-bit grey, square) whose
+    pixels inflate to about `expanded` bytes, drawn on the page."""
+    side = int(expanded**0.5)
+    pixels = zlib_stream(Repeated(b"", bytes(side), side))
+    content = (
+        b"BT /F1 12 Tf 72 700 Td (a page with a photo) Tj ET q 100 0 0 100 72 500 cm /Im1 Do Q"
+    )
+    return _pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 5 0 R >> /XObject << /Im1 6 0 R >> >> >>",
+            b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
+            _FONT,
+            b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray"
+            b" /BitsPerComponent 8 /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream"
+            % (side, side, len(pixels), pixels),
+        ]
+    )
+
+
 def pdf_with_pages(
     count: int, *, per_node: int = 1000, declared: int | None = None, filler: int = 0
 ) -> bytes:

@@ -24,6 +24,7 @@ from tests.support.documents import (
     docx_of_many_files,
     pdf,
     pdf_stream_bomb,
+    pdf_with_image_bomb,
     pdf_with_pages,
     zip_archive,
 )
@@ -210,6 +211,13 @@ def test_a_pdf_stream_that_inflates_to_200_mb_is_refused(caplog: pytest.LogCaptu
     assert len(bomb) < 700_000
     reason = refused(bounded_extract("pdf", bomb, caplog))
     assert reason == "too large to read: a part of it expands to more than 16 MB"
+
+
+def test_a_pdf_image_that_inflates_to_200_mb_is_never_decoded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    text = bounded_extract("pdf", pdf_with_image_bomb(200 * MIB), caplog)
+    assert isinstance(text, DocumentText) and text.text == "--- page 1 ---\na page with a photo"
 
 
 def test_a_pdf_of_100000_pages_is_refused(caplog: pytest.LogCaptureFixture) -> None:

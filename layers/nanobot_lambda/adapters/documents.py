@@ -5,7 +5,8 @@ A document is hostile input that expands: a 350 KB DOCX can hold 100 MB of XML (
 turned one into 1.5 GB of memory and 90 s of work), a PDF a stream that inflates to gigabytes or
 a page tree of 100,000 pages. agent_turn has 1,024 MB. So no document is parsed in agent_turn's
 own process: `extract` runs `read` in a child, `python -m nanobot_lambda.adapters.documents
-<kind>`, the file on its standard input and the result as JSON on its standard output.
+<kind> <seconds>`, the file on its standard input and the result as JSON on its standard output
+(with the child's resident memory at start and at most, which `extract` logs).
 
 - The child imports its library, then limits its own address space to what it has plus
   `READ_MEMORY_BYTES` (RLIMIT_AS) and its CPU time; the parent kills it after `READ_SECONDS`.
@@ -24,7 +25,8 @@ own process: `extract` runs `read` in a child, `python -m nanobot_lambda.adapter
   parser reaches no secret, and no document text reaches a log.
 
 The cost, paid only for a PDF or DOCX: starting the child and importing the library, about
-0.1-0.2 s. A turn without a document never starts one. A file that cannot be read (too big,
+0.2 s (`bench/documents.py`). A turn without a document never starts one. Images in a PDF are
+never decoded (text extraction does not draw them). A file that cannot be read (too big,
 encrypted, broken, or a library's failure of any kind) gives a reason to tell the model, never
 an exception that would fail the turn; `Unreadable.too_large` marks the reasons the user is told
 at once.
