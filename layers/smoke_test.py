@@ -13,7 +13,9 @@ beyond 127.0.0.1 refused. In it:
 - tokens are counted for the tokenizers litellm picks (o200k_base, cl100k_base, Claude's,
   a llama-3 model) with no download: the encodings ship in the layer;
 - every compiled extension in the layers is imported: none was broken by prune.py's strip,
-  including those no handler loads at start-up (hf_xet, aiohttp's parsers...).
+  including those no handler loads at start-up (hf_xet, aiohttp's parsers...);
+- a PDF's and a DOCX's text is read by the documents child (`adapters/documents.py`), which
+  this python3.12 starts with the layers' path.
 
 Exits 1 with the reason on any failure, including any attempt to reach the network.
 """
@@ -32,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.support: the stand-in server and a sample environment
 from runtime_python import RUNTIME_NAME, find_runtime_python  # noqa: E402
 
+from tests.support.documents import docx, pdf  # noqa: E402
 from tests.support.mcp_server import McpServerProcess  # noqa: E402
 from tests.support.scripted_model import ScriptedModelServer  # noqa: E402
 from tests.support.settings import AGENT_ENV  # noqa: E402
@@ -41,6 +44,7 @@ FUNCTIONS = ("webhook", "scheduler", "agent_turn", "sandbox")
 # o200k_base, cl100k_base, cl100k_base (unknown model), Claude's bundled JSON, llama-3 (which
 # would download a tokenizer from Hugging Face unless litellm_model.py turns that off).
 TOKENIZER_MODELS = ("gpt-4o", "gpt-4", "openai/scripted", "claude-sonnet-4-5", "groq/llama-3-70b")
+DOCUMENTS = {"pdf": pdf("smoke page"), "docx": docx("smoke paragraph")}
 
 CHILD = r"""
 import json, os, sys, time
@@ -112,6 +116,13 @@ result["mcp_call"] = remote.call("add", {"a": 2, "b": 40}, 30).text
 sandbox = modules["sandbox"]  # the code sandbox's handler, on python3.12
 ran = sandbox.handler({"version": 1, "language": "python", "code": "print(6 * 7)"}, None)
 result["sandbox"] = {key: ran.get(key) for key in ("ok", "exit_code", "stdout", "error")}
+# A PDF's and a DOCX's text, read in the documents child (this python3.12, the layers' path).
+from nanobot_lambda.adapters import documents
+samples = json.loads(sys.argv[5])
+result["documents"] = {
+    kind: getattr(documents.extract(kind, bytes.fromhex(data)), "text", None)
+    for kind, data in samples.items()
+}
 import importlib
 result["extensions"], result["extension_failures"] = 0, {}
 for layer in map(Path, json.loads(sys.argv[4])):
@@ -175,6 +186,7 @@ def run_child(
                 json.dumps(FUNCTIONS),
                 json.dumps(TOKENIZER_MODELS),
                 json.dumps([str(layer) for layer in path[:2]]),
+                json.dumps({kind: data.hex() for kind, data in DOCUMENTS.items()}),
             ],
             env=env,
             cwd=home,
@@ -203,6 +215,8 @@ def check(result: dict[str, Any], path: list[Path], server: ScriptedModelServer)
         return f"compiled extensions do not load: {result['extension_failures']}"
     if result["sandbox"] != {"ok": True, "exit_code": 0, "stdout": "42\n", "error": None}:
         return f"the sandbox did not run code: {result['sandbox']}"
+    if result["documents"] != {"pdf": "--- page 1 ---\nsmoke page", "docx": "smoke paragraph"}:
+        return f"the documents child did not read: {result['documents']}"
     if "add" not in result["mcp_tools"] or result["mcp_call"] != "42":
         return f"the MCP client failed: {result['mcp_tools']}, {result['mcp_call']!r}"
     if result["tool_call"] != {"name": "read_file", "arguments": {"path": "notes.md"}}:
@@ -255,6 +269,7 @@ def main(argv: list[str]) -> int:
         f"  MCP client: {len(result['mcp_tools'])} tools listed, add(2, 40) = {result['mcp_call']}"
     )
     print(f"  compiled extensions imported: {result['extensions']}")
+    print("  PDF and DOCX text read in the documents child")
     return 0
 
 

@@ -1,6 +1,7 @@
 """Files refused or re-typed, through the whole stack: over MEDIA_MAX_BYTES or Telegram's 20 MB
 getFile limit the user gets a notice at once (and the model is told); a declared type that
-the bytes contradict is not believed."""
+the bytes contradict is not believed; a document that expands too much is kept but not read,
+and the user is told why."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.operator.local.bot_api import GET_FILE_MAX_BYTES
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
+from tests.support.documents import MIB, docx_bomb
 from tests.support.hostile_names import seen_sent
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -98,3 +100,34 @@ def test_a_declared_type_the_bytes_contradict_is_not_believed(
     assert uploads(stack) == [f"uploads/{ADA}/2025-11/AgADli.pdf"]
     stored = stack.workspace_of(ADA).read(f"uploads/{ADA}/2025-11/AgADli.pdf")
     assert stored is not None and stored.data == PDF
+
+
+def test_a_docx_zip_bomb_is_stored_refused_with_a_notice_and_the_turn_goes_on(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """350 KB that python-docx once turned into 1.5 GB: refused from its ZIP directory in the
+    child that reads documents, the user told why, the file kept, the turn answered."""
+    bomb = docx_bomb(100 * MIB)
+    stack.bot_api.add_file("doc-bomb", bomb, "documents/file_23.docx", file_unique_id="AgADbm")
+    model_server.reply("I could not read that one, sorry.")
+    send_document(
+        stack,
+        {"file_id": "doc-bomb", "file_unique_id": "AgADbm", "file_name": "report.docx"},
+    )
+
+    reason = "too large to read: it expands to more than 64 MB"
+    replies = [message.plain_text for message in stack.bot_api.messages]
+    assert replies == [
+        texts.render(  # the file's name shown as text: no link forms (texts.literal)
+            "media_document_too_large_notice",
+            filename=f"report.{texts.WORD_JOINER}docx",
+            reason=reason,
+        ),
+        "I could not read that one, sorry.",
+    ]
+    told = model_server.requests[0]["messages"][-1]["content"]
+    assert f"its text not read: {reason}. The user has already been told" in told
+    path = f"uploads/{ADA}/2025-11/AgADbm.docx"
+    assert uploads(stack) == [path]
+    stored = stack.workspace_of(ADA).read(path)
+    assert stored is not None and stored.data == bomb

@@ -5,8 +5,10 @@ The download URL holds the bot token: whatever fails, no error may carry it.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -150,3 +152,44 @@ def test_file_paths_are_quoted(api: FlakyDownloads) -> None:
     client = bot(api)
     path, _ = client.get_file("odd")
     assert client.download(path, max_bytes=10) == b"data"
+
+
+class EndlessFile(BaseHTTPRequestHandler):
+    """A download server that sends no Content-Length and would send 50 MB: only reading can
+    stop it. Counts what it managed to write before the client hung up."""
+
+    protocol_version = "HTTP/1.0"  # the body ends when the connection closes
+    written = 0
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        chunk = bytes(64 * 1024)
+        try:
+            for _ in range(50 * 16):
+                self.wfile.write(chunk)
+                type(self).written += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+def test_a_download_without_a_size_is_cut_at_max_bytes_while_it_is_read() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EndlessFile)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = TelegramBot(SecretStr(TOKEN), f"http://127.0.0.1:{server.server_port}")
+        with pytest.raises(FileTooLarge) as error:
+            client.download("documents/endless.bin", max_bytes=1_000_000)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "1000000 bytes" in str(error.value)
+    assert_no_secret(error.value)
+    # The client hung up soon after the limit: far from the 50 MB on offer (the rest of what
+    # was written sat in the sockets' buffers).
+    assert EndlessFile.written < 16_000_000

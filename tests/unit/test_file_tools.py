@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.tools import files
 from nanobot_lambda.tools.files import MAX_LIST_ENTRIES, file_tools
 from tests.support.fakes import MemoryWorkspace
 
@@ -46,6 +50,67 @@ def test_read_file_caps_huge_files() -> None:
     page = call(workspace, "read_file", path="big.md")
     assert len(page) < 41_000
     assert "use offset=" in page
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "one\r\ntwo\rthree\nfour\x0bfive\x0csix\x1cseven\x85eight\u2028nine\u2029ten",
+        "a\r\n" * 50 + "b" * 70 + "\r\n" + "no end",
+        "\n" * 40,
+        "x" * 100,  # one line longer than a window
+        "",
+    ],
+    ids=["every line end", "crlf across windows", "empty lines", "one long line", "empty"],
+)
+def test_lines_come_in_windows_exactly_as_splitlines_gives_them(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "LINES_WINDOW_CHARS", 7)  # a window ends within \r\n often
+    windows = list(files.line_windows(text))
+    assert [line for lines in windows for line in lines] == text.splitlines(keepends=True)
+    assert len(windows) > 1 or len(text.splitlines()) <= 1  # many lines: several windows
+
+
+_READ_A_20_MB_UPLOAD = """
+from tests.support.fakes import MemoryWorkspace
+from nanobot_lambda.tools.files import ReadFile
+
+def resident(field):
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith(field))
+
+workspace = MemoryWorkspace({"uploads/1/2025-11/log.txt": b"a\\n" * 9_500_000})
+before = resident("VmRSS:")
+page = ReadFile(workspace).run("uploads/1/2025-11/log.txt", offset=5_000_000, limit=2)
+print(resident("VmHWM:") - before)
+print(page)
+"""
+
+
+def test_reading_a_20_mb_upload_of_short_lines_stays_in_bounded_memory() -> None:
+    """9.5 million lines are never 9.5 million strings at once (that was 670 MB): a window of
+    them at a time, beside the file's text. Measured in a process of its own (its VmHWM)."""
+    done = subprocess.run(  # noqa: S603 - this interpreter, the code above
+        [sys.executable, "-c", _READ_A_20_MB_UPLOAD],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
+    grown, page = done.stdout.split("\n", 1)
+    assert page == (
+        "a\na\n\n[truncated: lines 5000000-5000001 of 9500000; use offset=5000002 to read more]\n"
+    )
+    assert int(grown) < 19_000_000 + 40_000_000  # the text (a byte a character) and a window
+
+
+def test_a_failed_edit_of_a_large_file_gives_no_similar_text_search() -> None:
+    workspace = MemoryWorkspace({"big.txt": "line\n" * 200_000})
+    result = call(workspace, "edit_file", path="big.txt", old_text="lime", new_text="lemon")
+    assert (
+        result == "Error: old_text was not found in big.txt. Read the file to get the exact text."
+    )
 
 
 def test_read_missing_and_binary(workspace: MemoryWorkspace) -> None:

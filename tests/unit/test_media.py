@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import base64
 import logging
+import tracemalloc
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from nanobot_lambda.adapters import documents
 from nanobot_lambda.adapters.llm.transcription import LitellmTranscriber, transcriber_for
 from nanobot_lambda.adapters.telegram.client import FileTooLarge, TelegramError
 from nanobot_lambda.adapters.telegram.media import (
     DOCUMENT_CONTEXT_CHARS,
+    DOCUMENTS_READ_SECONDS,
     MediaResolver,
     UserContent,
     choose_photo,
@@ -30,7 +34,7 @@ from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import AgentSettings, InputSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.conftest import telegram_update
-from tests.support.documents import docx, pdf
+from tests.support.documents import MIB, docx, docx_bomb, pdf, xlsx_bomb
 from tests.support.fakes import MemoryWorkspace
 from tests.support.settings import AGENT_ENV
 
@@ -321,6 +325,83 @@ def test_an_encrypted_pdf_is_stored_and_the_model_is_told_why_it_cannot_be_read(
     assert "it is encrypted (password-protected)" in str(content.model_content)
     assert "secret plan" not in str(content.model_content)
     assert workspace.files[f"{MONTH}/AgADd1.pdf"] == locked
+
+
+def hostile_document(name: str, data: bytes, mime: str | None = None) -> Message:
+    document = {"file_id": "hostile", "file_unique_id": "AgADh0", "file_name": name}
+    if mime is not None:
+        document["mime_type"] = mime
+    return message("document_pdf", document=document, caption="what is in it?")
+
+
+def test_a_docx_zip_bomb_is_stored_the_user_told_why_it_is_not_read_and_the_turn_goes_on() -> None:
+    bot, workspace = FakeBot(), MemoryWorkspace()
+    bomb = docx_bomb(100 * MIB)
+    bot.add("hostile", bomb, "documents/file_9.docx")
+    content = resolver(bot, workspace).resolve(hostile_document("report.docx", bomb), 111111111)
+    path = f"{MONTH}/AgADh0.docx"
+    reason = "too large to read: it expands to more than 64 MB"
+    assert content.model_content == (
+        texts.render(
+            "media_document_too_large",
+            filename="report.docx",
+            type=documents.DOCX,
+            size=human_size(len(bomb)),
+            path=path,
+            reason=reason,
+        )
+        + "\nwhat is in it?"
+    )
+    assert content.notices == (
+        f'I saved "{texts.literal("report.docx")}", but I cannot read its text: it is {reason}.',
+    )
+    assert workspace.files[path] == bomb  # kept: within MEDIA_MAX_BYTES, nothing is lost
+    assert f"{path}.txt" not in workspace.files
+
+
+def test_documents_of_one_message_share_the_time_for_reading_them() -> None:
+    bot, workspace = FakeBot(), MemoryWorkspace()
+    bot.add("hostile", PDF, "documents/file_5.pdf")
+    now = iter([0.0, DOCUMENTS_READ_SECONDS - 0.5])  # the others took all but half a second
+    media = MediaResolver(bot, workspace, settings(), clock=lambda: next(now))
+    content = media.resolve(hostile_document("invoice.pdf", PDF), 111111111)
+    reason = "too slow to read: the files sent with it used up the time for reading"
+    assert f"its text not read: {reason}" in str(content.model_content)
+    assert content.notices == (
+        f'I saved "{texts.literal("invoice.pdf")}", but I cannot read its text: it is {reason}.',
+    )
+    assert workspace.files[f"{MONTH}/AgADh0.pdf"] == PDF
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "note"),
+    [
+        # Nothing in agent_turn unpacks an XLSX: it is a stored binary file.
+        ("sheet.xlsx", lambda: xlsx_bomb(200 * MIB), "media_document_binary"),
+        # Text is checked for UTF-8 a megabyte at a time: never one 75 MB string.
+        ("notes.txt", lambda: "\U0001f331 grows\n".encode() * 1_700_000, "media_document_text"),
+        # An image too large to show is stored, and never decoded.
+        ("scan.png", lambda: PNG + bytes(19_000_000), "media_document_binary"),
+    ],
+    ids=["xlsx bomb", "19 MB of text", "19 MB image"],
+)
+def test_a_large_or_expanding_file_is_stored_in_bounded_memory(
+    name: str, make: Callable[[], bytes], note: str
+) -> None:
+    data = make()
+    bot, workspace = FakeBot(), MemoryWorkspace()
+    bot.add("hostile", data, f"documents/{name}")
+    tracemalloc.start()
+    try:
+        content = resolver(bot, workspace).resolve(hostile_document(name, data), 111111111)
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000  # beyond the file itself, which the download holds
+    assert texts.load(note).split("$")[0] in str(content.model_content)
+    assert [path for path in workspace.files if path.startswith(MONTH)] == [
+        f"{MONTH}/AgADh0.{name.rsplit('.', 1)[1]}"
+    ]
 
 
 def test_text_document_is_readable_with_read_file() -> None:

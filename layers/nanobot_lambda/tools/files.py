@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 from nanobot_lambda.core.errors import ToolError
@@ -36,6 +36,10 @@ MAX_GREP_FILES = 500
 MAX_GREP_FILE_BYTES = 2_000_000
 MAX_GREP_LINE_CHARS = 2_000  # longer lines are searched and shown cut, which bounds regex cost
 MAX_GREP_SECONDS = 10.0  # the whole search; checked between lines (see bounded_regex)
+LINES_WINDOW_CHARS = 1 << 18  # split into lines at a time: a file's lines are never all held
+MAX_SIMILAR_SEARCH_CHARS = 500_000  # larger files get no "most similar text" hint
+# What str.splitlines splits on, "\r\n" first so that it stays one line end.
+_LINE_END = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def tool_path(value: Any, *, allow_root: bool = False) -> str:
@@ -44,6 +48,22 @@ def tool_path(value: Any, *, allow_root: bool = False) -> str:
         return normalize_path(value, allow_root=allow_root)
     except PathError as error:
         raise ToolError(str(error)) from None
+
+
+def line_windows(text: str) -> Iterator[list[str]]:
+    """The lines of `text` as `text.splitlines(keepends=True)` gives them, a window of about
+    LINES_WINDOW_CHARS at a time: 20 MB of short lines would be 10 million strings at once
+    (600 MB); a window's are a few megabytes."""
+    start = 0
+    while start < len(text):
+        found = (
+            _LINE_END.search(text, start + LINES_WINDOW_CHARS)
+            if len(text) - start > LINES_WINDOW_CHARS
+            else None
+        )
+        end = found.end() if found is not None else len(text)
+        yield text[start:end].splitlines(keepends=True)
+        start = end
 
 
 def _read_text(workspace: Workspace, path: str) -> tuple[str, WorkspaceFile]:
@@ -77,26 +97,28 @@ class ReadFile(WorkspaceTool):
 
     def run(self, path: str, offset: int = 1, limit: int = DEFAULT_READ_LINES) -> str:
         text, _ = _read_text(self._workspace, tool_path(path))
-        lines = text.splitlines(keepends=True)
-        if not lines:
-            return "(empty file)"
-        if offset > len(lines):
-            raise ToolError(f"offset {offset} is past the end ({len(lines)} lines).")
         start = offset - 1
-        end = min(len(lines), start + limit)
+        end = start + limit  # lowered where MAX_READ_CHARS stops the page
         shown: list[str] = []
-        size = 0
-        for index in range(start, end):
-            if size + len(lines[index]) > MAX_READ_CHARS and shown:
-                end = index
-                break
-            shown.append(lines[index])
-            size += len(lines[index])
+        size = total = 0
+        for lines in line_windows(text):
+            first, total = total, total + len(lines)
+            for index in range(max(start, first), min(end, total)):
+                line = lines[index - first]
+                if size + len(line) > MAX_READ_CHARS and shown:
+                    end = index
+                    break
+                shown.append(line)
+                size += len(line)
+        if total == 0:
+            return "(empty file)"
+        if offset > total:
+            raise ToolError(f"offset {offset} is past the end ({total} lines).")
+        end = min(end, total)
         body = "".join(shown)[:MAX_READ_CHARS]
-        if start > 0 or end < len(lines):
+        if start > 0 or end < total:
             body += (
-                f"\n[truncated: lines {offset}-{end} of {len(lines)}; "
-                f"use offset={end + 1} to read more]"
+                f"\n[truncated: lines {offset}-{end} of {total}; use offset={end + 1} to read more]"
             )
         return body
 
@@ -175,6 +197,8 @@ class EditFile(WorkspaceTool):
 
 def _not_found_message(path: str, text: str, old_text: str) -> str:
     message = f"old_text was not found in {path}."
+    if len(text) > MAX_SIMILAR_SEARCH_CHARS:  # a window per line: too slow, too much memory
+        return message + " Read the file to get the exact text."
     lines = text.splitlines()
     wanted = old_text.splitlines() or [old_text]
     window = len(wanted)

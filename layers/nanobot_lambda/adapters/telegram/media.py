@@ -10,7 +10,8 @@ the bot token and so stays inside the client) and stored in the workspace under
 - voice notes and audio are transcribed when `TRANSCRIPTION_MODEL` is set; otherwise, or when
   transcription fails, the model is told it cannot hear them;
 - documents are announced with name, type, size and workspace path (text ones are readable with
-  `read_file`);
+  `read_file`); a PDF's or DOCX's text is read (see `documents`: in a child process, within a
+  memory and time limit), and when a limit refuses it the user is told at once why;
 - files over `MEDIA_MAX_BYTES` (Telegram lets bots download at most 20 MB) are not downloaded,
   and the user is told so at once (`UserContent.notices`), naming the file as its sender
   named it, as plain text (`texts.literal`).
@@ -26,10 +27,12 @@ logs file contents, names or the text.
 from __future__ import annotations
 
 import base64
+import codecs
 import logging
 import mimetypes
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -53,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 UPLOADS_DIR = "uploads"
 TEXT_SNIFF_BYTES = 8192
+TEXT_CHECK_BYTES = 1 << 20  # decoded at a time when checking that a file is UTF-8
+DOCUMENTS_READ_SECONDS = 60  # for the texts of all the documents of one message (an album)
 DOCUMENT_CONTEXT_CHARS = 12_000  # of a PDF's or DOCX's text, put in the message itself
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _SAFE_EXTENSION = re.compile(r"[A-Za-z0-9]{1,10}")
@@ -195,11 +200,16 @@ def mime_type(data: bytes, declared: str | None) -> str:
 
 
 def looks_like_text(data: bytes) -> bool:
-    """UTF-8 without NUL bytes: what `read_file` can show."""
+    """UTF-8 without NUL bytes: what `read_file` can show. Checked a megabyte at a time, so a
+    20 MB file never becomes an 80 MB string here."""
     if b"\x00" in data[:TEXT_SNIFF_BYTES]:
         return False
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
     try:
-        data.decode("utf-8")
+        for start in range(0, len(view), TEXT_CHECK_BYTES):
+            decoder.decode(view[start : start + TEXT_CHECK_BYTES])
+        decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return False
     return True
@@ -283,6 +293,8 @@ class _Resolved:
     images: list[dict[str, Any]]
     stored: list[str]
     notices: list[str] = field(default_factory=list)
+    # Until when the message's documents may be read (a monotonic time; see DOCUMENTS_READ_SECONDS).
+    reading_until: float = 0.0
 
 
 class MediaResolver:
@@ -292,11 +304,13 @@ class MediaResolver:
         workspace: Workspace,
         settings: InputSettings,
         transcriber: Transcriber | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._bot = bot
         self._workspace = workspace
         self._settings = settings
         self._transcriber = transcriber
+        self._clock = clock
 
     def resolve(self, message: Message, chat_id: int) -> UserContent:
         return self.resolve_album([message], chat_id)
@@ -305,7 +319,9 @@ class MediaResolver:
         """One user message from several Telegram messages (the parts of an album, in order):
         every part's files, then the reply and forward context once, the notes on the files,
         and the parts' texts (an album's caption usually sits on one part)."""
-        resolved = _Resolved(notes=[], images=[], stored=[])
+        resolved = _Resolved(
+            notes=[], images=[], stored=[], reading_until=self._clock() + DOCUMENTS_READ_SECONDS
+        )
         lines: list[str] = []
         bodies: list[str] = []
         for message in messages:
@@ -377,7 +393,7 @@ class MediaResolver:
         facts = {"filename": name, "type": mime, "size": human_size(len(data)), "path": path}
         readable = documents.kind_of(name, mime)
         if readable is not None:
-            resolved.notes.append(self._document_text(readable, data, facts))
+            resolved.notes.append(self._document_text(readable, data, facts, resolved))
         elif sniff_image(data) and len(data) <= self._settings.image_max_bytes:
             resolved.images.append(image_part(data, mime))
             resolved.notes.append(texts.render("media_document_image", **facts))
@@ -386,12 +402,23 @@ class MediaResolver:
         else:
             resolved.notes.append(texts.render("media_document_binary", **facts))
 
-    def _document_text(self, kind: str, data: bytes, facts: dict[str, str]) -> str:
+    def _document_text(
+        self, kind: str, data: bytes, facts: dict[str, str], resolved: _Resolved
+    ) -> str:
         """The note for a PDF or DOCX: its text, the first DOCUMENT_CONTEXT_CHARS of it in the
         message and all of it (within the extractor's caps) beside the upload, for read_file;
-        or why it cannot be read."""
-        extracted = documents.extract(kind, data)
+        or why it cannot be read (a limit's reason is told to the user at once as well)."""
+        extracted = documents.extract(kind, data, resolved.reading_until - self._clock())
         if isinstance(extracted, documents.Unreadable):
+            if extracted.too_large:
+                resolved.notices.append(
+                    texts.render(
+                        "media_document_too_large_notice",
+                        filename=texts.literal(facts["filename"]),
+                        reason=extracted.reason,
+                    )
+                )
+                return texts.render("media_document_too_large", **facts, reason=extracted.reason)
             return texts.render("media_document_unreadable", **facts, reason=extracted.reason)
         beside = f"{facts['path']}.txt"
         self._workspace.write(beside, extracted.text.encode())
