@@ -23,10 +23,8 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
-from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, TelegramUpdateJob, parse_job
 from nanobot_lambda.core.redaction import REDACTOR
-from nanobot_lambda.core.subjects import NoSubject
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -142,6 +140,11 @@ def correlation_ids(job: AnyJob, turn_id: str) -> dict[str, object]:
 
 def _chat_of(job: AnyJob) -> int | None:
     """The job's subject's chat (the scope does not matter here: no owner is needed)."""
+    # Imported here: only agent_turn correlates jobs, and the webhook, which imports this
+    # module to set up its logs, need not load the scopes at its cold start.
+    from nanobot_lambda.adapters.telegram.subjects import subject_of
+    from nanobot_lambda.core.subjects import NoSubject
+
     try:
         return subject_of(job, owner=None).chat_id
     except NoSubject:
