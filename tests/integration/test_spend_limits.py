@@ -12,9 +12,9 @@ import pytest
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
-from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits
+from nanobot_lambda.core.subjects import subject_in
 from nanobot_lambda.core.usage import Tally, UsageMeter
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.fakes import RecordingMetrics
@@ -79,11 +79,9 @@ def test_turns_side_by_side_stop_at_everyone_s_limit(
             store, RecordingMetrics(), clock=lambda: NOON, limits=SpendLimits(daily=limit)
         )
         model = meter.metered(PricedModel())
-        job = TelegramUpdateJob(
-            update={"update_id": chat, "message": {"message_id": 1, "chat": {"id": chat}}}
-        )
+        subject = subject_in(chat, thread_id=None, person_id=chat, owner=None)
         start.wait()
-        with meter.job(job):
+        with meter.job(subject):
             for _ in range(50):
                 try:
                     model.complete([], [])

@@ -16,9 +16,9 @@ from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.usage import DAY_ITEM_DAYS, DynamoUsageStore, tally_from_item
 from nanobot_lambda.adapters.telegram.client import TelegramError
-from nanobot_lambda.core.jobs import ContinuationJob, HeartbeatJob, SubagentJob, TelegramUpdateJob
 from nanobot_lambda.core.model import ModelReply, ToolCall, Usage, force_tool, function_tool
 from nanobot_lambda.core.sessions import SessionConflict
+from nanobot_lambda.core.subjects import Subject, subject_in
 from nanobot_lambda.core.usage import Tally, UsageMeter, usage_report
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.aws_requests import RequestCounter
@@ -129,10 +129,9 @@ def usage(prompt: int, completion: int, cached: int = 0, cost: float | None = 0.
     return Usage(prompt, completion, cached, cost)
 
 
-def update_job(chat: int = CHAT) -> TelegramUpdateJob:
-    return TelegramUpdateJob(
-        update={"update_id": 1, "message": {"message_id": 1, "chat": {"id": chat}}}
-    )
+def subject(chat: int = CHAT) -> Subject:
+    """What agent_turn derives for a job in `chat` (adapters/telegram/subjects.py)."""
+    return subject_in(chat, thread_id=None, person_id=chat, owner=None)
 
 
 def meter_with(store: DynamoUsageStore) -> tuple[UsageMeter, RecordingMetrics]:
@@ -152,7 +151,7 @@ def test_a_saved_turn_writes_its_usage_once(table: str) -> None:
     )
     sessions = DynamoSessionStore(table, dynamodb_client())
     try:
-        with meter.job(update_job()):
+        with meter.job(subject()):
             model.complete([], TOOLS)
             model.complete([], TOOLS)
             with meter.folded() as items:
@@ -174,8 +173,8 @@ def test_a_continued_turn_is_one_turn(store: DynamoUsageStore) -> None:
     model = meter.metered(
         ScriptedModel(ModelReply("part 1", usage=usage(10, 1)), ModelReply("2", usage=usage(10, 1)))
     )
-    for job in (update_job(), ContinuationJob(job=update_job(), part=2)):
-        with meter.job(job):
+    for continued in (False, True):  # the turn, then its continuation
+        with meter.job(subject(), continued=continued):
             model.complete([], TOOLS)
     total = store.summary(CHAT, NOON).total
     assert (total.turns, total.model_calls) == (1, 2)
@@ -185,8 +184,7 @@ def test_jobs_without_a_save_write_at_their_end(store: DynamoUsageStore) -> None
     meter, recorded = meter_with(store)
     decision = ModelReply(None, (ToolCall("d", "heartbeat_decision", "{}"),), usage=usage(50, 5))
     model = meter.metered(ScriptedModel(decision))
-    job = HeartbeatJob(chat_id=CHAT, tasks="- check", fired_at="2026-11-22T12:00")
-    with meter.job(job):
+    with meter.job(subject()):  # the heartbeat's
         model.complete([], [], tool_choice=force_tool("heartbeat_decision"))
     total = store.summary(CHAT, NOON).total
     # A forced decision is a model call, not a turn, and its "tool call" is an answer.
@@ -203,8 +201,7 @@ def test_unknown_tools_and_unpriced_calls(store: DynamoUsageStore) -> None:
             ModelReply("ok", usage=usage(10, 1)),
         )
     )
-    job = SubagentJob(subagent_id="s1", chat_id=CHAT, label="x", task="y")
-    with meter.job(job):
+    with meter.job(subject()):  # a background task's
         model.complete([], TOOLS)
         model.complete([], TOOLS)
     total = store.summary(CHAT, NOON).total
@@ -215,12 +212,12 @@ def test_unknown_tools_and_unpriced_calls(store: DynamoUsageStore) -> None:
 def test_failures_are_counted_by_kind(store: DynamoUsageStore) -> None:
     meter, recorded = meter_with(store)
     model = meter.metered(ScriptedModel(outage(), ModelReply("ok", usage=usage(10, 1))))
-    with pytest.raises(TelegramError), meter.job(update_job()):
+    with pytest.raises(TelegramError), meter.job(subject()):
         with pytest.raises(Exception, match="APIConnectionError"):
             model.complete([], [])
         model.complete([], [])
         raise TelegramError("sendMessage", 500, "Internal Server Error")
-    with pytest.raises(RuntimeError), meter.job(update_job()):
+    with pytest.raises(RuntimeError), meter.job(subject()):
         raise RuntimeError("boom")
     assert [(kind, value) for _, _, kind, value in recorded.added_by] == [
         ("model_error", 1),
@@ -231,11 +228,11 @@ def test_failures_are_counted_by_kind(store: DynamoUsageStore) -> None:
     assert store.summary(CHAT, NOON).total.model_calls == 1
 
 
-def test_a_job_for_no_chat_writes_nothing(table: str) -> None:
+def test_a_job_that_used_nothing_writes_nothing(table: str) -> None:
     counter = RequestCounter()
     meter, _ = meter_with(DynamoUsageStore(table, dynamodb_client(), timezone="UTC"))
     try:
-        with meter.job(TelegramUpdateJob(update={"update_id": 2, "edited_message": {}})):
+        with meter.job(subject()):
             pass
     finally:
         counter.close()

@@ -129,8 +129,10 @@ def from_stranger(name: str, kind: str = "message") -> Update:
     raw = telegram_update(name)
     payload = raw[kind]
     payload["from"] = STRANGER
-    if "chat" in payload and payload["chat"]["type"] == "private":
-        payload["chat"] = {"id": STRANGER["id"], "type": "private"}
+    # A message's chat; a button's, that of the message it is under.
+    holder = payload["message"] if kind == "callback_query" else payload
+    if "chat" in holder and holder["chat"]["type"] == "private":
+        holder["chat"] = {"id": STRANGER["id"], "type": "private"}
     return Update.model_validate(raw)
 
 

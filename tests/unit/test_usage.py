@@ -21,7 +21,6 @@ from nanobot_lambda.core.jobs import (
     HeartbeatJob,
     SubagentJob,
     TelegramUpdateJob,
-    chat_of,
 )
 from nanobot_lambda.core.model import Usage
 from nanobot_lambda.core.usage import Tally, describe
@@ -62,8 +61,29 @@ def test_period_texts() -> None:
     assert describe(unpriced).endswith(texts.load("usage_cost_unknown"))
 
 
+GROUP_CHAT = {"id": -100, "type": "supergroup", "title": "Team"}
 UPDATE = TelegramUpdateJob(
-    update={"update_id": 42, "message": {"message_id": 7, "chat": {"id": -100}, "text": "secret"}}
+    update={
+        "update_id": 42,
+        "message": {
+            "message_id": 7,
+            "date": 1,
+            "chat": GROUP_CHAT,
+            "from": {"id": 5, "first_name": "Bo"},
+            "text": "secret",
+        },
+    }
+)
+PRESS = TelegramUpdateJob(
+    update={
+        "update_id": 43,
+        "callback_query": {
+            "id": "q1",
+            "from": {"id": 5, "first_name": "Bo"},
+            "message": {"message_id": 8, "date": 1, "chat": GROUP_CHAT, "text": "Pick"},
+            "data": "x",
+        },
+    }
 )
 
 
@@ -71,6 +91,13 @@ UPDATE = TelegramUpdateJob(
     ("job", "expected"),
     [
         (UPDATE, {"job_kind": "telegram_update", "chat_id": -100, "update_id": 42}),
+        # A press: the chat of the message the button was under.
+        (PRESS, {"job_kind": "telegram_update", "chat_id": -100, "update_id": 43}),
+        # No chat to name: the job is refused (records.py), its other ids still logged.
+        (
+            TelegramUpdateJob(update={"update_id": 44, "my_chat_member": {}}),
+            {"job_kind": "telegram_update", "update_id": 44},
+        ),
         (
             CronTaskJob(job_id="j1", chat_id=5, name="n", message="private words"),
             {"job_kind": "cron_task", "chat_id": 5, "job_id": "j1"},
@@ -97,10 +124,6 @@ def test_correlation_ids_are_ids_only(job: Any, expected: dict[str, object]) -> 
     keys = correlation_ids(job, turn_id="m-1")
     assert keys == {"turn_id": "m-1", **expected}
     assert set(keys) <= set(CORRELATION_KEYS)
-
-
-def test_an_update_without_a_message_has_no_chat() -> None:
-    assert chat_of(TelegramUpdateJob(update={"update_id": 1, "my_chat_member": {}})) is None
 
 
 def cancelled(*codes: str) -> ClientError:

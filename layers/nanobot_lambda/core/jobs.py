@@ -4,6 +4,9 @@ already queued or dead-lettered must still parse).
 The queue (`adapters/aws/queue.py`: SQS FIFO) keeps per-chat order (one group per session key)
 with cross-chat parallelism, and drops a re-sent job with the same deduplication id within five
 minutes.
+
+Which chat, person and scope a job is for is its subject (core/subjects.py), derived for every
+kind in one place (`adapters/telegram/subjects.py`, where the queued updates can be parsed).
 """
 
 from __future__ import annotations
@@ -96,14 +99,3 @@ def _job_adapter() -> TypeAdapter[AnyJob]:
 def parse_job(body: str) -> AnyJob:
     """Parse a queue message body; raises pydantic.ValidationError for anything else."""
     return _job_adapter().validate_json(body)
-
-
-def chat_of(job: AnyJob) -> int | None:
-    """The chat a job is for; None for a queued update that holds no message."""
-    if isinstance(job, ContinuationJob):
-        job = job.job
-    if isinstance(job, TelegramUpdateJob):
-        chat = (job.update.get("message") or {}).get("chat") or {}
-        chat_id = chat.get("id")
-        return chat_id if isinstance(chat_id, int) else None
-    return job.chat_id

@@ -14,7 +14,9 @@ and a scope's workspace holds only that scope.
 
 Sessions, usage and jobs are per chat already; the scope of a job is that of its chat
 (`scope_of_chat`), so a person's cron jobs and background tasks work in their scope too. The
-heartbeat is the owner's.
+heartbeat is the owner's. Which chat a job is for is derived in one place for every kind of
+update and job (its subject, core/subjects.py); a job without a chat is refused, never run in
+the owner's workspace for want of one.
 """
 
 from __future__ import annotations
@@ -45,11 +47,11 @@ class Scope:
 OWNER = Scope()
 
 
-def scope_of_chat(chat_id: int | None, owner: int | None) -> Scope:
+def scope_of_chat(chat_id: int, owner: int | None) -> Scope:
     """A private chat is its person's scope (the owner's is the owner's workspace), a group
     chat the group's. Without a known owner every chat shares the owner's workspace, as before
     scopes (README: set OWNER_ID when ALLOW_FROM lists no user id)."""
-    if owner is None or chat_id is None or chat_id == owner:
+    if owner is None or chat_id == owner:
         return OWNER
     if chat_id > 0:
         return Scope(f"people/{chat_id}")

@@ -3,10 +3,11 @@
 Every model call of agent_turn goes through `MeteredModel` (speech and transcription through
 `MeteredSpeaker` and `MeteredTranscriber`, counted by cost only), so the chat's turns, the
 heartbeat's decision, consolidation and background tasks are all counted, each attributed to
-the chat of the job that made it (`UsageMeter.job`). A job counts as one turn when the agent
-loop got at least one answer from the model (a turn continued in another invocation counts
-once); a command such as /new, or a heartbeat that decided to skip, is not a turn, though its
-model calls are counted. Cost is litellm's `completion_cost`, known only for models in its price
+the chat of the job that made it (`UsageMeter.job`, given the job's subject: core/subjects.py,
+which every job has, a button press included). A job counts as one turn when the agent loop got
+at least one answer from the model (a turn continued in another invocation counts once); a
+command such as /new, or a heartbeat that decided to skip, is not a turn, though its model calls
+are counted. Cost is litellm's `completion_cost`, known only for models in its price
 list: calls without a price are counted as `unpriced_calls`.
 
 The store keeps a day's, a month's and the total figures per chat, each changed atomically, so
@@ -34,7 +35,6 @@ from typing import Any
 
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
-from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, chat_of
 from nanobot_lambda.core.model import (
     ModelReply,
     Speech,
@@ -52,6 +52,7 @@ from nanobot_lambda.core.ports import (
     UsageStore,
 )
 from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits, first_reached, remaining
+from nanobot_lambda.core.subjects import Subject
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ def usage_report(store: UsageStore, chat_id: int | None, at: datetime) -> str:
 
 @dataclass
 class _JobUsage:
-    chat_id: int | None = None
+    chat_id: int | None = None  # None only between jobs: every job has a subject
     continued: bool = False  # a turn's continuation: the turn was counted by its first part
     started: float = field(default_factory=time.monotonic)
     used: Tally = field(default_factory=Tally)  # the whole job, for the metrics
@@ -198,9 +199,11 @@ class UsageMeter:
         return None if transcriber is None else MeteredTranscriber(transcriber, self)
 
     @contextmanager
-    def job(self, job: AnyJob) -> Iterator[None]:
-        """Count the job's usage for its chat; write what is still unwritten when it ends."""
-        self._job = _JobUsage(chat_of(job), continued=isinstance(job, ContinuationJob))
+    def job(self, subject: Subject, *, continued: bool = False) -> Iterator[None]:
+        """Count a job's usage for its subject's chat, and check that chat's spending limits
+        before each call; write what is still unwritten when it ends. `continued`: the job
+        continues a turn (counted as a turn by its first part)."""
+        self._job = _JobUsage(subject.chat_id, continued=continued)
         try:
             yield
         except Exception as error:

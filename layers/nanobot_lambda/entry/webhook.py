@@ -11,6 +11,12 @@ The webhook holds no bot token and makes no outgoing call for it.
 
 A part of an album is also recorded with its album before it is queued, so that the album is
 answered in one turn (`core/albums.py`).
+
+Who acts in an update and in which chat is read for every update kind by `inbound.place_of`,
+the reading agent_turn derives the job's subject from: the allow-list judges a button press by
+the chat of the message it was under. A press Telegram could not have sent (in a private chat
+by someone else, or with data the message's keyboard does not offer) is answered with a short
+notice and not queued.
 """
 
 from __future__ import annotations
@@ -30,13 +36,14 @@ from nanobot_lambda.adapters.telegram.inbound import (
     Accepted,
     GroupPolicy,
     Ignored,
+    RefusedPress,
     Rejected,
     classify,
     command_target,
     is_group_chat,
 )
 from nanobot_lambda.adapters.telegram.models import Message, Update, clean_update
-from nanobot_lambda.core import telemetry
+from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import UpdateInProgress
@@ -198,8 +205,7 @@ class Webhook:
         decision = classify(update, self._policy.allow_list)
         log = {"update_id": update.update_id, "update_kind": update.kind}
         if isinstance(decision, Ignored):
-            logger.info("update ignored: %s", decision.reason, extra=log)
-            return _reply(200, status="ignored")
+            return _ignore(decision, log)
         if isinstance(decision, Rejected):
             try:
                 approved = self._pairing is not None and self._pairing.is_approved(
@@ -213,7 +219,7 @@ class Webhook:
                 return self._refuse(update, decision, log)
             decision = classify(update, self._policy.allow_list.including(decision.sender_id))
             if isinstance(decision, Ignored):
-                return _reply(200, status="ignored")
+                return _ignore(decision, log)
 
         assert isinstance(decision, Accepted), decision
         message = decision.message
@@ -309,6 +315,21 @@ class Webhook:
         except Exception as error:
             # The part is still queued: unrecorded, it is answered on its own, not lost.
             logger.error("could not record an album part (%s)", type(error).__name__, extra=log)
+
+
+def _ignore(decision: Ignored, log: dict[str, Any]) -> WebhookResponse:
+    """200: Telegram stops re-sending it. A refused button press is answered (Telegram shows
+    the button loading until it is) with a short notice; nothing of it is queued."""
+    if isinstance(decision, RefusedPress):
+        logger.info("button press refused: %s", decision.reason, extra=log)
+        call = {
+            "method": "answerCallbackQuery",
+            "callback_query_id": decision.callback_query_id,
+            "text": texts.load("button_unavailable"),
+        }
+        return _reply(200, status="refused", **call)
+    logger.info("update ignored: %s", decision.reason, extra=log)
+    return _reply(200, status="ignored")
 
 
 def _lowercase(value: object) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
-from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, TelegramUpdateJob, chat_of, parse_job
+from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, TelegramUpdateJob, parse_job
 from nanobot_lambda.core.redaction import REDACTOR
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def correlation_ids(job: AnyJob, turn_id: str) -> dict[str, object]:
     keys: dict[str, object] = {
         "turn_id": turn_id,
         "job_kind": job.kind,
-        "chat_id": chat_of(job),
+        "chat_id": _chat_of(job),
         "update_id": (
             started.update.get("update_id") if isinstance(started, TelegramUpdateJob) else None
         ),
@@ -136,6 +136,19 @@ def correlation_ids(job: AnyJob, turn_id: str) -> dict[str, object]:
         "subagent_id": getattr(started, "subagent_id", None),
     }
     return {key: value for key, value in keys.items() if value is not None}
+
+
+def _chat_of(job: AnyJob) -> int | None:
+    """The job's subject's chat (the scope does not matter here: no owner is needed)."""
+    # Imported here: only agent_turn correlates jobs, and the webhook, which imports this
+    # module to set up its logs, need not load the scopes at its cold start.
+    from nanobot_lambda.adapters.telegram.subjects import subject_of
+    from nanobot_lambda.core.subjects import NoSubject
+
+    try:
+        return subject_of(job, owner=None).chat_id
+    except NoSubject:
+        return None
 
 
 @contextmanager

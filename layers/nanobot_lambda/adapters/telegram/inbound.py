@@ -1,7 +1,16 @@
 """Decide what an Update means for the bot: a message to answer, one to ignore, or a stranger.
 
 Both the webhook (to decide what to enqueue) and agent_turn (to rebuild the message from the
-queued update) use `classify`, so the two can never disagree about what a message says.
+queued update) use `classify`, so the two can never disagree about what a message says. Who acts
+in an update and in which chat is read in one place for every update kind (`place_of`): the
+allow-list, the message answered and the queued job's subject (`subjects.py`) all take it from
+there.
+
+A button press is heard only when it is one Telegram could send: in a private chat, pressed by
+the chat's person; its data that of a button on the keyboard the message shows. Anything else
+is refused (`RefusedPress`: the webhook answers its query and queues nothing; agent_turn ignores
+it again). The choice reaches the model as the button's label and the message's text, each a
+quoted JSON string (`quoted`), which no label or text can break out of.
 
 agent_turn then applies what the webhook cannot know (it has no bot token, hence no bot
 identity): the group policy (`addressed_to_bot`), the bot's own @mention stripped from the text
@@ -11,6 +20,7 @@ functions of the message and the bot's id and username.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,7 +67,7 @@ class InboundMessage:
     thread_id: int | None
     text: str
     # A button pressed (a callback query): the query's id, and `message_id` is the message the
-    # button was under.
+    # button was under (`chat_id` is that message's chat).
     callback_query_id: str | None = None
 
     @property
@@ -119,11 +129,41 @@ def too_long(message: Message) -> bool:
     )
 
 
-def to_inbound(update: Update) -> InboundMessage | Ignored:
-    """The message the bot should answer in this update, or why there is none."""
+@dataclass(frozen=True)
+class Place:
+    """Who acts in an update, and where: the one reading of every update kind. The webhook's
+    allow-list judges it, `to_inbound` builds the message to answer from it, and agent_turn
+    derives a queued update's subject from it (`subjects.py`), so the three cannot disagree
+    about whose an update is.
+
+    The chat of a pressed button is the chat of the message it was under. In a private chat
+    only its person acts: anything else is not from Telegram and is not heard.
+    """
+
+    sender: Sender
+    chat: Chat
+    thread_id: int | None  # a forum topic; None in other chats
+    message: Message  # the message sent, or the one a pressed button is under
+    query: CallbackQuery | None = None  # a button pressed
+
+
+@dataclass(frozen=True)
+class RefusedPress(Ignored):
+    """A button press the bot does not hear: the webhook answers its query (so its spinner
+    stops, with a short notice) and queues nothing."""
+
+    callback_query_id: str
+
+
+def place_of(update: Update) -> Place | Ignored:
+    """Who acts in `update` and in which chat (and topic), or why it has no place the bot
+    answers in."""
+    if update.channel_post is not None or update.edited_channel_post is not None:
+        # No person sends these; the bot talks in private chats and groups only.
+        return Ignored("channel post")
     if update.callback_query is not None:
-        return _pressed(update.update_id, update.callback_query)
-    message = update.message
+        return _place_of_press(update.callback_query)
+    message = update.message or update.edited_message or update.business_message
     if message is None:
         return Ignored(f"update kind {update.kind}")
     sender = sender_of(message)
@@ -131,49 +171,83 @@ def to_inbound(update: Update) -> InboundMessage | Ignored:
         return Ignored("message without a sender")
     if sender.is_bot:
         return Ignored("message from a bot")
+    if _someone_else_in_private(message.chat, sender):
+        return Ignored("message in a private chat from someone other than its person")
+    return Place(sender, message.chat, _thread_of(message), message)
+
+
+def _place_of_press(query: CallbackQuery) -> Place | Ignored:
+    message = query.message
+    if message is None:
+        return RefusedPress("button under a message too old to show", query.id)
+    sender = Sender(query.sender.id, query.sender.username, query.sender.is_bot)
+    if sender.is_bot:
+        return Ignored("button pressed by a bot")
+    if _someone_else_in_private(message.chat, sender):
+        return RefusedPress("button pressed by someone other than the chat's person", query.id)
+    return Place(sender, message.chat, _thread_of(message), message, query)
+
+
+def _someone_else_in_private(chat: Chat, sender: Sender) -> bool:
+    return chat.type == "private" and sender.id != chat.id
+
+
+def _thread_of(message: Message) -> int | None:
+    return message.message_thread_id if message.is_topic_message else None
+
+
+def to_inbound(update: Update) -> InboundMessage | Ignored:
+    """The message the bot should answer in this update, or why there is none."""
+    place = place_of(update)
+    if isinstance(place, Ignored):
+        return place
+    if place.query is not None:
+        return _pressed(update.update_id, place, place.query)
+    message = update.message
+    if message is None:  # an edit, a business message: not answered
+        return Ignored(f"update kind {update.kind}")
     if too_long(message):
         return Ignored("text longer than Telegram allows")
     text = message_text(message)
     if not text:
         return Ignored("message without content")
-    return InboundMessage(
-        update_id=update.update_id,
-        chat_id=message.chat.id,
-        chat_type=message.chat.type,
-        message_id=message.message_id,
-        sender_id=sender.id,
-        sender_username=sender.username,
-        thread_id=message.message_thread_id if message.is_topic_message else None,
-        text=text,
-    )
+    return _inbound(update.update_id, place, text)
 
 
-def _pressed(update_id: int, query: CallbackQuery) -> InboundMessage | Ignored:
-    """A button pressed under one of the bot's messages, as the user's choice in words."""
-    message = query.message
-    if message is None:
-        return Ignored("button under a message too old to show")
-    if query.sender.is_bot:
-        return Ignored("button pressed by a bot")
-    choice = button_text(message, query.data) or (query.data or "")
-    if not choice:
-        return Ignored("button without data")
-    quote = (message.text or message.caption or "")[:QUOTE_MAX_CHARS]
+def _inbound(
+    update_id: int, place: Place, text: str, callback_query_id: str | None = None
+) -> InboundMessage:
     return InboundMessage(
         update_id=update_id,
-        chat_id=message.chat.id,
-        chat_type=message.chat.type,
-        message_id=message.message_id,
-        sender_id=query.sender.id,
-        sender_username=query.sender.username,
-        thread_id=message.message_thread_id if message.is_topic_message else None,
-        text=f'[pressed the button "{choice}" under your message: "{quote}"]',
-        callback_query_id=query.id,
+        chat_id=place.chat.id,
+        chat_type=place.chat.type,
+        message_id=place.message.message_id,
+        sender_id=place.sender.id,
+        sender_username=place.sender.username,
+        thread_id=place.thread_id,
+        text=text,
+        callback_query_id=callback_query_id,
     )
+
+
+def _pressed(update_id: int, place: Place, query: CallbackQuery) -> InboundMessage | Ignored:
+    """A button pressed under one of the bot's messages, as the user's choice in words. Only
+    a choice the message's keyboard offers is heard (Telegram sends the message with its
+    keyboard as it is now: a keyboard taken off offers nothing)."""
+    if not query.data:
+        return RefusedPress("button without data", query.id)
+    label = button_text(place.message, query.data)
+    if label is None:
+        return RefusedPress("button not on the keyboard shown", query.id)
+    quote = (place.message.text or place.message.caption or "")[:QUOTE_MAX_CHARS]
+    text = texts.render("button_pressed", choice=quoted(label), quote=quoted(quote))
+    return _inbound(update_id, place, text, callback_query_id=query.id)
 
 
 def button_text(message: Message, data: str | None) -> str | None:
     """The text of the message's inline button that carries `data`, if it still has one."""
+    if not data:
+        return None
     keyboard = (message.reply_markup or {}).get("inline_keyboard")
     for row in keyboard if isinstance(keyboard, list) else []:
         for button in row if isinstance(row, list) else []:
@@ -182,39 +256,32 @@ def button_text(message: Message, data: str | None) -> str | None:
     return None
 
 
-def _acting(update: Update) -> tuple[Sender, Chat | None] | Ignored:
-    """Who acts in an update the allow-list judges, and in which chat."""
-    if update.channel_post is not None or update.edited_channel_post is not None:
-        # No person sends these; the bot talks in private chats and groups only.
-        return Ignored("channel post")
-    query = update.callback_query
-    if query is not None:
-        chat = query.message.chat if query.message is not None else None
-        return Sender(query.sender.id, query.sender.username, query.sender.is_bot), chat
-    message = update.message or update.edited_message or update.business_message
-    if message is None:
-        return Ignored(f"update kind {update.kind}")
-    sender = sender_of(message)
-    if sender is None:
-        return Ignored("message without a sender")
-    return sender, message.chat
+# Line breaks JSON leaves as they are: a reader may still take them for the end of a line.
+_UNESCAPED_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def quoted(text: str) -> str:
+    """`text` as one JSON string literal on one line: its quotation marks and backslashes are
+    escaped and every line break written out, so no label or quoted text can end the quotation
+    it is put in (whatever follows in it, a `]` or a tag, stays inside), and the original can
+    be read back."""
+    return json.dumps(text, ensure_ascii=False).translate(_UNESCAPED_BREAKS)
 
 
 def classify(update: Update, allow_list: AllowList) -> Decision:
     """The webhook's decision: answer (Accepted), drop quietly (Ignored), or refuse (Rejected).
 
     The allow-list (rules in `allowlist.py`) is applied to every update a person sends, before
-    looking at what it is: a stranger's command, edit or button press is refused alike.
+    looking at what it is: a stranger's command, edit or button press is refused alike. A group
+    is judged by the chat the update is in, a press by the chat of the message it was under.
     """
-    acting = _acting(update)
-    if isinstance(acting, Ignored):
-        return acting
-    sender, chat = acting
-    if sender.is_bot:
-        return Ignored("message from a bot")
-    group_id = chat.id if chat is not None and chat.type in GROUP_CHAT_TYPES else None
+    place = place_of(update)
+    if isinstance(place, Ignored):
+        return place
+    sender, chat = place.sender, place.chat
+    group_id = chat.id if chat.type in GROUP_CHAT_TYPES else None
     if not allow_list.allows(sender.id, sender.username, group_id=group_id):
-        return Rejected(sender_id=sender.id, chat_id=chat.id if chat is not None else sender.id)
+        return Rejected(sender_id=sender.id, chat_id=chat.id)
     inbound = to_inbound(update)
     return inbound if isinstance(inbound, Ignored) else Accepted(inbound)
 

@@ -30,7 +30,7 @@ def subagent_turn(parts: TurnParts, job: SubagentJob, remaining_ms: RemainingMil
     prompt = texts.render("subagent_task", label=job.label, task=job.task)
     request = parts.context.messages([], prompt, parts.runtime_block(run, job.chat_id))
     log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
-    with parts.scope(run, job.chat_id, job.thread_id, "subagent") as scope:
+    with parts.scope(run, "subagent") as scope:
         outcome = parts.runner.run(parts.subagent, request, scope, run, log, apologise=False)
     succeeded = outcome is not None and not outcome.hit_iteration_limit and outcome.limited is None
     result = outcome.reply if outcome is not None else texts.load("model_error")
@@ -73,7 +73,7 @@ def announcement_turn(
         history, lambda past: parts.context.messages(past, note, runtime)
     )
     log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
-    with parts.scope(run, job.chat_id, job.thread_id, "announcement") as scope:
+    with parts.scope(run, "announcement") as scope:
         outcome = parts.runner.run(parts.agent, request, scope, run, log, apologise=False)
         if outcome is None:
             raise ModelError("announcement could not be told")  # SQS retries it

@@ -4,10 +4,17 @@ Groups: the webhook queues every group message (it cannot know the bot's usernam
 addressed to the bot get a turn. The parts of an album are answered together, in the turn of
 the first part taken from the queue (core/albums.py). A button pressed under one of the bot's
 messages is a turn too, with the choice as the user's words; its keyboard is taken off first,
-so a second press of it is not heard. Commands are answered without the agent. Otherwise:
-files are fetched (while "typing…" shows), history is recalled, the agent runs (in private
-chats its answer shows as a draft while it is written), the answer is sent, and only then is
-the turn saved, so the session never holds an answer the user did not see.
+so a second press of it is not heard. A press Telegram could not have sent is refused here too,
+though the webhook already refuses it: one with data the keyboard did not offer is ignored; one
+in a private chat by someone else has no subject and never gets this far. Commands are
+answered without the agent. Otherwise: files are fetched (while "typing…" shows), history is
+recalled, the agent runs (in private chats its answer shows as a draft while it is written), the
+answer is sent, and only then is the turn saved, so the session never holds an answer the user
+did not see.
+
+The turn works for the job's subject (core/subjects.py): in its scope (the files, the memory in
+the prompt, recall), answering in its chat and topic (a press's: those of the message it was
+under).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import Any
 from nanobot_lambda.adapters.telegram.inbound import (
     Ignored,
     InboundMessage,
+    RefusedPress,
     addressed_to_bot,
     is_group_chat,
     to_inbound,
@@ -39,10 +47,15 @@ def telegram_turn(
 ) -> None:
     update = Update.model_validate(job.update)
     inbound = to_inbound(update)
+    if isinstance(inbound, RefusedPress):
+        # The webhook refuses these: a job queued before it did, or not by the webhook.
+        logger.warning("queued button press refused: %s", inbound.reason)
+        return
     if isinstance(inbound, Ignored):
         logger.info("queued update has nothing to answer: %s", inbound.reason)
         return
-    log = {"update_id": inbound.update_id, "chat_id": inbound.chat_id}
+    subject = parts.subject  # the chat, topic and scope of `inbound` (subjects.py)
+    log = {"update_id": inbound.update_id, "chat_id": subject.chat_id}
     message = update.message  # None for a button pressed (a callback query)
     album = [] if message is None else _album_of(parts, inbound, message, job.update)
     if message is not None and not album:
@@ -59,7 +72,7 @@ def telegram_turn(
             logger.info("group message not addressed to the bot: ignored", extra=log)
             return
     elif inbound.chat_type == "private":
-        _remember_private_chat(parts, inbound.chat_id)
+        _remember_private_chat(parts, subject.chat_id)
     if parts.commands.handle(inbound):
         return
     key = inbound.session_key
@@ -67,27 +80,27 @@ def telegram_turn(
     if run is None:
         return
     pressed = inbound.callback_query_id is not None
-    if pressed and not run.outbox.take_buttons_off(inbound.chat_id, inbound.message_id):
+    if pressed and not run.outbox.take_buttons_off(subject.chat_id, inbound.message_id):
         # The same keyboard's buttons were pressed twice before it went: one choice is heard.
         logger.info("button of a keyboard already answered: ignored", extra=log)
         return
     logger.info("turn started", extra=log)
     private = inbound.chat_type == "private"
     with (
-        parts.scope(run, inbound.chat_id, inbound.thread_id, "user") as scope,
-        channel.typing(inbound.chat_id, thread_id=inbound.thread_id),
-        parts.drafts.streaming(run, inbound.chat_id, inbound.thread_id, private=private),
+        parts.scope(run, "user") as scope,
+        channel.typing(scope.chat_id, thread_id=scope.thread_id),
+        parts.drafts.streaming(run, scope.chat_id, scope.thread_id, private=private),
     ):
         # Files are fetched, stored and transcribed while "typing…" shows.
         content = (
             UserContent(inbound.text, inbound.text)
             if message is None
-            else parts.media.resolve_album(album, inbound.chat_id)
+            else parts.media.resolve_album(album, scope.chat_id)
         )
         for notice in content.notices:  # e.g. a file too large to fetch: told at once
-            run.outbox.send(inbound.chat_id, notice, inbound.thread_id)
+            run.outbox.send(scope.chat_id, notice, scope.thread_id)
         runtime = parts.runtime_block(
-            run, inbound.chat_id, recall_for=content.saved_text, history=history.messages
+            run, scope.chat_id, recall_for=content.saved_text, history=history.messages
         )
         request = parts.request_that_fits(
             history, lambda past: parts.context.messages(past, content.model_content, runtime)

@@ -20,14 +20,14 @@ from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext, earlier_blocks
 from nanobot_lambda.core.errors import ToolError
-from nanobot_lambda.core.jobs import AnyJob, chat_of
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import ChatModel, TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.remote_tools import Audience
 from nanobot_lambda.core.sandbox import describe_programs
-from nanobot_lambda.core.scopes import ScopeSwitch, scope_of_chat
+from nanobot_lambda.core.scopes import ScopeSwitch
 from nanobot_lambda.core.sessions import Message, SessionHistory
+from nanobot_lambda.core.subjects import Subject
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.commands import Commands
@@ -97,6 +97,7 @@ class TurnParts:
         self.media = MediaResolver(services.media, self.workspace, settings, transcriber)
         self.speaker = self.meter.metered_speaker(services.speaker)
         self.current = CurrentTurn()
+        self._subject: Subject | None = None  # the job being run's (`enter_scope`)
         self.remembered_private_chat: int | None = None  # a write saved per container
         workspace_tools, chat_tools = agent_tools(
             settings,
@@ -185,15 +186,23 @@ class TurnParts:
                 return frozenset()
         return self._sandbox_found or frozenset()
 
-    def enter_scope(self, job: AnyJob) -> None:
-        """Work in the scope of the job's chat (its person's, its group's, or the owner's),
-        with the tools of the remote servers that chat may use and no others."""
-        chat = chat_of(job)
-        self.workspace.enter(scope_of_chat(chat, self.settings.owner))
+    def enter_scope(self, subject: Subject) -> None:
+        """Work for the job's subject (core/subjects.py): in its scope (its person's, its
+        group's, or the owner's), answering in its chat, with the tools of the remote servers
+        that chat may use and no others."""
+        self._subject = subject
+        self.workspace.enter(subject.scope)
         self.workspace.refresh()
-        remote = self.remote.tools_for(chat)
+        remote = self.remote.tools_for(subject.chat_id)
         for registry in self._registries:
             registry.offer(remote)
+
+    @property
+    def subject(self) -> Subject:
+        """The subject of the job being run: its chat, topic, person and scope."""
+        if self._subject is None:
+            raise RuntimeError("no job is being run")
+        return self._subject
 
     def _metered_or_main(self, model: ChatModel | None) -> ChatModel:
         return self.model if model is None else self.meter.metered(model)
@@ -261,17 +270,18 @@ class TurnParts:
 
     @contextmanager
     def scope(
-        self,
-        run: TurnRun,
-        chat_id: int,
-        thread_id: int | None,
-        origin: TurnOrigin,
-        *,
-        quiet: bool = False,
+        self, run: TurnRun, origin: TurnOrigin, *, quiet: bool = False
     ) -> Iterator[TurnScope]:
-        """The run's chat, for the chat tools (cron, message, spawn) while it is open."""
+        """The run's chat, for the chat tools (cron, message, spawn) and the answer while it is
+        open: the subject's chat and topic."""
+        subject = self.subject
         self.current.scope = TurnScope(
-            chat_id, thread_id, origin, run.outbox, quiet=quiet, turn_id=run.progress.turn_id
+            subject.chat_id,
+            subject.thread_id,
+            origin,
+            run.outbox,
+            quiet=quiet,
+            turn_id=run.progress.turn_id,
         )
         try:
             yield self.current.scope

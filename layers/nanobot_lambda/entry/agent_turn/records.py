@@ -15,6 +15,10 @@ function's time limit (AWS's advice for an event source: 30 minutes). So as a re
 its visibility is set to the invocation's time left and a margin — the function cannot outlive
 that — and a record whose run died is offered again minutes later, not half an hour (its turn
 resumes from its journal). The call runs beside the turn's start, costing it no time.
+
+A job with no chat, person and scope to run for (core/subjects.py: `NoSubject`) is refused like
+a message that is not a job: nothing of it runs, no chat is told, and it reaches the dead-letter
+queue.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from nanobot_lambda.core.jobs import AnyJob, parse_job
 from nanobot_lambda.core.ports import RetryDelay
+from nanobot_lambda.core.subjects import NoSubject
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -80,6 +85,12 @@ class RecordRunner:
         hiding = self._hide_until_past(record.receipt_handle, remaining)
         try:
             self._turns.process(job, remaining)
+        except NoSubject as refused:
+            # Never run in another's scope for want of a chat: retrying cannot help either.
+            hiding.join()
+            logger.error("job refused: %s; it will reach the dead-letter queue", refused, extra=log)
+            self._after_failure(record, receives, last_attempt)
+            raise
         except Exception:
             hiding.join()
             if last_attempt:

@@ -28,8 +28,7 @@ logger = logging.getLogger(__name__)
 def heartbeat_turn(
     parts: TurnParts, job: HeartbeatJob, remaining_ms: RemainingMillis | None
 ) -> None:
-    owner = parts.settings.owner
-    if owner is not None and job.chat_id != owner:
+    if not parts.subject.scope.is_owner:
         # HEARTBEAT.md holds the owner's tasks: never run or reported in another's chat (a
         # chat remembered before scopes existed, or HEARTBEAT_CHAT_ID set to someone else).
         logger.warning("heartbeat for a chat that is not the owner's: skipped")
@@ -58,7 +57,7 @@ def heartbeat_turn(
     else:
         tasks = job.tasks  # the decision was made by the run that started the turn
     request = parts.context.messages([], texts.render("heartbeat_turn", tasks=tasks), runtime)
-    with parts.scope(run, job.chat_id, None, "heartbeat") as scope:
+    with parts.scope(run, "heartbeat") as scope:
         outcome = parts.runner.run(parts.heartbeat_agent, request, scope, run, {}, apologise=False)
         if outcome is None or heartbeat.nothing_to_report(outcome.reply):
             logger.info("heartbeat: nothing to report")
@@ -82,7 +81,7 @@ def cron_task_turn(
         history, lambda past: parts.context.messages(past, prompt, runtime)
     )
     log = {"job_id": job.job_id, "chat_id": job.chat_id}
-    with parts.scope(run, job.chat_id, job.thread_id, "cron", quiet=job.quiet) as scope:
+    with parts.scope(run, "cron", quiet=job.quiet) as scope:
         outcome = parts.runner.run(parts.agent, request, scope, run, log, apologise=False)
         status = "failed: model unavailable" if outcome is None else "done"
         # A quiet task with nothing to report sends nothing, but its turn is saved all the same

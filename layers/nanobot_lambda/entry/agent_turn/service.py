@@ -26,6 +26,7 @@ from typing import Any
 
 from nanobot_lambda.adapters.telegram.inbound import Ignored, to_inbound
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.jobs import (
     AnyJob,
@@ -34,6 +35,7 @@ from nanobot_lambda.core.jobs import (
     SubagentJob,
     TelegramUpdateJob,
 )
+from nanobot_lambda.core.subjects import NoSubject
 from nanobot_lambda.entry.agent_turn import background, messages, scheduled
 from nanobot_lambda.entry.agent_turn.outbox import deliver
 from nanobot_lambda.entry.agent_turn.parts import TurnParts
@@ -68,9 +70,14 @@ class TurnService:
 
     def process(self, job: AnyJob, remaining_ms: RemainingMillis | None = None) -> None:
         """Run the job's turn; `remaining_ms` is the invocation's time left (Lambda context).
-        What its model calls use is counted for the job's chat."""
-        with self.parts.meter.job(job):
-            self.parts.enter_scope(job)
+
+        The job's subject (its chat, topic, person and scope: core/subjects.py) is derived
+        first, once: the turn works in its scope, answers in its chat, and its model calls are
+        counted and limited for that chat. A job without one raises NoSubject before anything
+        runs (records.py: it goes to the dead-letter queue, nothing answered)."""
+        subject = subject_of(job, self.parts.settings.owner)
+        with self.parts.meter.job(subject, continued=isinstance(job, ContinuationJob)):
+            self.parts.enter_scope(subject)
             if isinstance(job, ContinuationJob):
                 logger.info("continuing a turn", extra={"part": job.part, "job_kind": job.job.kind})
                 job = job.job
@@ -81,20 +88,21 @@ class TurnService:
 
     def give_up(self, job: AnyJob) -> None:
         """The job failed for the last time (it goes to the dead-letter queue): tell the chat
-        once, if a person is waiting for it. Never raises."""
+        once (its subject's chat and topic), if a person is waiting for it. Never raises."""
+        try:
+            subject = subject_of(job, self.parts.settings.owner)
+        except NoSubject:
+            return  # no chat to tell: it was never run either
         if isinstance(job, ContinuationJob):
             job = job.job
-        target: tuple[int, int | None] | None = None
         if isinstance(job, TelegramUpdateJob):
-            inbound = to_inbound(Update.model_validate(job.update))
-            if not isinstance(inbound, Ignored):
-                target = (inbound.chat_id, inbound.thread_id)
-        elif isinstance(job, CronTaskJob | SubagentJob):
-            target = (job.chat_id, job.thread_id)
-        if target is None:
+            waiting = not isinstance(to_inbound(Update.model_validate(job.update)), Ignored)
+        else:
+            waiting = isinstance(job, CronTaskJob | SubagentJob)
+        if not waiting:
             return
         channel = self.parts.ports.services.channel
         try:
-            deliver(channel, target[0], texts.load("could_not_process"), target[1])
+            deliver(channel, subject.chat_id, texts.load("could_not_process"), subject.thread_id)
         except Exception as error:
             logger.error("could not tell the chat its message failed (%s)", type(error).__name__)

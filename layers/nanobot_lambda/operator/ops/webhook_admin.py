@@ -15,7 +15,8 @@ from nanobot_lambda.operator.ops.deployment import OperatorError
 # The update kinds the bot acts on: `telegram.inbound.to_inbound` reads `message` and
 # `callback_query` (a button pressed) only (an edited message or a reaction is ignored). Asking
 # Telegram for nothing else spares the webhook every other kind. tests/unit/test_cli_contracts.py
-# keeps the two in step.
+# keeps the two in step, and tests/unit/test_isolation.py wants a row for each kind (its chat,
+# person and scope: `telegram.inbound.place_of`, `telegram.subjects`).
 ALLOWED_UPDATES = ("message", "callback_query")
 # A delivery error Telegram reported more recently than this is a failing webhook.
 RECENT_ERROR = timedelta(hours=1)
