@@ -17,9 +17,9 @@ import pytest
 
 from nanobot_lambda.adapters.mcp.client import McpServer, mcp_servers
 from nanobot_lambda.adapters.web.netguard import AddressGuard
-from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.allowlist import AllowList, Audience
 from nanobot_lambda.core.model import ToolCall
-from nanobot_lambda.core.remote_tools import Audience, ServerPolicy
+from nanobot_lambda.core.remote_tools import ServerPolicy
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import McpSettings
 from nanobot_lambda.tools.remote import RemoteToolbox

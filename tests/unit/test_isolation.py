@@ -45,6 +45,7 @@ from nanobot_lambda.core.jobs import (
     TelegramUpdateJob,
 )
 from nanobot_lambda.core.model import ModelReply, Usage
+from nanobot_lambda.core.pairing import Asker, Person
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.subjects import NoSubject
 from nanobot_lambda.core.usage import Tally
@@ -405,6 +406,30 @@ def test_the_allow_list_refuses_whose_it_is_once_unlisted(row: Row, who: Who) ->
     for update in row.updates(who):
         assert json.loads(post(webhook, update)["body"])["status"] == "refused"
     assert queue.sent == []
+
+
+UNSENT = [
+    case for case in CASES if case.values[0].kind in {"cron_task", "subagent", "announcement"}
+]
+
+
+@pytest.mark.parametrize(("row", "who"), UNSENT)
+def test_a_job_nobody_sent_now_stops_once_its_person_may_no_longer_talk_to_the_bot(
+    row: Row, who: Who
+) -> None:
+    """A scheduled or background job of a person taken out of ALLOW_FROM (or off the approved
+    list) does nothing: no model call, no message. The owner's always run; a group's run (its
+    members were heard when it was made)."""
+    unlisted = ",".join(other.listed for other in EVERYONE if other is not who)
+    bot = prepared(row, ALLOW_FROM=unlisted, OWNER_ID=str(OWNER.chat))
+    deliver(bot, row, who)
+    stopped = who is PERSON
+    assert (bot.model.requests == []) is stopped
+    assert (bot.channel.sent == [] and bot.queue.sent == []) is stopped
+    approved = prepared(row, ALLOW_FROM=unlisted, OWNER_ID=str(OWNER.chat))
+    approved.pairing.persons[who.chat] = Person(Asker(who.chat, who.name), NOW)
+    deliver(approved, row, who)
+    assert approved.model.requests != []  # an approved person's jobs run
 
 
 # -- what the bot does not answer -------------------------------------------------------------

@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.adapters.mcp.client import mcp_servers
-from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.allowlist import AllowList, Audience
 from nanobot_lambda.core.errors import ConfigError, ToolError
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.redaction import redact
 from nanobot_lambda.core.remote_tools import (
-    Audience,
     RemoteResult,
     RemoteTool,
     ServerAccess,

@@ -18,6 +18,7 @@ The rules that use it (`telegram.inbound.classify`) are:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _ID = re.compile(r"^-?\d{1,20}$")
@@ -73,3 +74,30 @@ class AllowList:
         if group_id is not None and group_id in self.ids:
             return True
         return username is not None and username.isascii() and username.lower() in self.usernames
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who the assistant serves, as a server's access names them."""
+
+    owner: int | None
+    allow_list: AllowList
+    # Whether the owner approved this person by pairing (core/pairing.py); may read a store.
+    approved: Callable[[int], bool] = lambda _user_id: False
+
+    def allows_chat(self, chat_id: int) -> bool:
+        """Whether every participant of the chat may talk to the bot (see the module doc)."""
+        if chat_id == self.owner or self.allow_list.everyone or chat_id in self.allow_list.ids:
+            return True
+        return chat_id > 0 and self.approved(chat_id)
+
+    def still_heard(self, chat_id: int) -> bool:
+        """Whether a job nobody sent just now (a scheduled task, a background task, its
+        announcement) may still run for this chat: a group's (its members were heard when it
+        was made), or the private chat of a person who may talk to the bot today. Someone the
+        owner took out of ALLOW_FROM or off the approved list has no more turns, scheduled or
+        not. While ALLOW_FROM lists usernames, a person cannot be told from their id, and their
+        jobs run."""
+        if chat_id < 0 or self.allow_list.usernames:
+            return True
+        return self.allows_chat(chat_id)

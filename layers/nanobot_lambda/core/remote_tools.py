@@ -28,11 +28,10 @@ unknown to that job, whatever the model names.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.allowlist import Audience
 
 SERVER_NAME = re.compile(r"^[a-z][a-z0-9_]{0,19}$")
 # Where header secrets may live: SSM parameters under /PREFIX, Secrets Manager names under
@@ -51,22 +50,6 @@ class ServerPolicy:
     access: ServerAccess = "owner"
     allowed_tools: frozenset[str] | None = None
     timeout_seconds: float = 30
-
-
-@dataclass(frozen=True)
-class Audience:
-    """Who the assistant serves, as a server's access names them."""
-
-    owner: int | None
-    allow_list: AllowList
-    # Whether the owner approved this person by pairing (core/pairing.py); may read a store.
-    approved: Callable[[int], bool] = lambda _user_id: False
-
-    def allows_chat(self, chat_id: int) -> bool:
-        """Whether every participant of the chat may talk to the bot (see the module doc)."""
-        if chat_id == self.owner or self.allow_list.everyone or chat_id in self.allow_list.ids:
-            return True
-        return chat_id > 0 and self.approved(chat_id)
 
 
 def may_use_server(access: ServerAccess, chat_id: int | None, audience: Audience) -> bool:

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
+from nanobot_lambda.core.allowlist import Audience
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.remote_tools import (
-    Audience,
     RemoteTool,
     RemoteToolServer,
     may_use_server,

@@ -16,6 +16,7 @@ from datetime import datetime
 from nanobot_lambda.adapters.telegram.media import MediaResolver
 from nanobot_lambda.core.agent import AgentLoop, TurnOutcome
 from nanobot_lambda.core.albums import Albums
+from nanobot_lambda.core.allowlist import Audience
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext, earlier_blocks
@@ -23,7 +24,6 @@ from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import ChatModel, TokenCounter
 from nanobot_lambda.core.recall import HistoryRecall
-from nanobot_lambda.core.remote_tools import Audience
 from nanobot_lambda.core.sandbox import describe_programs
 from nanobot_lambda.core.scopes import ScopeSwitch
 from nanobot_lambda.core.sessions import Message, SessionHistory
@@ -114,9 +114,10 @@ class TurnParts:
             )
         # Who may use which remote MCP server is decided per job, by its chat (enter_scope).
         self.pairing = Pairing(stores.pairing, clock=clock)
-        audience = Audience(settings.owner, settings.allow_from, self.pairing.is_approved)
+        # Who may talk to the bot: for the MCP servers' access, and for jobs nobody sent now.
+        self.audience = Audience(settings.owner, settings.allow_from, self.pairing.is_approved)
         self.remote = RemoteToolbox(
-            services.remote_servers, settings.tool_result_max_chars, audience
+            services.remote_servers, settings.tool_result_max_chars, self.audience
         )
         self._registries: list[ToolRegistry] = []
         self.fitter = RequestFitter(services.tokens, request_budget(settings, services.tokens))

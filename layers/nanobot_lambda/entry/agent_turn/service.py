@@ -29,6 +29,7 @@ from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.jobs import (
+    AnnouncementJob,
     AnyJob,
     ContinuationJob,
     CronTaskJob,
@@ -47,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 Turn = Callable[[TurnParts, Any, RemainingMillis | None], None]
 """The turn of one job kind: (parts, job of that kind, the invocation's time left)."""
+
+# Jobs nobody sent just now: they run only while their chat may still talk to the bot.
+UNSENT_JOBS = (CronTaskJob, SubagentJob, AnnouncementJob)
 
 TURNS: dict[str, Turn] = {
     "telegram_update": messages.telegram_turn,
@@ -76,6 +80,14 @@ class TurnService:
         counted and limited for that chat. A job without one raises NoSubject before anything
         runs (records.py: it goes to the dead-letter queue, nothing answered)."""
         subject = subject_of(job, self.parts.settings.owner)
+        started = job.job if isinstance(job, ContinuationJob) else job
+        if isinstance(started, UNSENT_JOBS) and not self.parts.audience.still_heard(
+            subject.chat_id
+        ):
+            # Its person may no longer talk to the bot (taken out of ALLOW_FROM, or off the
+            # approved list): their schedules and background work stop with them.
+            logger.info("job of a chat no longer allowed: skipped", extra={"kind": started.kind})
+            return
         with self.parts.meter.job(subject, continued=isinstance(job, ContinuationJob)):
             self.parts.enter_scope(subject)
             if isinstance(job, ContinuationJob):
