@@ -5,9 +5,17 @@ finds no credential and nothing of an earlier run."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
 from typing import Any
 
+from nanobot_lambda.entry.sandbox_confinement import landlock_abi
 from nanobot_lambda.operator.local.stack import LocalStack
+from tests.e2e.test_cli import CLI
+from tests.support.sandbox_snoop import snoop_code
 from tests.support.scripted_model import ScriptedModelServer
 
 
@@ -77,3 +85,60 @@ def test_a_run_out_of_time_is_reported_and_the_turn_goes_on(
     say(stack, "wait a while")
     assert "stopped: it ran out of time" in tool_result(model_server, 1)
     assert stack.bot_api.messages[-1].plain_text == "It took too long."
+
+
+def test_through_chat_the_code_finds_none_of_the_user_s_credentials(
+    model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """`nanobot-lambda chat -m` as a user runs it: real-looking AWS keys in the shell, the model
+    key in the project's .env, ~/.aws/credentials. The code looks everywhere it can (every
+    process's /proc entries, the stack's included, and those files) and finds none of them."""
+
+    def fake(name: str) -> str:
+        return f"planted-{name}-{uuid.uuid4().hex}"
+
+    shell = {"AWS_ACCESS_KEY_ID": fake("key-id"), "AWS_SECRET_ACCESS_KEY": fake("secret")}
+    model_key = fake("llm-key")
+    home, project = tmp_path / "home", tmp_path / "project"
+    credentials = home / ".aws" / "credentials"
+    credentials.parent.mkdir(parents=True)
+    in_file = fake("aws-file-secret")
+    credentials.write_text(f"[default]\naws_secret_access_key = {in_file}\n")
+    project.mkdir()
+    env_file = project / ".env"
+    settings = model_server.env(api_key=model_key)
+    env_file.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    planted = [*shell.values(), model_key, in_file]
+    # Without Landlock the user's files are open to the code (README says so): not looked at.
+    files = [str(credentials), str(env_file)] if landlock_abi() else []
+    code = snoop_code(planted, files)
+    model_server.call_tool("exec", {"language": "python", "code": code}).reply("Looked.")
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
+    completed = subprocess.run(  # noqa: S603
+        [CLI, "chat", "-m", "look around", "--env-file", str(env_file)],
+        cwd=project,
+        env={**clean, "HOME": str(home), **shell},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert "nanobot> Looked." in completed.stdout
+    result = tool_result(model_server, 1)
+    assert "exit code 0" in result, result
+    report = json.loads(next(line for line in result.splitlines() if line.startswith('{"tried"')))
+    assert report["found"] == []
+    assert "/proc/self/environ" in report["opened"]
+    # The handler (the worker), the stack (the CLI's process): neither is open to the code.
+    worker, cli = report["ancestors"][:2]
+    for pid in (worker, cli):
+        assert f"/proc/{pid}/environ" not in report["opened"]
+        assert f"/proc/{pid}/mem (opened)" not in report["opened"]
+    for path in files:
+        assert path not in report["opened"]
+    assert not [value for value in planted if value in result]
+    assert model_key in model_server.headers[0].get("Authorization", "")  # the stack held it
+

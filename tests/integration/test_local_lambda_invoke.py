@@ -13,6 +13,7 @@ import boto3
 import pytest
 import yaml
 
+from nanobot_lambda.entry.sandbox_confinement import is_dumpable
 from nanobot_lambda.operator.local.cfn import load_template
 from nanobot_lambda.operator.local.lambda_invoke import LocalLambdas, function_name
 from nanobot_lambda.operator.local.stack import LocalStack
@@ -142,7 +143,7 @@ def test_the_worker_sees_only_its_registered_environment(
     assert environ["SANDBOX_ROOT"] == "/nowhere"
     assert "AWS_SECRET_ACCESS_KEY" not in environ
     assert "parent-secret" not in json.dumps(environ)
-    assert set(environ) <= {"SANDBOX_ROOT", "PATH", "HOME", "LANG"}
+    assert set(environ) <= {"SANDBOX_ROOT", "PATH", "LANG"}  # not even HOME, as on Lambda
 
 
 def test_each_invocation_is_a_fresh_process(lambdas: LocalLambdas) -> None:
@@ -185,6 +186,7 @@ def test_the_local_stack_runs_the_sandbox_function(
     sandbox_template: Path, moto_endpoint: str, model_server: ScriptedModelServer
 ) -> None:
     before = os.environ.get("AWS_ENDPOINT_URL_LAMBDA")
+    dumpable_before = is_dumpable()  # in-process runs of the unit tests may have cleared it
     stack = LocalStack(
         sandbox_template,
         model_env=model_server.env(),
@@ -213,7 +215,10 @@ def test_the_local_stack_runs_the_sandbox_function(
         assert environ["POWERTOOLS_SERVICE_NAME"] == "nanobot"  # the template's Globals
         assert not [variable for variable in environ if variable.startswith("AWS_")]
         assert stack.lambdas.invocations == [name]
+        # The stack's process holds the caller's environment: closed to the sandbox's code.
+        assert not is_dumpable()
         root = stack.sandbox_root
+    assert is_dumpable() is dumpable_before
     assert not root.exists()
     assert stack.lambdas is None
     assert os.environ.get("AWS_ENDPOINT_URL_LAMBDA") == before

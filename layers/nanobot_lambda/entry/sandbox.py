@@ -13,6 +13,10 @@ no secrets; on top of that, this module gives every run a clean slate and bounds
   with an environment of its own (never the handler's: no AWS credentials, no secrets), limits
   on address space, CPU time, file size and core dumps, and a wall-clock time limit after which
   its whole process group is killed.
+- It finds no credential anywhere else either (entry/sandbox_confinement.py): the handler's
+  process is undumpable (its /proc entries closed to the code), the code has no capabilities
+  and gains none, and where the kernel has Landlock it may read only the system's files and
+  write only in `root`, and no other process is open to it.
 - Output is captured to files and at most `output_max_chars` of each stream is returned (head
   and tail, so a traceback at the end survives), and the files under `root/work/` that are new
   or changed come back base64-encoded, within the same caps as the inputs.
@@ -39,6 +43,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
+import logging
 import os
 import resource
 import signal
@@ -50,6 +56,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nanobot_lambda.core.paths import PathError, normalize_path
+from nanobot_lambda.entry.sandbox_confinement import prepare, set_dumpable
+
+logger = logging.getLogger(__name__)
 
 REQUEST_VERSION = 1
 LANGUAGES = ("python", "shell")
@@ -265,10 +274,24 @@ def _run(request: _Request, root: Path, in_lambda: bool) -> dict[str, Any]:
         MARKER: "1",
     }
     limits = _limits(request, in_lambda)
+    # The handler's process holds the credentials on Lambda: closed to the code (see
+    # entry/sandbox_confinement.py), as is, where the kernel has Landlock, all but its root.
+    set_dumpable(False)
+    confinement = prepare(root, restrict_network=not in_lambda)
+    if not confinement.landlocked:
+        _warn_without_landlock()
+
+    def start_confined() -> None:  # in the child, before exec; the handler is single-threaded
+        _apply_limits(limits)
+        confinement.enter()
 
     # Kept open and read back through these descriptors: whatever the code does to the paths
     # (a link in their place), what is read is what it wrote.
-    with open(capture / "stdout", "w+b") as stdout, open(capture / "stderr", "w+b") as stderr:
+    with (
+        contextlib.closing(confinement),
+        open(capture / "stdout", "w+b") as stdout,
+        open(capture / "stderr", "w+b") as stderr,
+    ):
         started = time.monotonic()
         process = subprocess.Popen(  # noqa: S603 - the code is the point; it runs confined
             argv,
@@ -279,8 +302,9 @@ def _run(request: _Request, root: Path, in_lambda: bool) -> dict[str, Any]:
             stderr=stderr,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=lambda: _apply_limits(limits),  # the handler is single-threaded
+            preexec_fn=start_confined,
         )
+        confinement.close()
         status, max_rss_kb, timed_out = _wait(process.pid, started + request.timeout_seconds)
         process.returncode = status  # reaped by _wait: tell Popen not to wait for it
         duration_ms = int((time.monotonic() - started) * 1000)
@@ -309,6 +333,17 @@ def _run(request: _Request, root: Path, in_lambda: bool) -> dict[str, Any]:
         "skipped_reasons": skipped,
         "duration_ms": duration_ms,
     }
+
+
+@functools.cache
+def _warn_without_landlock() -> None:
+    """Once per process: the code's file reads are bounded by file permissions only."""
+    logger.warning(
+        "Landlock is not available (kernel %s): the sandbox's code is kept from credentials "
+        "by its bare environment and this process being undumpable, not by file rules: it "
+        "can read every file this user can",
+        os.uname().release,
+    )
 
 
 def _signal_numbers() -> set[int]:

@@ -6,12 +6,13 @@ them itself: `POST /2015-03-31/functions/{FunctionName}/invocations`, as botocor
 
 Each invocation runs the registered handler file in a fresh worker process (`sys.executable`),
 as Lambda runs a function in its own sandbox: with the environment it was registered with (the
-template's, plus PATH, HOME and LANG; nothing of the caller's, no AWS credentials), in its own
-process group, killed at the function's timeout. The answers are Lambda's: 200 with the JSON
-result; 200 with `X-Amz-Function-Error: Unhandled` and `{"errorMessage", "errorType"}` for an
-exception, a timeout ("Task timed out after N seconds"), a result that is not JSON or a worker
-that died; 404 `ResourceNotFoundException` for an unknown function. `InvocationType: Event`
-answers 202 and runs the function in the background; `DryRun` answers 204.
+template's, plus PATH and LANG as Lambda sets them; nothing of the caller's, not even HOME, no
+AWS credentials), in its own process group, killed at the function's timeout. The answers are
+Lambda's: 200 with the JSON result; 200 with `X-Amz-Function-Error: Unhandled` and
+`{"errorMessage", "errorType"}` for an exception, a timeout ("Task timed out after N seconds"),
+a result that is not JSON or a worker that died; 404 `ResourceNotFoundException` for an unknown
+function. `InvocationType: Event` answers 202 and runs the function in the background; `DryRun`
+answers 204.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ ACCOUNT = "123456789012"
 DEFAULT_TIMEOUT_SECONDS = 60.0
 _INVOKE_PATH = ("2015-03-31", "functions")
 _FUNCTION_ERROR = "Unhandled"
+WORKER_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 # Runs in the worker: argv[1] is the handler file; the event is on stdin. The result goes to a
 # copy of stdout, and fd 1 then points at stderr, so whatever the handler (or a process it
@@ -133,8 +135,9 @@ class LocalLambdas(BackgroundHttpServer):
             self.invocations.append(function.name)
         request_id = str(uuid.uuid4())
         environ = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "HOME": os.environ.get("HOME", "/tmp"),  # noqa: S108 - Lambda's HOME is not set
+            # As Lambda's: the runtime's own folder first (/var/lang/bin there), no HOME, none
+            # of the caller's variables (it may hold real keys).
+            "PATH": f"{os.path.dirname(sys.executable)}:{WORKER_PATH}",
             "LANG": "C.UTF-8",  # as Lambda sets LANG (and Python then leaves the locale alone)
             **function.environ,
         }

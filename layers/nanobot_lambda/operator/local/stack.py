@@ -41,6 +41,7 @@ from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.ports import Workspace
 from nanobot_lambda.core.scopes import ScopedWorkspace, scope_of_chat
 from nanobot_lambda.core.workspace import seed_workspace
+from nanobot_lambda.entry.sandbox_confinement import landlock_abi, set_dumpable
 from nanobot_lambda.entry.webhook import SECRET_HEADER
 from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentDraft, SentFile, SentMessage
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
@@ -61,6 +62,7 @@ from nanobot_lambda.settings import (
     WebhookSettings,
 )
 
+logger = logging.getLogger(__name__)
 REGION = "us-east-1"
 SANDBOX_FUNCTION = "SandboxFunction"  # invoked by agent_turn with boto3; see _start_lambdas
 FUNCTIONS = {
@@ -203,6 +205,7 @@ class LocalStack:
         # --- functions invoked with boto3 (lambda:InvokeFunction), see _start_lambdas ---
         self.lambdas: LocalLambdas | None = None
         self.sandbox_root: Path | None = None
+        self._dumpable_before = True
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -329,7 +332,8 @@ class LocalStack:
         The sandbox is registered under what `!Ref SandboxFunction` gives (its local name), with
         the template's environment only (it runs the model's code: nothing of the caller's, no
         AWS credentials) and `SANDBOX_ROOT` in a folder of this stack's; boto3 reaches it
-        through AWS_ENDPOINT_URL_LAMBDA."""
+        through AWS_ENDPOINT_URL_LAMBDA. While it is served this process is undumpable: the
+        code (run by a grandchild) cannot read its environment or memory."""
         resource = self.template.template["Resources"].get(SANDBOX_FUNCTION)
         if resource is None or (
             "Condition" in resource and not self.template.condition(resource["Condition"])
@@ -354,11 +358,21 @@ class LocalStack:
         )
         self.lambdas.start()
         self._set_environ(AWS_ENDPOINT_URL_LAMBDA=self.lambdas.url)
+        # This process holds the caller's environment and what it read from .env: closed to
+        # the code the sandbox runs (see entry/sandbox_confinement.py), until stop().
+        self._dumpable_before = set_dumpable(False)
+        if landlock_abi() == 0:
+            logger.warning(
+                "This kernel has no Landlock: the code the local sandbox runs can read every "
+                "file your user can (~/.aws/credentials, .env) and the environment of your "
+                "other processes; on Lambda it cannot (README: Code sandbox)"
+            )
 
     def _stop_lambdas(self) -> None:
         if self.lambdas is not None:
             self.lambdas.stop()
             self.lambdas = None
+            set_dumpable(self._dumpable_before)
         if self.sandbox_root is not None:
             shutil.rmtree(self.sandbox_root, ignore_errors=True)
             self.sandbox_root = None
