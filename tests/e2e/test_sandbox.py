@@ -142,3 +142,18 @@ def test_through_chat_the_code_finds_none_of_the_user_s_credentials(
     assert not [value for value in planted if value in result]
     assert model_key in model_server.headers[0].get("Authorization", "")  # the stack held it
 
+
+def test_a_traceback_after_megabytes_of_output_reaches_the_model_whole(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    code = "import sys\nsys.stdout.write('x' * 3_000_000)\nraise ValueError('the real error')\n"
+    model_server.call_tool("exec", {"language": "python", "code": code}).reply("It failed.")
+    say(stack, "run my script")
+
+    result = tool_result(model_server, 1)
+    assert len(result) <= 16_000  # TOOL_RESULT_MAX_CHARS: the tool fitted it, nothing cut it
+    assert "exit code 1" in result and "3,000,000 bytes in all" in result
+    assert result.endswith(
+        "ValueError: the real error\n[output truncated: the middle of a long "
+        "stream is cut]\n</untrusted_web_content>"
+    )

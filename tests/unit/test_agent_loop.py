@@ -14,6 +14,7 @@ from nanobot_lambda.core.model import ModelReply, ToolCall, Usage
 from nanobot_lambda.core.reasoning import strip_thinking
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
+from nanobot_lambda.tools.web import UNTRUSTED_NOTE, frame
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, outage, text, tool
 from tests.support.hostile_names import HOSTILE_NAMES, seen
 
@@ -134,12 +135,14 @@ def test_usage_is_summed_over_the_turn() -> None:
 
 
 def test_long_tool_results_are_shortened_for_saving_only() -> None:
-    message = {"role": "tool", "tool_call_id": "1", "name": "read_file", "content": "y" * 50_000}
+    content = "start " + "y" * 50_000 + " the end"
+    message = {"role": "tool", "tool_call_id": "1", "name": "read_file", "content": content}
     saved = for_saving(message, max_tool_chars=2_000)
-    assert len(saved["content"]) < 2_100
-    assert saved["content"].endswith("chars not saved]")
+    assert len(saved["content"]) <= 2_000
+    assert saved["content"].startswith("start yyy") and saved["content"].endswith("yyy the end")
+    assert "chars not saved" in saved["content"]
     assert saved["tool_call_id"] == "1"
-    assert message["content"] == "y" * 50_000
+    assert message["content"] == content
     assert for_saving({"role": "assistant", "content": "z" * 50_000})["content"] == "z" * 50_000
 
 
@@ -150,9 +153,22 @@ def test_long_tool_results_are_cut_for_the_model_too() -> None:
         REQUEST
     )
     seen = model.requests[1][0][-1]["content"]
-    assert len(seen) < 1_100
+    assert len(seen) <= 1_000
     assert "more characters cut" in seen
+    assert seen.startswith("line\nline") and seen.endswith("use offset=2001 to read more]")
     assert truncate("short", 10) == "short"
+
+
+def test_a_framed_result_cut_by_the_loop_keeps_its_frame_whole() -> None:
+    """A tool whose result is over the cap (an MCP server's, a web page's): the loop cuts its
+    middle, so the frame still opens at the start and closes at the end."""
+    framed = frame("page text " * 5_000, url="https://example.com/")
+    for limit in (500, 1_000, 16_000):
+        cut = truncate(framed, limit)
+        assert len(cut) <= limit
+        assert cut.startswith(UNTRUSTED_NOTE + "\n<untrusted_web_content url=")
+        assert cut.endswith("page text\n</untrusted_web_content>")
+        assert cut.count("<untrusted_web_content") == cut.count("</untrusted_web_content>") == 1
 
 
 def test_reasoning_is_passed_back_within_the_turn_and_not_saved() -> None:

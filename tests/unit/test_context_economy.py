@@ -74,7 +74,8 @@ def test_every_request_starts_with_the_previous_one_across_turns_and_tool_calls(
     # Each turn had its own time, and kept it: the first user message is sent as it was first.
     assert sent[3][1] == sent[0][1] and "07:03" in sent[0][1]["content"]
     tool_result = sent[2][-1]
-    assert tool_result["role"] == "tool" and len(tool_result["content"]) > 16_000  # not re-cut
+    assert tool_result["role"] == "tool" and len(tool_result["content"]) == 16_000  # cut once
+    assert tool_result["content"].count("more characters cut here") == 1
 
 
 def test_a_later_message_is_headed_by_the_time_alone_and_recall_is_not_repeated() -> None:
@@ -128,8 +129,10 @@ def test_a_long_tool_result_is_saved_as_the_model_saw_it_unless_the_operator_cut
         bot.process(message("read it"))
         saved_result = bot.saved()[2]["content"]
         shown = bot.model.requests[1][0][-1]["content"]
-        assert saved_result[:longest] == shown[:longest]
         assert (saved_result == shown) is (longest == 16_000)
+        assert len(saved_result) <= longest
+        head, tail = saved_result.split("\n[… ")[0], saved_result.rsplit(" …]\n", 1)[-1]
+        assert shown.startswith(head) and shown.endswith(tail)  # its start and its end
 
 
 # -- history sized by tokens ------------------------------------------------------------------

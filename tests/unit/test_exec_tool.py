@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.sandbox import MAX_FILES, SandboxResult, SandboxRun
@@ -121,6 +123,25 @@ def test_time_and_memory_limits_are_told_plainly() -> None:
     assert "stopped: it ran out of memory" in execute(
         ToolRegistry([ExecTool(big, workspace, 10_000)]), language="python", code="x = ' ' * 10**10"
     )
+
+
+@pytest.mark.parametrize("cap", [500, 2_000, 16_000])
+def test_the_result_fits_the_cap_with_both_streams_ends_and_a_closed_frame(cap: int) -> None:
+    """Whatever the sandbox answers (here: 50,000 characters per stream, the most it sends,
+    from a sandbox that does not tell the streams' sizes), the tool's result fits the cap."""
+    stdout = "OUT-START " + "o" * 50_000 + " OUT-END"
+    stderr = "ERR-START " + "e" * 50_000 + "\nValueError: boom"
+    sandbox = FakeSandbox(SandboxResult(exit_code=1, stdout=stdout, stderr=stderr, truncated=True))
+    result = execute(
+        ToolRegistry([ExecTool(sandbox, MemoryWorkspace(), cap)]), language="shell", code="x"
+    )
+    assert len(result) <= cap
+    assert result.endswith(
+        "ValueError: boom\n[output truncated: the middle of a long stream is cut]"
+        "\n</untrusted_web_content>"
+    )
+    assert "OUT-START" in result and "OUT-END" in result and "ERR-START" in result
+    assert "characters of stdout cut here" in result
 
 
 def test_in_a_person_s_scope_the_code_cannot_overwrite_a_shared_file() -> None:

@@ -179,6 +179,7 @@ def test_output_is_capped(tmp_path: Path) -> None:
     assert result["stdout"].startswith("aaaa")
     assert result["stdout"].endswith("THE END")  # the tail survives, as a traceback would
     assert "truncated" in result["stdout"]
+    assert result["stdout_bytes"] == 1_000_007 and result["stderr_bytes"] == 0  # the whole
 
 
 def test_the_code_gets_none_of_the_parents_environment(

@@ -38,6 +38,7 @@ from nanobot_lambda.core.journal import pending_tool_calls
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage
 from nanobot_lambda.core.ports import ChatModel
 from nanobot_lambda.core.reasoning import strip_thinking
+from nanobot_lambda.core.shorten import keep_head_and_tail
 from nanobot_lambda.core.spend import LimitReached, SpendLimitReached
 from nanobot_lambda.core.tools import ToolRegistry
 
@@ -79,11 +80,13 @@ def visible_text(on_text: TextStream) -> TextStream:
 
 
 def truncate(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return (
-        f"{text[:limit]}\n[… {len(text) - limit} more characters cut; read in parts or narrow it]"
-    )
+    """At most `limit` characters: the start and a quarter from the end (a framed result's
+    closing tag, a traceback), the middle cut with a note."""
+    return keep_head_and_tail(text, limit, _cut_note, tail_share=0.25)
+
+
+def _cut_note(cut: int) -> str:
+    return f"\n[… {cut} more characters cut here; read in parts or narrow it …]\n"
 
 
 def tool_calls_of(step: dict[str, Any]) -> list[ToolCall]:
@@ -350,6 +353,7 @@ def for_saving(
     }
     content = saved.get("content")
     if saved.get("role") == "tool" and isinstance(content, str) and len(content) > max_tool_chars:
-        kept = content[:max_tool_chars]
-        saved["content"] = f"{kept}\n[… {len(content) - len(kept)} chars not saved]"
+        saved["content"] = keep_head_and_tail(
+            content, max_tool_chars, lambda cut: f"\n[… {cut} chars not saved …]\n", 0.25
+        )
     return saved

@@ -32,6 +32,8 @@ class SandboxResult:
     timed_out: bool = False
     out_of_memory: bool = False
     truncated: bool = False
+    stdout_bytes: int | None = None  # the whole streams' sizes (None: not told)
+    stderr_bytes: int | None = None
     files: dict[str, bytes] = field(default_factory=dict)  # new or changed, by relative path
     skipped: tuple[str, ...] = ()  # produced but not returned (over the caps)
     duration_ms: int = 0

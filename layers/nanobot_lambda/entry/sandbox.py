@@ -25,8 +25,9 @@ Request (version 1): {"version": 1, "language": "python" | "shell", "code": str,
 "files": {relative path: base64}, "timeout_seconds": 1..60, "memory_mb": 64..1024,
 "output_max_chars": 1000..50000} (the last three optional). Result: {"ok": true, "exit_code":
 int | None (None when killed by a signal), "signal": name | None, "timed_out", "out_of_memory",
-"stdout", "stderr", "truncated", "files": {relative path: base64} (new or changed files),
-"skipped": [paths not returned], "skipped_reasons": {path: reason}, "duration_ms"}, or
+"stdout", "stderr", "stdout_bytes", "stderr_bytes" (the whole streams' sizes), "truncated",
+"files": {relative path: base64} (new or changed files), "skipped": [paths not returned],
+"skipped_reasons": {path: reason}, "duration_ms"}, or
 {"ok": false, "error": str} for a refused request or a failure of the sandbox itself.
 
 Outside Lambda (tests, the local stack) only marker processes are swept: a process that drops
@@ -313,6 +314,7 @@ def _run(request: _Request, root: Path, in_lambda: bool) -> dict[str, Any]:
 
         out_text, out_truncated = read_capped(stdout, request.output_max_chars)
         err_text, err_truncated = read_capped(stderr, request.output_max_chars)
+        out_size, err_size = (os.fstat(stream.fileno()).st_size for stream in (stdout, stderr))
         out_of_memory = _out_of_memory(
             request, status, timed_out, max_rss_kb, stderr, shell=request.language == "shell"
         )
@@ -327,6 +329,8 @@ def _run(request: _Request, root: Path, in_lambda: bool) -> dict[str, Any]:
         "out_of_memory": out_of_memory,
         "stdout": out_text,
         "stderr": err_text,
+        "stdout_bytes": out_size,
+        "stderr_bytes": err_size,
         "truncated": out_truncated or err_truncated,
         "files": files,
         "skipped": list(skipped),

@@ -76,8 +76,13 @@ _BLOCKS = (
 def frame(text: str, *, note: str = UNTRUSTED_NOTE, **attributes: str) -> str:
     """`text` inside an <untrusted_web_content> element it cannot break out of, after `note`."""
     shown = " ".join(f'{name}="{html.escape(value)}"' for name, value in attributes.items())
-    body = _FRAME_TAG_LIKE.sub(lambda match: "&lt;" + match.group(0)[1:], text)
-    return f"{note}\n<{FRAME_TAG} {shown}>\n{body.strip()}\n</{FRAME_TAG}>"
+    return f"{note}\n<{FRAME_TAG} {shown}>\n{neutralise_frame_tags(text).strip()}\n</{FRAME_TAG}>"
+
+
+def neutralise_frame_tags(text: str) -> str:
+    """`text` with every tag that could open or close a frame made inert (`<` as `&lt;`); what
+    `frame` does to its content, so text already through it comes out of `frame` unchanged."""
+    return _FRAME_TAG_LIKE.sub(lambda match: "&lt;" + match.group(0)[1:], text)
 
 
 def is_readable_type(media_type: str) -> bool:

@@ -45,6 +45,8 @@ class LambdaSandbox:
             timed_out=bool(payload.get("timed_out")),
             out_of_memory=bool(payload.get("out_of_memory")),
             truncated=bool(payload.get("truncated")),
+            stdout_bytes=_size(payload.get("stdout_bytes")),
+            stderr_bytes=_size(payload.get("stderr_bytes")),
             files={
                 str(path): base64.b64decode(data)
                 for path, data in (payload.get("files") or {}).items()
@@ -73,3 +75,8 @@ class LambdaSandbox:
             reason = payload.get("error") if isinstance(payload, dict) else None
             raise ToolError(f"the sandbox refused the run: {reason or 'malformed answer'}")
         return payload
+
+
+def _size(value: Any) -> int | None:
+    """A stream's size as the sandbox told it; None from a sandbox that does not tell."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
