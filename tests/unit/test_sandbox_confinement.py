@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
+from nanobot_lambda.entry import sandbox
 from nanobot_lambda.entry.sandbox import run
-from nanobot_lambda.entry.sandbox_confinement import landlock_abi, set_dumpable
+from nanobot_lambda.entry.sandbox_confinement import Confinement, landlock_abi, set_dumpable
 from tests.support.sandbox_snoop import snoop_code, snoop_report
 
 APP = Path(__file__).resolve().parents[2] / "functions" / "sandbox" / "app.py"
@@ -254,3 +255,16 @@ def test_outside_lambda_the_code_cannot_reach_the_local_stack_s_servers(
 @pytest.mark.skipif(landlock_abi() < 6, reason="Landlock scopes signals from ABI 6 on")
 def test_the_code_cannot_signal_a_process_outside_its_run(tmp_path: Path) -> None:
     assert attempts(tmp_path, ("signal", f"os.kill({os.getpid()}, 0)")) == "signal denied 1\n"
+
+
+def test_a_confinement_that_cannot_be_entered_refuses_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Landlock ruleset the child cannot apply (here: a descriptor that is none) must stop
+    the run before the code starts, never let it run unconfined."""
+    monkeypatch.setattr(sandbox, "prepare", lambda root, **_: Confinement(1_000_000, False))
+    code = "open('ran.txt', 'w').write('unconfined')\n"
+    result = run({"version": 1, "language": "python", "code": code}, root=tmp_path, in_lambda=False)
+    assert result["ok"] is False
+    assert "the sandbox failed" in result["error"]
+    assert not (tmp_path / "work" / "ran.txt").exists()

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import os
 import sys
@@ -108,7 +107,8 @@ class ConfinementError(OSError):
 @cache
 def _libc() -> ctypes.CDLL | None:
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        # The interpreter's own symbols, libc's among them: no library search (ldconfig).
+        return ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
 
