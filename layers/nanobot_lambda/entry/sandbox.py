@@ -45,7 +45,6 @@ import base64
 import binascii
 import contextlib
 import functools
-import logging
 import os
 import resource
 import signal
@@ -58,8 +57,6 @@ from typing import Any, BinaryIO
 
 from nanobot_lambda.core.paths import PathError, normalize_path
 from nanobot_lambda.entry.sandbox_confinement import prepare, set_dumpable
-
-logger = logging.getLogger(__name__)
 
 REQUEST_VERSION = 1
 LANGUAGES = ("python", "shell")
@@ -341,12 +338,14 @@ def _run(request: _Request, root: Path, in_lambda: bool) -> dict[str, Any]:
 
 @functools.cache
 def _warn_without_landlock() -> None:
-    """Once per process: the code's file reads are bounded by file permissions only."""
-    logger.warning(
-        "Landlock is not available (kernel %s): the sandbox's code is kept from credentials "
-        "by its bare environment and this process being undumpable, not by file rules: it "
-        "can read every file this user can",
-        os.uname().release,
+    """Once per process: the code's file reads are bounded by file permissions only. Written
+    to stderr (a log line on Lambda): importing logging would lengthen every cold start."""
+    print(
+        f"WARNING Landlock is not available (kernel {os.uname().release}): the sandbox's code "
+        "is kept from credentials by its bare environment and this process being undumpable, "
+        "not by file rules: it can read every file this user can",
+        file=sys.stderr,
+        flush=True,
     )
 
 
