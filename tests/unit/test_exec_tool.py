@@ -203,3 +203,9 @@ def test_a_sandbox_that_cannot_be_asked_is_asked_again_a_minute_later() -> None:
     assert "# Sandbox\n\nexec has sh." in third
     assert '<skill available="true"><name>sh</name>' in third
     assert sandbox.asked == 2
+
+
+def test_a_run_states_how_long_it_may_take_so_a_late_step_moves_to_a_new_invocation() -> None:
+    tool = ExecTool(FakeSandbox(), MemoryWorkspace(), 10_000)
+    assert tool.seconds_needed({"language": "python", "code": "x"}) == 20 + 5
+    assert tool.seconds_needed({"language": "python", "code": "x", "timeout_seconds": 60}) == 65

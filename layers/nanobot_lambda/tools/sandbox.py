@@ -39,6 +39,9 @@ SANDBOX_NOTE = (
 MIN_OUTPUT_CHARS, MAX_OUTPUT_CHARS = 1_000, 50_000  # what the sandbox accepts per stream
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
+# Beyond a run's own limit: the sandbox's cold start and the files' way in and out.
+SANDBOX_OVERHEAD_SECONDS = 5
+
 
 class ExecTool(Tool):
     name = "exec"
@@ -68,6 +71,12 @@ class ExecTool(Tool):
         self._result_max_chars = result_max_chars
         # Each stream comes back within this (start and end); _report fits both in the cap.
         self._output_max_chars = max(MIN_OUTPUT_CHARS, min(result_max_chars, MAX_OUTPUT_CHARS))
+
+    def seconds_needed(self, arguments: dict[str, Any]) -> float:
+        """The run's own limit, and the sandbox's start and the files' way there and back."""
+        timeout = arguments.get("timeout_seconds")
+        limit = timeout if isinstance(timeout, int) and timeout > 0 else 20
+        return min(limit, MAX_TIMEOUT_SECONDS) + SANDBOX_OVERHEAD_SECONDS
 
     def run(
         self,
