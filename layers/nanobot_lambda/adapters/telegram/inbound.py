@@ -521,10 +521,12 @@ def context_lines(message: Message, *, bot_id: int | None) -> list[str]:
         quote = shorten(message_text(reply))
         if quote:
             from_bot = bot_id is not None and reply.sender is not None and reply.sender.id == bot_id
+            # Quoted (`quoted`): nothing in someone else's words or name ends the quotation.
             if from_bot:
-                lines.append(texts.render("reply_context_bot", quote=quote))
+                lines.append(texts.render("reply_context_bot", quote=quoted(quote)))
             else:
-                lines.append(texts.render("reply_context", who=_author(reply), quote=quote))
+                who = quoted(_author(reply))
+                lines.append(texts.render("reply_context", who=who, quote=quoted(quote)))
     origin = forward_origin_name(message.forward_origin)
     if origin is not None:
         lines.append(texts.render("forward_context", origin=origin))
