@@ -65,6 +65,7 @@ def test_updates_from_telegram_take_the_deployed_path_and_replies_go_back(
         stranger = telegram_update("text_private")
         stranger["update_id"] = 900
         stranger["message"]["from"] = {**stranger["message"]["from"], "id": 5, "username": "eve"}
+        stranger["message"]["chat"] = {"id": 5, "type": "private", "first_name": "Eve"}
         telegram.push_update(stranger)
         telegram.push_update({**telegram_update("text_private"), "update_id": 901})
         wait_for(lambda: bool(telegram.messages))

@@ -467,15 +467,19 @@ class LocalStack:
         return ScopedWorkspace(self.workspace, private(scope))
 
     def text_update(self, text: str, *, chat_id: int | None = None) -> dict[str, Any]:
-        """A real-shaped Update for a text message from the local user in a private chat."""
+        """A real-shaped Update for a text message in a private chat: the local user's, or
+        with `chat_id`, that chat's person's (in a private chat only its person writes)."""
         update_id = next(self._update_ids)
         user = self.user.as_telegram()
+        if chat_id is not None and chat_id != self.user.id:
+            user = {"id": chat_id, "is_bot": False, "first_name": f"Person {chat_id}"}
         chat = {
-            "id": chat_id or self.user.id,
-            "first_name": self.user.first_name,
-            "username": self.user.username,
+            "id": user["id"],
+            "first_name": user["first_name"],
             "type": "private",
         }
+        if "username" in user:
+            chat["username"] = user["username"]
         return {
             "update_id": update_id,
             "message": {
