@@ -8,7 +8,7 @@ RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --no-header
 
-.PHONY: chat test lint typecheck template unit integration e2e bench lock build build-check clean
+.PHONY: chat test lint typecheck template unit integration e2e soak bench lock build build-check clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,7 @@ typecheck: $(DEV_STAMP)
 	$(BIN)/mypy layers/nanobot_lambda
 	for handler in functions/*/app.py; do $(BIN)/mypy $$handler || exit 1; done
 	$(BIN)/mypy tests/support/fakes.py
+	$(BIN)/mypy tests/soak
 
 template: $(DEV_STAMP)
 	$(BIN)/cfn-lint infra/template.yaml
@@ -52,6 +53,14 @@ integration: $(DEV_STAMP)
 
 e2e: $(DEV_STAMP)
 	$(BIN)/pytest tests/e2e
+
+# The chaos soak at size (tests/soak/, issue 25): per seed, a fresh local stack, agent_turn in a
+# worker process killed at journal boundaries, one figure line; `make test` runs a small slice.
+SEEDS ?= 1 2 3
+CHATS ?= 30
+MSGS  ?= 8
+soak: $(DEV_STAMP)
+	$(BIN)/python -m tests.soak --seeds $(SEEDS) --chats $(CHATS) --msgs $(MSGS)
 
 bench: $(RUN_STAMP)
 	for script in bench/[!_]*.py; do $(BIN)/python $$script || exit 1; done

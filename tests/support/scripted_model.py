@@ -127,7 +127,7 @@ class ScriptedModelServer(JsonHttpServer):
         arguments: dict[str, Any] | str,
         *,
         content: str | None = None,
-        **usage: int,
+        **usage: Any,  # prompt_tokens, completion_tokens, cached_tokens (ints)
     ) -> ScriptedModelServer:
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
         call = {
