@@ -1,0 +1,46 @@
+"""The chaos soak of issue 25, its small seeded slice (the large one is `make soak`).
+
+Four chats of three messages, through the whole local stack with agent_turn in a worker process
+that the plan kills at journal boundaries, a model that answers a re-run differently, model
+errors, Telegram faults, duplicate posts and redelivered jobs (tests/soak/). One run serves
+both tests: that the harness did strike (crashes, worker deaths and restarts), and the
+product's promise, every message answered exactly once and saved as shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.soak.checker import Figures
+from tests.soak.harness import SoakRun, run_soak
+from tests.soak.plan import SoakPlan
+
+SLICE = SoakPlan(seed=1, chats=4, messages=3)
+
+
+@pytest.fixture(scope="module")
+def soak(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoakRun]:
+    yield run_soak(SLICE, log_dir=tmp_path_factory.mktemp("soak"), moto_endpoint=moto_endpoint)
+
+
+def test_the_soak_kills_the_worker_where_its_plan_says_and_restarts_it(soak: SoakRun) -> None:
+    crashes = [fault for fault in soak.injected if fault.what.startswith("crash")]
+    assert soak.figures.crashes == len(crashes) > 0
+    # Each crash killed a worker; the next invocation started a new one (its init again).
+    assert len(soak.cold_starts) == len(crashes) + 1
+    assert {fault.kind for fault in crashes} <= {"send", "draft", "dynamodb", "s3"}
+    assert soak.model_failures > 0  # model errors and cut streams were served
+    assert soak.figures.msgs == 12 and soak.figures.stuck == 0
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 25: a crash followed by a re-run that answers differently loses or repeats "
+    "the answer (a tool step's message number taken by the answer; an apology, then a crash "
+    "before its record, then an answer)",
+)
+def test_every_message_is_answered_exactly_once_and_saved_as_shown(soak: SoakRun) -> None:
+    figures = soak.figures
+    assert figures.passed, "\n".join([Figures.HEADER, figures.line(), *soak.verdict.failures])
