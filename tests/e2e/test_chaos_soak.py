@@ -17,7 +17,8 @@ from tests.soak.checker import Figures
 from tests.soak.harness import SoakRun, run_soak
 from tests.soak.plan import SoakPlan
 
-SLICE = SoakPlan(seed=1, chats=4, messages=3)
+# A crash rate above `make soak`'s, so that four chats see several (seed 12: five).
+SLICE = SoakPlan(seed=12, chats=4, messages=3, crash_rate=0.7)
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +38,9 @@ def test_the_soak_kills_the_worker_where_its_plan_says_and_restarts_it(soak: Soa
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 25: a crash followed by a re-run that answers differently loses or repeats "
-    "the answer (a tool step's message number taken by the answer; an apology, then a crash "
-    "before its record, then an answer)",
+    reason="issue 25: a crash during a tool step followed by a re-run that answers differently "
+    "loses the answer (it takes the number of a message an earlier run sent, so it is skipped, "
+    "and is saved unseen)",
 )
 def test_every_message_is_answered_exactly_once_and_saved_as_shown(soak: SoakRun) -> None:
     figures = soak.figures

@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--chats", type=int, default=30)
     parser.add_argument("--msgs", type=int, default=8)
+    parser.add_argument(
+        "--crash-rate", type=float, default=SoakPlan.crash_rate, help="of a job's first runs"
+    )
     parser.add_argument("--log-dir", type=Path, default=None)
     parser.add_argument("--max-failures", type=int, default=20, help="details shown per seed")
     args = parser.parse_args(argv)
@@ -38,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for seed in args.seeds:
         with contextlib.redirect_stdout(functions_log):
-            run = run_soak(SoakPlan(seed, args.chats, args.msgs), log_dir=log_dir)
+            run = run_soak(SoakPlan(seed, args.chats, args.msgs, args.crash_rate), log_dir=log_dir)
         print(f"{seed} {run.figures.line()}", flush=True)
         if not run.figures.passed:
             failed.append(seed)

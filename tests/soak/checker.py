@@ -252,7 +252,7 @@ def _check_session(
             report(tag, "the answer the user saw was not saved")
         elif tag not in answered and count:
             wrong.add(tag)
-            report(tag, "saved, but the user saw no answer (an apology saves nothing)")
+            report(tag, "saved, but the user saw no answer")
         elif count > 1:
             wrong.add(tag)
             report(tag, f"the exchange is saved {count} times")
