@@ -15,6 +15,7 @@ import contextlib
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from tests.soak.checker import Figures
@@ -50,11 +51,21 @@ def main(argv: list[str] | None = None) -> int:
             more = len(run.verdict.failures) - args.max_failures
             if more > 0:
                 print(f"  ... and {more} more", flush=True)
-        cold = run.cold_starts
+        cold = sorted(run.cold_starts)
+        p95 = cold[min(len(cold) - 1, round(0.95 * (len(cold) - 1)))]
+        struck = Counter(
+            f"{fault.what} {fault.kind}" if fault.what.startswith("crash") else fault.what
+            for fault in run.injected
+        )
         print(
-            f"  worker cold starts: {len(cold)}, median {statistics.median(cold) * 1000:.0f} ms"
-            f"; model requests {run.model_requests} ({run.model_failures} failed on purpose)"
-            f"; worker log {run.worker_log}",
+            f"  faults: {', '.join(f'{what} {n}' for what, n in sorted(struck.items())) or 'none'}"
+            f"; model requests {run.model_requests} ({run.model_failures} failed on purpose)",
+            flush=True,
+        )
+        print(
+            f"  worker cold starts: {len(cold)}, median {statistics.median(cold) * 1000:.0f} ms,"
+            f" p95 {p95 * 1000:.0f} ms (fork server start {run.server_start:.1f} s);"
+            f" worker log {run.worker_log}",
             flush=True,
         )
     print("soak: " + ("FAILED seeds " + " ".join(map(str, failed)) if failed else "passed"))

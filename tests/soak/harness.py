@@ -193,6 +193,7 @@ class SoakRun:
     verdict: Verdict
     injected: list[InjectedFault]
     cold_starts: list[float]
+    server_start: float  # seconds the fork server took to start (0 when it was running)
     model_requests: int
     model_failures: int
     worker_log: Path
@@ -299,6 +300,7 @@ def run_soak(plan: SoakPlan, *, log_dir: Path, moto_endpoint: str | None = None)
             verdict,
             injector.injected,
             pool.cold_starts,
+            pool.server_start,
             sum(model.asked.values()),
             model.failed,
             worker_log,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from multiprocessing import forkserver
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -39,6 +40,10 @@ PRELOAD = [
     "nanobot_lambda.adapters.aws.sessions",
     "nanobot_lambda.adapters.aws.journal",
 ]
+
+
+def _nothing() -> None:
+    """A first fork, to wait until the fork server has imported PRELOAD."""
 
 
 class WorkerDied(Exception):
@@ -86,6 +91,12 @@ class WorkerPool:
     ) -> None:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(PRELOAD)
+        started = time.monotonic()
+        forkserver.ensure_running()  # once per process; its first fork waits for PRELOAD
+        warm_up = self._context.Process(target=_nothing, daemon=True)
+        warm_up.start()
+        warm_up.join(120)
+        self.server_start = time.monotonic() - started
         self._handler_file = str(handler_file)
         self._environ = dict(environ)
         self._log_path = str(log_path)
