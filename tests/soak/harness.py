@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -82,7 +83,6 @@ class FaultInjector:
     """Decides, for each call the worker makes, whether a fault of the plan strikes it."""
 
     plan: SoakPlan
-    kill: Any  # () -> None: SIGKILL the worker
     injected: list[InjectedFault] = field(default_factory=list)
     # (chat_id, message_id) of messages Telegram accepted whose answer the client never got
     windows: set[tuple[int, int]] = field(default_factory=set)
@@ -242,18 +242,23 @@ def run_soak(plan: SoakPlan, *, log_dir: Path, moto_endpoint: str | None = None)
     proxies: list[ChaosProxy] = []
     try:
         stack.start()
-        injector = FaultInjector(plan, kill=lambda: pool.kill() if pool else None)
+        injector = FaultInjector(plan)
+
+        def kill_worker() -> None:  # the proxies' threads kill the worker the poller runs
+            if pool is not None:
+                pool.kill()
+
         telegram_proxy = ChaosProxy(
             stack.bot_api.url,
             intercept=injector.telegram_call,
-            kill=lambda: injector.kill(),
+            kill=kill_worker,
             performed=injector.telegram_performed,
         ).start()
         aws_endpoint = boto3.client("sqs").meta.endpoint_url
         aws_proxy = ChaosProxy(
             aws_endpoint,
             intercept=injector.aws_call,
-            kill=lambda: injector.kill(),
+            kill=kill_worker,
             performed=injector.aws_performed,
         ).start()
         proxies += [telegram_proxy, aws_proxy]
@@ -270,22 +275,7 @@ def run_soak(plan: SoakPlan, *, log_dir: Path, moto_endpoint: str | None = None)
             plan.chat_id(chat): store.load(f"telegram:{plan.chat_id(chat)}", 500).messages
             for chat in range(plan.chats)
         }
-        faults: dict[str, list[str]] = {}
-        for chat in range(plan.chats):
-            for number in range(1, plan.messages + 1):
-                message, notes = plan.message(chat, number), []
-                if plan.model_errors(message.tag) != "none":
-                    notes.append(f"model errors {plan.model_errors(message.tag)}")
-                if message.posted_twice:
-                    notes.append("posted twice")
-                if message.redelivered:
-                    notes.append("its job redelivered after the answer")
-                faults[message.tag] = notes
-        for fault in injector.injected:
-            faults.setdefault(fault.tag, []).append(
-                f"run {fault.attempt}: {fault.what} at {fault.kind} #{fault.nth} ({fault.call})"
-            )
-        verdict = check(plan, seen, sessions, faults)
+        verdict = check(plan, seen, sessions, _what_struck(plan, injector.injected))
         verdict.figures.dlq, verdict.figures.stuck = figures.dlq, figures.stuck
         verdict.figures.crashes = sum(1 for f in injector.injected if f.what.startswith("crash"))
         if figures.stuck:
@@ -314,11 +304,29 @@ def run_soak(plan: SoakPlan, *, log_dir: Path, moto_endpoint: str | None = None)
         model.stop()
 
 
+def _what_struck(plan: SoakPlan, injected: list[InjectedFault]) -> dict[str, list[str]]:
+    """Per message, what the plan did to it, for the failure reports."""
+    struck: dict[str, list[str]] = {}
+    for chat in range(plan.chats):
+        for number in range(1, plan.messages + 1):
+            message, notes = plan.message(chat, number), []
+            if plan.model_errors(message.tag) != "none":
+                notes.append(f"model errors {plan.model_errors(message.tag)}")
+            if message.posted_twice:
+                notes.append("posted twice")
+            if message.redelivered:
+                notes.append("its job redelivered after the answer")
+            struck[message.tag] = notes
+    for fault in injected:
+        struck.setdefault(fault.tag, []).append(
+            f"run {fault.attempt}: {fault.what} at {fault.kind} #{fault.nth} ({fault.call})"
+        )
+    return struck
+
+
 def _worker_environ(stack: LocalStack, aws_url: str, telegram_url: str) -> dict[str, str]:
     """agent_turn's environment as the stack gives it, its AWS and Bot API through the
     proxies, and an access key of its own (moto takes any)."""
-    import os
-
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     environ.update(stack.environment["agent_turn"])
     environ.update(
