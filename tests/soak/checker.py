@@ -257,12 +257,13 @@ def _check_session(
             wrong.add(tag)
             report(tag, f"the exchange is saved {count} times")
     saved_first = list(dict.fromkeys(t for t in saved_tags if t in expected))
-    if saved_first != [t for t in expected if t in saved_tags]:
-        for tag in expected:
-            if tag not in wrong:
-                wrong.add(tag)
-                report(tag, "the session holds the exchanges out of order")
-                break
+    in_order = [t for t in expected if t in saved_tags]
+    misplaced = next(
+        (want for got, want in zip(saved_first, in_order, strict=True) if got != want), None
+    )
+    if misplaced is not None and misplaced not in wrong:
+        wrong.add(misplaced)
+        report(misplaced, "saved after exchanges of messages sent after it")
     for saved_tag, added in exchanges:
         if saved_tag is None:
             wrong.add("untagged")

@@ -99,6 +99,15 @@ def test_answers_in_another_order_than_the_messages_are_out_of_order() -> None:
     assert verdict.figures.out_of_order == 1
 
 
+def test_an_exchange_saved_after_a_later_one_is_reported_as_misplaced() -> None:
+    verdict = figures_of(
+        [sent(1, "c0k1 answer v0: a"), sent(2, "c0k2 answer v0: c")],
+        exchange(2, "c0k2 answer v0: c") + exchange(1, "c0k1 answer v0: a"),
+    )
+    assert verdict.figures.session == 1
+    assert "c0k1: saved after exchanges of messages sent after it" in verdict.failures[0]
+
+
 def test_the_same_seed_gives_the_same_plan_and_another_seed_another() -> None:
     def described(plan: SoakPlan) -> list[object]:
         return [
