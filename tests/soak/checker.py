@@ -11,7 +11,8 @@ Per message (tag `c3k5`):
   notice. None is `lost`. More than one is `dup`, unless the extra copies are inside the
   documented window (a send Telegram performed whose answer the client never got: the worker
   killed before it heard, or the connection dropped): then `window`. A progress text or a
-  message-tool note shown twice for the same step counts the same way.
+  message-tool note shown twice counts the same way (a re-run that words a step differently
+  shows both, as README's Delivery guarantees say: not a repeat).
 - **in order**: the first final answers of a chat's messages come in the order they were sent
   (`out_of_order` counts the messages answered before the one sent before them).
 - **the session**: each answered exchange saved once, in order, nothing saved for a message
@@ -209,10 +210,12 @@ def check(
             else:
                 first_final[number] = finals[0].message_id
             dup, window = _extra_copies(finals)
-            steps: dict[tuple[str, int | None], list[Seen]] = defaultdict(list)
+            # A re-run may word a step differently: both are shown (README, Delivery
+            # guarantees). The same text shown twice is a repeat.
+            steps: dict[str, list[Seen]] = defaultdict(list)
             for s in mine:
                 if s.kind in ("step", "note"):
-                    steps[(s.kind, s.step)].append(s)
+                    steps[s.text].append(s)
             for copies in steps.values():
                 more_dup, more_window = _extra_copies(copies)
                 dup, window = dup + more_dup, window + more_window

@@ -82,6 +82,30 @@ def test_an_apology_answers_its_message_and_must_leave_the_session_clean() -> No
     assert saved.figures.dup == 1  # the apology and an answer
 
 
+def test_a_step_worded_again_by_a_re_run_is_no_repeat_but_the_same_text_twice_is() -> None:
+    reworded = figures_of(
+        [
+            sent(1, "c0k1 step p0 v0"),
+            sent(2, "c0k1 step p0 v1"),
+            sent(3, "c0k1 answer v1: a"),
+            sent(4, "c0k2 answer v0: c"),
+        ],
+        exchange(1, "c0k1 step p0 v0", "c0k1 step p0 v1", "c0k1 answer v1: a")
+        + exchange(2, "c0k2 answer v0: c"),
+    )
+    assert reworded.figures.passed, reworded.failures
+    repeated = figures_of(
+        [
+            sent(1, "c0k1 step p0 v0"),
+            sent(2, "c0k1 step p0 v0"),
+            sent(3, "c0k1 answer v1: a"),
+            sent(4, "c0k2 answer v0: c"),
+        ],
+        exchange(1, "c0k1 step p0 v0", "c0k1 answer v1: a") + exchange(2, "c0k2 answer v0: c"),
+    )
+    assert repeated.figures.dup == 1
+
+
 def test_a_session_holding_a_text_the_user_never_saw_is_reported() -> None:
     verdict = figures_of(
         [sent(1, "c0k1 step p0 v0"), sent(2, "c0k1 answer v0: a"), sent(3, "c0k2 answer v0: c")],
