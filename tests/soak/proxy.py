@@ -170,6 +170,11 @@ class ChaosProxy(BackgroundHttpServer):
                 self._respond(status, headers, body)
 
             def _respond(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+                # The client may have gone: killed meanwhile, or a draft past its read time-out.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._write(status, headers, body)
+
+            def _write(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
                 self.send_response(status)
                 head = self.command == "HEAD"
                 for name, value in headers:
