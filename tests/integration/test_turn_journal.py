@@ -255,5 +255,5 @@ def test_parts_survive_a_checkpoint_and_an_old_record_of_whole_messages_still_re
 
     resumed = open_turn(sessions, journal, "update-8")
     assert (resumed.sent, resumed.parts) == ({1: Shown(None)}, {(2, 1)})
-    assert resumed.text_of(2) == long_message(2) and resumed.text_of(1) is None
+    assert resumed.partial == (2, long_message(2))
     assert part_numbers(bot_api) == ["Part 1"]

@@ -113,12 +113,6 @@ class TurnProgress:
             self.iterations > 0 or bool(self.sent) or bool(self.parts) or self.ended is not None
         )
 
-    def text_of(self, message: int) -> str | None:
-        """The recorded text of `message` if some of its parts were sent, else None."""
-        if self.partial is not None and self.partial[0] == message:
-            return self.partial[1]
-        return None
-
 
 def settled_length(messages: Sequence[Message]) -> int:
     """How many of a turn's messages are settled: all of them, but for a last assistant message
