@@ -15,6 +15,7 @@ from typing import Any
 from nanobot_lambda.entry.sandbox_confinement import landlock_abi
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.e2e.test_cli import CLI
+from tests.e2e.test_press_scopes import ADA, GROUP, ada_says, keys
 from tests.support.sandbox_snoop import snoop_code
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -157,3 +158,29 @@ def test_a_traceback_after_megabytes_of_output_reaches_the_model_whole(
         "ValueError: the real error\n[output truncated: the middle of a long "
         "stream is cut]\n</untrusted_web_content>"
     )
+
+
+def test_a_person_s_and_a_group_s_runs_take_and_give_files_in_their_own_scope(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """Ada's code (in her private chat, then in the group) reads her scope's file and writes
+    into that scope; the owner's file of the same name is never read, nothing reaches the
+    owner's workspace."""
+    stack.workspace.write("plan.txt", b"the owner's plan")
+    code = "open('out.txt', 'w').write(open('plan.txt').read().upper())\nprint('done')\n"
+    for in_group, scope, update_id in (
+        (False, "scopes/people/111111111/", 920000001),
+        (True, "scopes/groups/1001234567890/", 920000002),
+    ):
+        stack.workspace_of(GROUP if in_group else ADA).write("plan.txt", b"ada's plan")
+        model_server.call_tool(
+            "exec", {"language": "python", "code": code, "files": ["plan.txt"]}
+        ).reply("Done.")
+        ada_says(stack, "shout my plan", update_id, in_group=in_group)
+        result = tool_result(model_server, len(model_server.requests) - 1)
+        assert "exit code 0" in result
+        written = stack.workspace_of(GROUP if in_group else ADA).read("out.txt")
+        assert written is not None and written.data == b"ADA'S PLAN"
+        assert f"{scope}out.txt" in keys(stack, scope)
+    assert stack.workspace.read("out.txt") is None
+    assert stack.poller.failures == 0 and not model_server.unexpected
