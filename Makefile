@@ -42,8 +42,10 @@ typecheck: $(DEV_STAMP)
 template: $(DEV_STAMP)
 	$(BIN)/cfn-lint infra/template.yaml
 
+# The tests run in one process per core (pytest-xdist), a file's tests in the same one, so a
+# file's shared fixtures (a local stack, the chaos soak's run) are made once.
 test: lint typecheck template
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile
 
 unit: $(DEV_STAMP)
 	$(BIN)/pytest tests/unit
