@@ -24,8 +24,8 @@ A re-delivered or continued turn resumes from there. Its messages are numbered a
 `sends`, and message n is skipped only if it **is** the message an earlier run sent as n (the
 same identity): a model asked again may answer otherwise (temperature, another tool result),
 so a different message n is sent, and what earlier runs showed from n on is set *aside*: it was
-shown, it stays in the record, and the saved turn holds it where it was shown (core/agent.py's
-`with_aside`), so the session holds what the user saw. A message the earlier run had begun (some
+shown, it stays in the record, and the saved turn holds it where it was shown (`with_aside`,
+below), so the session holds what the user saw. A message the earlier run had begun (some
 parts accepted) is finished first if the new run says something else. The final answer is never
 skipped for a progress text an earlier run sent under its number.
 

@@ -27,6 +27,8 @@ from nanobot_lambda.core.tool_schema import ArgumentError, for_model, validate
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_TOOL_SECONDS = 10.0  # a tool's call that states no longest time of its own
+
 _RUNNING_CALL: ContextVar[str] = ContextVar("running_call", default="")
 
 
@@ -42,17 +44,16 @@ class Tool(ABC):
     # Whether a call changes state. Calls that only read run concurrently; a call that writes
     # runs alone unless it names a `path` no other call of the same reply names.
     mutates: ClassVar[bool] = False
-    # The longest a call may take, in seconds: a step whose tools would outlast the invocation
-    # is continued in a new one instead of being cut off by Lambda's time limit.
-    max_seconds: ClassVar[float] = 10.0
 
     @abstractmethod
     def run(self, *args: Any, **arguments: Any) -> str:
         """Run with validated keyword arguments; raise ToolError for failures the model can fix."""
 
     def seconds_needed(self, arguments: dict[str, Any]) -> float:
-        """The longest this call may take (tools whose limit depends on the call say so)."""
-        return self.max_seconds
+        """The longest this call may take, in seconds: a step whose tools would outlast the
+        invocation is continued in a new one instead of being cut off by Lambda's time limit.
+        Tools that wait on the network or a run say how long they may."""
+        return DEFAULT_TOOL_SECONDS
 
     def definition(self) -> dict[str, Any]:
         """What the model is sent: `parameters` without what the registry enforces anyway."""

@@ -244,7 +244,8 @@ class WebSearch(Tool):
         "additionalProperties": False,
     }
 
-    max_seconds = sum(SEARCH_TIMEOUT)
+    def seconds_needed(self, arguments: dict[str, Any]) -> float:
+        return sum(SEARCH_TIMEOUT)
 
     def __init__(
         self,

@@ -87,12 +87,12 @@ class RecordRunner:
             self._turns.process(job, remaining)
         except NoSubject as refused:
             # Never run in another's scope for want of a chat: retrying cannot help either.
-            hiding.join()
+            _joined(hiding)
             logger.error("job refused: %s; it will reach the dead-letter queue", refused, extra=log)
             self._after_failure(record, receives, last_attempt)
             raise
         except Exception:
-            hiding.join()
+            _joined(hiding)
             if last_attempt:
                 logger.exception(
                     "turn failed for the last time: to the dead-letter queue", extra=log
@@ -102,29 +102,29 @@ class RecordRunner:
                 logger.exception("turn failed; SQS will retry it", extra=log)
             self._after_failure(record, receives, last_attempt)
             raise
-        hiding.join()
+        _joined(hiding)
 
     def _hide_until_past(
         self, receipt_handle: str, remaining_ms: Callable[[], int] | None
-    ) -> threading.Thread:
+    ) -> threading.Thread | None:
         """Make the record visible again only after the invocation can have ended (started
-        beside the turn; join it before the record is done)."""
-        seconds = None if remaining_ms is None else math.ceil(remaining_ms() / 1000)
-
-        def hide() -> None:
-            if seconds is None:
-                return
-            try:
-                self._queue.retry_after(receipt_handle, seconds + AFTER_DEATH_SECONDS)
-            except Exception as error:
-                # The queue's own visibility timeout then applies: later, not lost.
-                logger.warning(
-                    "could not shorten the record's visibility (%s)", type(error).__name__
-                )
-
-        hiding = threading.Thread(target=hide, name="visibility")
+        beside the turn; join it before the record is done). Without the invocation's clock
+        there is nothing to do (None)."""
+        if remaining_ms is None:
+            return None
+        seconds = math.ceil(remaining_ms() / 1000)
+        hiding = threading.Thread(
+            target=self._hide, args=(receipt_handle, seconds), name="visibility"
+        )
         hiding.start()
         return hiding
+
+    def _hide(self, receipt_handle: str, seconds: int) -> None:
+        try:
+            self._queue.retry_after(receipt_handle, seconds + AFTER_DEATH_SECONDS)
+        except Exception as error:
+            # The queue's own visibility timeout then applies: later, not lost.
+            logger.warning("could not shorten the record's visibility (%s)", type(error).__name__)
 
     def _after_failure(self, record: SQSRecord, receives: int, last_attempt: bool) -> None:
         if last_attempt:
@@ -136,3 +136,8 @@ class RecordRunner:
         except Exception as error:
             # The retry then waits for the queue's visibility timeout: later, not lost.
             logger.warning("could not shorten the retry delay (%s)", type(error).__name__)
+
+
+def _joined(hiding: threading.Thread | None) -> None:
+    if hiding is not None:
+        hiding.join()
