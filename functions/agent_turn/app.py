@@ -2,7 +2,7 @@
 
 A record that raises is reported as a batch item failure: SQS retries it (after a short
 backoff) and, after maxReceiveCount attempts, moves it to the dead-letter queue; see
-nanobot_lambda.entry.agent_turn.records. Other chats' records go on (`skip_group_on_error`);
+nanobot_lambda.entry.agent_turn.sqs_records. Other chats' records go on (`skip_group_on_error`);
 later records of the failing chat wait, preserving order.
 """
 
@@ -46,9 +46,9 @@ from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
-from nanobot_lambda.entry.agent_turn.ports import Services, Stores, TurnPorts
-from nanobot_lambda.entry.agent_turn.records import RecordRunner
-from nanobot_lambda.entry.agent_turn.service import TurnService
+from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
+from nanobot_lambda.entry.agent_turn.sqs_records import RecordRunner
+from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
 from nanobot_lambda.settings import AgentSettings, fetch_from_aws
 
 logger = Logger()
@@ -107,7 +107,7 @@ def build_records() -> RecordRunner:
         ),  # None unless TTS_MODEL is set
     )
     # Skills check their `requires.env` against the environment.
-    turns = TurnService(settings, TurnPorts(stores, services, EMF), environ=os.environ)
+    turns = Dispatcher(settings, TurnPorts(stores, services, EMF), environ=os.environ)
     return RecordRunner(
         turns,
         queue,

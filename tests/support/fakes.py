@@ -342,7 +342,7 @@ class RecordingChannel:
 
     def get_file(self, file_id: str) -> tuple[str, int | None]:
         if file_id not in self.files:
-            raise ChannelError("getFile", 400, "Bad Request: invalid file_id")
+            raise ChannelError("getFile", 400, "Bad Request: invalid file_id", kind="refused")
         return file_id, len(self.files[file_id])
 
     def download(self, file_path: str, max_bytes: int) -> bytes:

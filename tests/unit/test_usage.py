@@ -93,7 +93,7 @@ PRESS = TelegramUpdateJob(
         (UPDATE, {"job_kind": "telegram_update", "chat_id": -100, "update_id": 42}),
         # A press: the chat of the message the button was under.
         (PRESS, {"job_kind": "telegram_update", "chat_id": -100, "update_id": 43}),
-        # No chat to name: the job is refused (records.py), its other ids still logged.
+        # No chat to name: the job is refused (sqs_records.py), its other ids still logged.
         (
             TelegramUpdateJob(update={"update_id": 44, "my_chat_member": {}}),
             {"job_kind": "telegram_update", "update_id": 44},

@@ -11,7 +11,7 @@ error: when the request would not fit the model's window, the turn's largest too
 cut, newest first (a result cut before it is first sent keeps the history byte-stable), and only
 then, as a last resort, the oldest history is left out of that request. (Summarising the oldest
 exchanges, the better remedy, happens first, at the start of a turn whose request would not fit:
-see entry/agent_turn/parts.py.)
+see entry/agent_turn/turn_deps.py.)
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import Channel, StopFlags
 from nanobot_lambda.core.usage import UsageMeter
-from nanobot_lambda.entry.agent_turn.outbox import deliver
+from nanobot_lambda.entry.agent_turn.outbox import send_unjournaled
 
 logger = logging.getLogger(__name__)
 
@@ -91,12 +91,12 @@ class Commands:
 
     def _welcome(self, user_id: int) -> None:
         try:
-            deliver(self._channel, user_id, texts.load("pairing_welcome"))
+            send_unjournaled(self._channel, user_id, texts.load("pairing_welcome"))
         except ChannelError as error:  # e.g. they blocked the bot meanwhile: still approved
             logger.warning("could not welcome an approved person: %s", error)
 
     def _answer(self, inbound: InboundMessage, text: str) -> None:
-        deliver(self._channel, inbound.chat_id, text, inbound.thread_id)
+        send_unjournaled(self._channel, inbound.chat_id, text, inbound.thread_id)
 
     def _new_session(self, inbound: InboundMessage) -> None:
         """/new: archive the conversation into memory, then start afresh; keep it on failure."""

@@ -11,7 +11,7 @@ from datetime import datetime
 from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.ports import UsageStore
 from nanobot_lambda.core.spend import LimitReached
-from nanobot_lambda.entry.agent_turn.run import TurnRun
+from nanobot_lambda.entry.agent_turn.turn_run import TurnRun
 from nanobot_lambda.tools.chat import TurnScope
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from nanobot_lambda.core.agent import AgentLoop, Resume, TurnOutcome
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.ports import StopFlags, TurnJournal
 from nanobot_lambda.entry.agent_turn.continuation import Continuation
-from nanobot_lambda.entry.agent_turn.run import TurnRun, checkpoint
 from nanobot_lambda.entry.agent_turn.saving import TurnSaver
+from nanobot_lambda.entry.agent_turn.turn_run import TurnRun, checkpoint
 from nanobot_lambda.settings import LoopSettings
 from nanobot_lambda.tools.chat import TurnScope
 
