@@ -9,6 +9,7 @@ import pytest
 
 from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.hybrid_recall import (
+    WRITE_ATTEMPTS,
     HybridRecall,
     RecallIndexer,
     RecallLimits,
@@ -239,7 +240,8 @@ def test_two_writers_never_lose_each_others_chunks() -> None:
 
 def test_a_writer_that_always_loses_gives_up_with_a_storage_error() -> None:
     objects = MemoryRecallIndexObjects()
-    indexes = ScopeIndexes(objects, MODEL)
+    pauses: list[float] = []
+    indexes = ScopeIndexes(objects, MODEL, pause=pauses.append)
     chunk = make_chunk("history", HISTORY_FILE, 1.0, "x")
 
     def interfere() -> None:
@@ -249,6 +251,7 @@ def test_a_writer_that_always_loses_gives_up_with_a_storage_error() -> None:
     objects.before_put = interfere
     with pytest.raises(StorageError, match="every write lost"):
         indexes.update(OWNER, IndexUpdate(MODEL, 4, ((chunk, quantize([1, 0, 0, 0])),)))
+    assert len(pauses) == WRITE_ATTEMPTS - 1  # a pause before each retry
 
 
 def test_a_scope_index_holds_only_its_own_text() -> None:

@@ -30,6 +30,7 @@ Embeddings cost money: the embedder the turn passes is metered (core/usage.py,
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,7 +55,8 @@ from nanobot_lambda.core.workspace import WriteConflict
 
 logger = logging.getLogger(__name__)
 
-WRITE_ATTEMPTS = 5
+WRITE_ATTEMPTS = 8
+RETRY_PAUSE_SECONDS = 0.05  # before the n-th retry: up to this × 2^n, at random
 EMBED_BATCH = 64  # texts per embedding request
 MAX_EMBEDDED_PER_RUN = 2_000  # an indexing run embeds at most this many chunks; the next goes on
 RRF_K = 60  # reciprocal rank fusion: score = sum over rankings of 1 / (RRF_K + rank)
@@ -84,9 +86,16 @@ class _Held:
 class ScopeIndexes:
     """Each scope's recall index, as this container last read it."""
 
-    def __init__(self, objects: RecallIndexObjects, model: str) -> None:
+    def __init__(
+        self,
+        objects: RecallIndexObjects,
+        model: str,
+        *,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._objects = objects
         self.model = model
+        self._pause = pause
         self._held: dict[Scope, _Held] = {}
 
     def current(self, scope: Scope) -> RecallIndex | None:
@@ -112,7 +121,9 @@ class ScopeIndexes:
     def update(self, scope: Scope, update: IndexUpdate) -> RecallIndex:
         """Apply `update` to the stored index with a conditional write, again on the newer
         index after a lost race. Raises StorageError when every attempt lost (or failed)."""
-        for _ in range(WRITE_ATTEMPTS):
+        for attempt in range(WRITE_ATTEMPTS):
+            if attempt:  # spread the writers that lost out, so that one of them wins next
+                self._pause(random.uniform(0, RETRY_PAUSE_SECONDS * 2**attempt))  # noqa: S311
             index = self.current(scope)
             held = self._held.get(scope)
             base = index if index is not None else RecallIndex.empty(update.model, update.dims)
