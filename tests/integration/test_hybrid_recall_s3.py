@@ -4,7 +4,6 @@ writes, races between containers, unusable objects, and each scope's own recall.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -20,6 +19,7 @@ from nanobot_lambda.core.recall_index import IndexUpdate, decode, make_chunk, qu
 from nanobot_lambda.core.scopes import OWNER, Scope, ScopeSwitch
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.settings import AgentSettings
+from tests.integration.test_workspace_concurrency import run_concurrently
 from tests.support.aws_requests import RequestCounter
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.settings import AGENT_ENV
@@ -132,25 +132,13 @@ def test_a_warm_turn_with_an_unchanged_index_makes_one_conditional_get(
 
 
 def test_writers_in_separate_containers_never_lose_each_others_chunks(bucket: str) -> None:
-    start = threading.Barrier(WRITERS)
-    errors: list[BaseException] = []
-
     def writer(number: int) -> None:
-        start.wait()
-        try:
-            chunk = make_chunk("history", HISTORY_FILE, float(number), f"entry of writer {number}")
-            vector = [1.0 if dim == number else 0.0 for dim in range(16)]
-            update = IndexUpdate(EmbeddingServer.MODEL, 16, ((chunk, quantize(vector)),))
-            indexes(bucket).update(OWNER, update)
-        except BaseException as error:  # surfaced below, in the test thread
-            errors.append(error)
+        chunk = make_chunk("history", HISTORY_FILE, float(number), f"entry of writer {number}")
+        vector = [1.0 if dim == number else 0.0 for dim in range(16)]
+        update = IndexUpdate(EmbeddingServer.MODEL, 16, ((chunk, quantize(vector)),))
+        indexes(bucket).update(OWNER, update)
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert errors == []
+    run_concurrently(writer, WRITERS)
     body = s3_client().get_object(Bucket=bucket, Key=index_key(OWNER))["Body"].read()
     stored = decode(body)
     assert sorted(chunk.text for chunk in stored.chunks) == sorted(
