@@ -127,10 +127,14 @@ class MemoryRecallIndexObjects:
         self.puts = 0
         # Called once before the next put's condition is checked: another writer's turn.
         self.before_put: Callable[[], None] | None = None
+        self._etags: dict[int, tuple[bytes, str]] = {}
 
-    @staticmethod
-    def etag(data: bytes) -> str:
-        return '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
+    def etag(self, data: bytes) -> str:
+        known = self._etags.get(id(data))
+        if known is None or known[0] is not data:  # S3 keeps an object's ETag: no rehashing
+            known = (data, '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"')
+            self._etags[id(data)] = known
+        return known[1]
 
     def get(self, scope: Scope, *, unless_etag: str | None = None) -> StoredIndex | None:
         self.gets += 1

@@ -279,3 +279,19 @@ def test_the_stand_in_embedding_relates_paraphrases_more_than_strangers() -> Non
         return sum(x * y for x, y in zip(embed(a), embed(b), strict=True))
 
     assert cosine(PARAPHRASE, DENTIST) > 0.3 > cosine(PARAPHRASE, LISBON)
+
+
+def test_prepare_builds_a_changed_index_off_the_reply_path() -> None:
+    setup = Setup()
+    setup.index()
+    recall = HybridRecall(
+        setup.workspace, lambda: OWNER, ScopeIndexes(setup.objects, MODEL), setup.embedder
+    )
+    indexes = ScopeIndexes(setup.objects, MODEL)  # another container's
+    recall = HybridRecall(setup.workspace, lambda: OWNER, indexes, setup.embedder)
+    recall.prepare()
+    current = indexes.current(OWNER)
+    assert current is not None and current._scorer  # the vectors are packed already
+    gets, bodies = setup.objects.gets, setup.objects.bodies_sent
+    assert recall.search(PARAPHRASE)[0] == DENTIST
+    assert (setup.objects.gets - gets, setup.objects.bodies_sent - bodies) == (1, 0)

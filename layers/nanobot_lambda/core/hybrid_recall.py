@@ -19,9 +19,11 @@ Three parts, each with one entry point:
   is embedded once (nothing is embedded when the scope has no index or the message no word
   that means anything), ranked against the index by cosine similarity (at least
   `min_similarity`) and by BM25 over the index's chunks and the history entries, the two
-  rankings fused by reciprocal rank fusion with a mild preference for recent entries, and the
-  best kept within the same character budget as before. A failed or refused embedding (a
-  provider error, a spending limit) leaves BM25 alone for that turn; it never fails the turn.
+  rankings fused by reciprocal rank fusion (weighted 0.7 to 0.3 for meaning) with a mild
+  preference for recent entries, and the best kept within the same character budget as before.
+  A failed or refused embedding (a provider error, a spending limit) leaves BM25 alone for that
+  turn; it never fails the turn. `prepare` does the work a changed index costs (decoding,
+  packing the vectors, the BM25 index) off the reply path, after indexing.
 
 Embeddings cost money: the embedder the turn passes is metered (core/usage.py,
 `MeteredEmbedder`), so they count against the chat's spending limits like any model call.
@@ -32,6 +34,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -59,7 +62,11 @@ WRITE_ATTEMPTS = 8
 RETRY_PAUSE_SECONDS = 0.05  # before the n-th retry: up to this × 2^n, at random
 EMBED_BATCH = 64  # texts per embedding request
 MAX_EMBEDDED_PER_RUN = 2_000  # an indexing run embeds at most this many chunks; the next goes on
-RRF_K = 60  # reciprocal rank fusion: score = sum over rankings of 1 / (RRF_K + rank)
+RRF_K = 60  # reciprocal rank fusion: score = sum over rankings of weight / (RRF_K + rank)
+# The rankings' weights: OpenClaw's default split (its vectorWeight 0.7, textWeight 0.3). On
+# bench/recall.py's set, equal weights lose paraphrases to words a question shares by chance.
+VECTOR_WEIGHT = 0.7
+WORDS_WEIGHT = 0.3
 CANDIDATES = 50  # from each ranking
 RECENCY_WEIGHT = 0.15  # a brand-new entry's fused score is at most this much higher…
 RECENCY_HALF_LIFE_DAYS = 90.0  # …and half as much higher at this age
@@ -251,6 +258,7 @@ class HybridRecall:
         self._history = HistoryRecall(workspace)
         self._limits = limits or RecallLimits()
         self._clock = clock
+        self._terms: dict[str, Counter[str]] = {}  # each candidate text's terms, for BM25
         # BM25 over the last (index, history files' ETags) seen, rebuilt when either changes.
         self._bm25: tuple[RecallIndex | None, tuple[str, ...], Bm25, list[Chunk]] | None = None
 
@@ -259,20 +267,9 @@ class HybridRecall:
         already in `shown`."""
         if self._limits.max_chars <= 0 or not tokenize(query):
             return []
-        scope = self._scope()
-        try:
-            index = self._indexes.current(scope)
-        except StorageError as error:
-            logger.warning("recall index not read: %s", error)
-            index = None
-        candidates, bm25 = self._lexical(index)
-        rankings = [[position for _, position in bm25.ranked(query)[:CANDIDATES]]]
-        if index is not None and index.chunks:
-            rankings.append(self._vector_ranking(index, query))
-        fused = self._fuse(rankings, candidates)
+        chosen = self.ranked(query)
         # MEMORY.md's entries the system prompt shows already are not repeated.
         memory = _flat(text_of(self._workspace, MEMORY_FILE)[:PROMPT_MEMORY_CHARS])
-        chosen = (candidates[position] for position in fused)
         texts = (
             _shown(chunk)
             for chunk in chosen
@@ -280,6 +277,32 @@ class HybridRecall:
             and not (chunk.source == "memory" and _flat(chunk.text) in memory)
         )
         return fit_budget(texts, self._limits.entries, self._limits.max_chars)
+
+    def prepare(self) -> None:
+        """Read the current scope's index and build what a turn scores with, so that the next
+        turn finds it ready (after indexing, off the reply path). Never raises for storage."""
+        try:
+            index = self._indexes.current(self._scope())
+        except StorageError as error:
+            logger.warning("recall index not read: %s", error)
+            return
+        if index is not None:
+            index.scorer()
+        self._lexical(index)
+
+    def ranked(self, query: str) -> list[Chunk]:
+        """The candidates either ranking found for `query`, best first after fusion."""
+        scope = self._scope()
+        try:
+            index = self._indexes.current(scope)
+        except StorageError as error:
+            logger.warning("recall index not read: %s", error)
+            index = None
+        candidates, bm25 = self._lexical(index)
+        rankings = [(WORDS_WEIGHT, [position for _, position in bm25.ranked(query)[:CANDIDATES]])]
+        if index is not None and index.chunks:
+            rankings.append((VECTOR_WEIGHT, self._vector_ranking(index, query)))
+        return [candidates[position] for position in self._fuse(rankings, candidates)]
 
     def _vector_ranking(self, index: RecallIndex, query: str) -> list[int]:
         """Positions in the index (the first of the candidates) by similarity; [] when the
@@ -303,16 +326,29 @@ class HybridRecall:
             chunks = list(index.chunks) if index is not None else []
             texts = {chunk.text for chunk in chunks}
             chunks += [chunk for chunk in history_chunks(entries, 0.0) if chunk.text not in texts]
-            held = (index, etags, Bm25([chunk.text for chunk in chunks]), chunks)
+            # Terms are kept per text across rebuilds: an index that grew by a few chunks
+            # costs their tokenising only.
+            known, self._terms = self._terms, {}
+
+            def terms_of(text: str) -> Counter[str]:
+                terms = known.get(text)
+                if terms is None:
+                    terms = Counter(tokenize(text))
+                self._terms[text] = terms
+                return terms
+
+            held = (index, etags, Bm25([chunk.text for chunk in chunks], terms_of), chunks)
             self._bm25 = held
         return held[3], held[2]
 
-    def _fuse(self, rankings: Sequence[list[int]], candidates: list[Chunk]) -> list[int]:
+    def _fuse(
+        self, rankings: Sequence[tuple[float, list[int]]], candidates: list[Chunk]
+    ) -> list[int]:
         now = self._clock()
         fused: dict[int, float] = {}
-        for ranking in rankings:
+        for weight, ranking in rankings:
             for rank, position in enumerate(ranking, start=1):
-                fused[position] = fused.get(position, 0.0) + 1 / (RRF_K + rank)
+                fused[position] = fused.get(position, 0.0) + weight / (RRF_K + rank)
         for position in fused:
             age_days = max(0.0, now - candidates[position].at) / 86_400
             fused[position] *= 1 + RECENCY_WEIGHT * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from nanobot_lambda.core.memory import HistoryEntry, history_files, split_entries
 from nanobot_lambda.core.ports import Workspace
@@ -40,6 +40,10 @@ _KANA = re.compile(r"[\u3040-\u30ff]")
 def tokenize(text: str) -> list[str]:
     tokens: list[str] = []
     for word in _WORD.findall(text.casefold()):
+        if word.isascii():  # the usual word: no CJK run to look for
+            if len(word) > 1 and word not in _STOPWORDS and not word.isdigit():
+                tokens.append(word)
+            continue
         for run in _CJK.findall(word):
             if len(run) > 1:
                 tokens += [run[i : i + 2] for i in range(len(run) - 1)]
@@ -57,12 +61,17 @@ class Bm25:
     """BM25 over a fixed list of texts, with an inverted index: a query costs in proportion to
     the postings of its words, not to the number of texts (10,000 chunks stay fast)."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(
+        self, texts: Sequence[str], terms_of: Callable[[str], Counter[str]] | None = None
+    ) -> None:
+        """`terms_of`: a text's terms (default: `tokenize`d and counted), e.g. from a cache
+        that keeps them across rebuilds."""
         self.texts = list(texts)
         self._lengths: list[int] = []
         self._postings: dict[str, list[tuple[int, int]]] = {}  # term -> [(text, count)]
+        count_terms = terms_of or (lambda text: Counter(tokenize(text)))
         for position, text in enumerate(self.texts):
-            terms = Counter(tokenize(text))
+            terms = count_terms(text)
             self._lengths.append(sum(terms.values()))
             for term, count in terms.items():
                 self._postings.setdefault(term, []).append((position, count))
