@@ -67,9 +67,19 @@ def test_scores_are_the_cosine_similarity_within_int8_rounding() -> None:
     assert top(scores, 1, 0.5) == [(pytest.approx(1.0, abs=0.02), 3)]
 
 
+@pytest.mark.parametrize("floor", [-1.0, 0.0, 0.1, 0.9])
+def test_the_best_rows_are_the_top_of_the_scores(floor: float) -> None:
+    index, _ = random_index(700, 32)
+    query = unit([random.Random(3).gauss(0, 1) for _ in range(32)])
+    scorer = index.scorer()
+    expected = top(scorer.scores(query), 20, floor)
+    assert scorer.best(query, 20, floor) == [(pytest.approx(s), row) for s, row in expected]
+
+
 def test_a_query_of_another_size_scores_nothing() -> None:
     index, _ = random_index(3, 16)
     assert index.scorer().scores([1.0] * 15) == []
+    assert index.scorer().best([1.0] * 15, 5, 0.0) == []
     assert RecallIndex.empty("m", 16).scorer().scores([1.0] * 16) == []
 
 

@@ -51,7 +51,6 @@ from nanobot_lambda.core.recall_index import (
     decode,
     encode,
     quantize,
-    top,
 )
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.workspace import WriteConflict
@@ -314,8 +313,8 @@ class HybridRecall:
             return []
         if len(embeddings.vectors) != 1:
             return []
-        scores = index.scorer().scores(embeddings.vectors[0])
-        return [position for _, position in top(scores, CANDIDATES, self._limits.min_similarity)]
+        found = index.scorer().best(embeddings.vectors[0], CANDIDATES, self._limits.min_similarity)
+        return [position for _, position in found]
 
     def _lexical(self, index: RecallIndex | None) -> tuple[list[Chunk], Bm25]:
         """The candidates: the index's chunks (in its order), then the history entries it does

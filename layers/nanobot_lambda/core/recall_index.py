@@ -30,6 +30,7 @@ fields are read back with byte slicing. bench/recall.py measures it.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import math
 import struct
@@ -38,6 +39,8 @@ import zlib
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import ge, mul, sub
 
 MAGIC = b"NBRI"
 FORMAT_VERSION = 1
@@ -250,6 +253,24 @@ class VectorScorer:
         """Each row's cosine similarity with `query` (within int8 rounding)."""
         if not self.rows or len(query) != self.dims:
             return []
+        unscaled, scale = self._unscaled(query)
+        return [value * scale for value in unscaled]
+
+    def best(self, query: Sequence[float], limit: int, floor: float) -> list[tuple[float, int]]:
+        """(similarity, row) of the best `limit` rows at least `floor` similar, best first: as
+        `top(scores(query), limit, floor)`, with the per-row work left to C (map, compress)."""
+        if not self.rows or len(query) != self.dims:
+            return []
+        unscaled, scale = self._unscaled(query)
+        above = compress(
+            range(self.rows - 1, -1, -1), map(ge, reversed(unscaled), repeat(floor / scale))
+        )
+        # Ties: the later row (the newer chunk) first, as `top` orders them.
+        rows = heapq.nlargest(limit, above, key=unscaled.__getitem__)
+        return [(unscaled[row] * scale, row) for row in rows]
+
+    def _unscaled(self, query: Sequence[float]) -> tuple[list[float], float]:
+        """(each row's similarity divided by the query's scale, the query's scale)."""
         quantized = quantize(query)
         values = array("b", quantized.row)
         weights = [value + 128 for value in values]
@@ -267,11 +288,9 @@ class VectorScorer:
         if sys.byteorder == "big":
             fields.byteswap()
         shift = 128 * sum(values)
-        scale = quantized.scale
-        return [
-            (value - base - shift) * row_scale * scale
-            for value, base, row_scale in zip(fields, self._base, self._scales, strict=True)
-        ]
+        # (field - base - shift) × the row's scale, row by row in C.
+        dots = map(sub, map(sub, fields, self._base), repeat(shift))
+        return list(map(mul, dots, self._scales)), quantized.scale
 
 
 def dot_scores(index: RecallIndex, query: Sequence[float]) -> list[float]:
