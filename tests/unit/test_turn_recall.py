@@ -43,8 +43,8 @@ def test_without_an_embedding_model_recall_is_by_words_and_indexes_nothing() -> 
     container = Container({})
     assert not container.recall.hybrid
     container.switch.enter(ANA)
-    container.recall.index_scope()
-    container.recall.index_document("uploads/1/a.pdf.txt", "Some text.")
+    container.recall.document_stored("uploads/1/a.pdf.txt", "Some text.")
+    container.recall.after_reply()
     assert container.recall.search("the dentist")[0] == DENTIST
     assert container.recall.search(PARAPHRASE) == []
     assert container.embedder.calls == [] and container.objects.objects == {}
@@ -55,7 +55,7 @@ def test_with_one_a_paraphrase_is_recalled_in_the_scope_that_indexed_it_only() -
     assert container.recall.hybrid
     container.switch.enter(ANA)
     with container.meter.job(Subject(222, None, 222, ANA)):
-        container.recall.index_scope()  # after consolidation, off the reply path
+        container.recall.after_reply()  # after the reply and any consolidation
         assert container.recall.search(PARAPHRASE)[0] == DENTIST
     assert set(container.objects.objects) == {ANA}
     container.switch.enter(OWNER)
@@ -67,7 +67,11 @@ def test_with_one_a_paraphrase_is_recalled_in_the_scope_that_indexed_it_only() -
 def test_a_document_is_indexed_in_the_current_scope() -> None:
     container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
     container.switch.enter(ANA)
-    container.recall.index_document("uploads/222/2026-11/lease.pdf.txt", "The landlord wants rent.")
+    container.recall.document_stored(
+        "uploads/222/2026-11/lease.pdf.txt", "The landlord wants rent."
+    )
+    assert container.embedder.calls == []  # noted on the reply path, not embedded there
+    container.recall.after_reply()
     found = container.recall.search("what does the apartment contract say about payments")
     assert found[0] == "(lease.pdf.txt) The landlord wants rent."
     assert set(container.objects.objects) == {ANA}
@@ -77,6 +81,30 @@ def test_a_failed_indexing_run_is_quiet_and_recall_still_answers() -> None:
     container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
     container.switch.enter(ANA)
     container.embedder.failures = 1
-    container.recall.index_scope()  # logged, not raised
+    container.recall.after_reply()  # logged, not raised
     assert container.objects.objects == {}
     assert container.recall.search("the dentist")[0] == DENTIST
+    container.recall.after_reply()  # the next job's end tries again
+    assert container.recall.search(PARAPHRASE)[0] == DENTIST
+
+
+def test_a_job_that_changed_nothing_embeds_nothing_at_its_end() -> None:
+    container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
+    container.switch.enter(ANA)
+    container.recall.after_reply()
+    calls, puts = len(container.embedder.calls), container.objects.puts
+    container.recall.after_reply()
+    assert (len(container.embedder.calls), container.objects.puts) == (calls, puts)
+    container.ana.files[HISTORY_FILE] += f"\n{LISBON}\n".encode()  # a consolidation wrote
+    container.recall.after_reply()
+    assert container.embedder.calls[-1] == [LISBON] and container.objects.puts == puts + 1
+
+
+def test_a_document_noted_by_a_job_that_failed_is_not_charged_to_the_next_chat() -> None:
+    container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
+    container.switch.enter(ANA)
+    container.recall.document_stored("uploads/222/a.txt", "Ana's private notes.")
+    container.switch.enter(OWNER)  # Ana's job died; the owner's job ends
+    container.recall.after_reply()
+    assert all("Ana's private notes." not in call for call in container.embedder.calls)
+    assert all(b"private notes" not in data for data in container.objects.objects.values())

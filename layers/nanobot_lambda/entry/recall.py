@@ -1,12 +1,17 @@
 """Recall as a turn uses it: one object per container, BM25 alone or hybrid (docs/memory.md).
 
-agent_turn builds one `TurnRecall` beside its other parts and calls it at three points:
+agent_turn builds one `TurnRecall` beside its other parts and uses it at three points:
 
 - `search(message, shown)` when it renders a run's runtime block (in place of
   `HistoryRecall.search`, same arguments, same result);
-- `index_scope()` after a consolidation that moved the cursor, off the reply path (the chat's
-  MEMORY.md and HISTORY.md changed there);
-- `index_document(path, text)` after a document's text is stored beside its upload.
+- `document_stored(path, text)`, given to the media resolver (`on_document`): a document's text
+  was stored beside its upload; it is only noted, with its scope;
+- `after_reply()` at the end of a job, inside its `UsageMeter.job` (so that the embeddings are
+  the job's chat's), after the reply is sent and saved and any consolidation has run: the
+  documents the job noted are indexed, then the scope's MEMORY.md and history if their
+  ETags changed since this container indexed them (so a turn that changed nothing embeds
+  nothing and reads nothing but the cached listing), and the index is made ready for the next
+  turn (`HybridRecall.prepare`).
 
 Without `EMBEDDING_MODEL` (no embedder) it is the BM25 recall it always was, and the other two
 do nothing: no index, no request, no cost. With one, every embedding goes through the meter
@@ -18,6 +23,7 @@ own scope's index only. Indexing failures are logged, never raised.
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from nanobot_lambda.core.hybrid_recall import (
     HybridRecall,
@@ -26,9 +32,10 @@ from nanobot_lambda.core.hybrid_recall import (
     ScopeIndexes,
     index_quietly,
 )
+from nanobot_lambda.core.memory import MEMORY_FILE, history_files
 from nanobot_lambda.core.ports import Embedder, RecallIndexObjects
 from nanobot_lambda.core.recall import HistoryRecall
-from nanobot_lambda.core.scopes import ScopeSwitch
+from nanobot_lambda.core.scopes import Scope, ScopeSwitch
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.settings import AgentSettings
 
@@ -59,6 +66,8 @@ class TurnRecall:
                 workspace, lambda: workspace.scope, scope_indexes, metered, limits
             )
             self._indexer = RecallIndexer(scope_indexes, metered)
+        self._pending: list[tuple[Scope, str, str]] = []  # documents to index after the reply
+        self._indexed: dict[Scope, tuple[str, ...]] = {}  # each scope's files when indexed
 
     @property
     def hybrid(self) -> bool:
@@ -70,19 +79,36 @@ class TurnRecall:
             return self._words.search(query, shown)
         return self._hybrid.search(query, shown)
 
-    def index_scope(self) -> None:
-        """Bring the current scope's memory and history into its index, and get the index
-        ready for the next turn. Off the reply path; a failure is logged."""
+    def document_stored(self, path: str, text: str) -> None:
+        """A document's text was stored at `path` in the current scope: index it after the
+        reply (`after_reply`), not now, on the reply path."""
+        if self._hybrid is not None and text.strip():
+            self._pending.append((self._workspace.scope, path, text))
+
+    def after_reply(self) -> None:
+        """Off the reply path, at the end of a job: index the documents stored meanwhile (each
+        in the scope it came from), then the current scope's memory and history if they
+        changed since this container last indexed them, and get the index ready for the next
+        turn. Failures are logged; what was not stored is picked up by a later call."""
         hybrid, indexer, workspace = self._hybrid, self._indexer, self._workspace
         if hybrid is None or indexer is None:
             return
-        if index_quietly(lambda: indexer.index_scope(workspace.scope, workspace)) is not None:
-            hybrid.prepare()
+        scope = workspace.scope
+        pending, self._pending = self._pending, []
+        for noted, path, text in pending:
+            if noted == scope:
+                index_quietly(partial(indexer.add_document, scope, path, text))
+            else:  # noted by a job that failed before its end: its retry notes it again
+                logger.info("document not indexed: its job did not finish", extra={"path": path})
+        signature = self._signature()
+        changed = self._indexed.get(scope) != signature
+        if changed and index_quietly(partial(indexer.index_scope, scope, workspace)) is not None:
+            self._indexed[scope] = signature
+        hybrid.prepare()
 
-    def index_document(self, path: str, text: str) -> None:
-        """Index a document's extracted text (`path`: where it is stored in the scope)."""
-        hybrid, indexer, scope = self._hybrid, self._indexer, self._workspace.scope
-        if hybrid is None or indexer is None or not text.strip():
-            return
-        if index_quietly(lambda: indexer.add_document(scope, path, text)) is not None:
-            hybrid.prepare()
+    def _signature(self) -> tuple[str, ...]:
+        """The ETags of the current scope's MEMORY.md and history files (free on a warm turn:
+        the workspace's listing has them)."""
+        paths = [MEMORY_FILE, *history_files(self._workspace)]
+        files = [self._workspace.read(path) for path in paths]
+        return tuple(file.etag if file is not None else "" for file in files)
