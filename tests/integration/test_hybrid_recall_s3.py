@@ -17,11 +17,15 @@ from nanobot_lambda.core.hybrid_recall import HybridRecall, RecallIndexer, Scope
 from nanobot_lambda.core.memory import HISTORY_FILE, append_history
 from nanobot_lambda.core.recall_index import IndexUpdate, decode, make_chunk, quantize
 from nanobot_lambda.core.scopes import OWNER, Scope, ScopeSwitch
+from nanobot_lambda.core.subjects import Subject
+from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.entry.recall import TurnRecall
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.settings import AgentSettings
 from tests.integration.test_workspace_concurrency import run_concurrently
 from tests.support.aws_requests import RequestCounter
 from tests.support.embedding_server import EmbeddingServer
+from tests.support.fakes import MemoryUsageStore, RecordingMetrics
 from tests.support.settings import AGENT_ENV
 
 DENTIST = "[2026-10-05 18:40] Booked the dentist, Dr. Moreau, for December 3rd at 9am."
@@ -175,3 +179,34 @@ def test_an_unusable_stored_index_is_words_only_then_rebuilt(
     assert RecallIndexer(scope_indexes, made).index_scope(OWNER, workspace).added == 2
     assert decode(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) is not None
     assert recall.search(PARAPHRASE)[0] == DENTIST
+
+
+def test_turn_recall_as_agent_turn_holds_it_keeps_each_persons_recall_their_own(
+    bucket: str, embeddings: EmbeddingServer
+) -> None:
+    s3 = s3_client()
+    own = scope_workspaces(bucket, s3)
+    switch = ScopeSwitch(S3Workspace(bucket, s3), own)
+    environ = {**AGENT_ENV, **embeddings.env(), "LLM_API_KEY": "sk-stand-in"}
+    meter = UsageMeter(MemoryUsageStore(), RecordingMetrics())
+    recall = TurnRecall(
+        switch,
+        AgentSettings.from_env(environ),
+        meter,
+        embedder_for(AgentSettings.from_env(environ)),
+        S3RecallIndexObjects(bucket, s3),
+    )
+    append_history(own(ANA), DENTIST)
+    for scope, person in ((ANA, 222), (BOB, 333)):
+        switch.enter(scope)
+        switch.refresh()
+        with meter.job(Subject(person, None, person, scope)):
+            recall.document_stored(f"uploads/{person}/notes.txt", f"Notes of person {person}.")
+            recall.after_reply()
+    switch.enter(ANA)
+    switch.refresh()
+    assert recall.search(PARAPHRASE)[0] == DENTIST
+    switch.enter(BOB)
+    switch.refresh()
+    assert DENTIST not in recall.search(PARAPHRASE)
+    assert all("222" not in text for text in recall.search("notes of the person"))
