@@ -350,6 +350,23 @@ class AgentBehaviourSettings(_Settings):
     )
     # Budget for HISTORY entries recalled into the runtime context (0 turns recall off).
     recall_max_chars: int = Field(default=1200, alias="RECALL_MAX_CHARS", ge=0, le=20_000)
+    # litellm embedding model for hybrid recall (core/hybrid_recall.py), e.g.
+    # openai/text-embedding-3-small; unset: recall by words (BM25) only, at no cost.
+    embedding_model: str | None = Field(default=None, alias="EMBEDDING_MODEL", min_length=1)
+    # Vector size asked of models that can shorten theirs (text-embedding-3-*): smaller, faster.
+    embedding_dimensions: int | None = Field(
+        default=None, alias="EMBEDDING_DIMENSIONS", ge=16, le=4096
+    )
+    # Base URL of the embedding provider (e.g. a local Ollama); unset: LLM_API_BASE for a model
+    # of LLM_MODEL's provider, else the provider's own.
+    embedding_api_base: str | None = Field(
+        default=None, alias="EMBEDDING_API_BASE", pattern=r"^https?://\S+$"
+    )
+    # Least cosine similarity for a chunk to be recalled by meaning (models differ: see
+    # docs/memory.md).
+    recall_min_similarity: float = Field(
+        default=0.3, alias="RECALL_MIN_SIMILARITY", ge=-1.0, le=1.0
+    )
     timezone: str = Field(default="UTC", alias="TIMEZONE")
 
     @field_validator("timezone")

@@ -18,15 +18,17 @@ from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
-from nanobot_lambda.core.model import ModelReply, Speech, TextStream, ToolCall
+from nanobot_lambda.core.model import Embeddings, ModelReply, Speech, TextStream, ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
 from nanobot_lambda.core.ports import (
     Channel,
     ChatModel,
+    Embedder,
     JobStore,
     MediaSource,
     MetricsPort,
+    RecallIndexObjects,
     Schedules,
     SessionStore,
     StopFlags,
@@ -37,6 +39,8 @@ from nanobot_lambda.core.ports import (
     UsageStore,
     Workspace,
 )
+from nanobot_lambda.core.recall_index import StoredIndex
+from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.sessions import (
     RECENT_TURNS,
     Message,
@@ -111,6 +115,70 @@ class MemoryWorkspace:
             for name, data in sorted(self.files.items())
             if name.startswith(prefix)
         ]
+
+
+class MemoryRecallIndexObjects:
+    """Recall index objects in a dict, with ETags, conditional reads and writes like S3's."""
+
+    def __init__(self) -> None:
+        self.objects: dict[Scope, bytes] = {}
+        self.gets = 0
+        self.bodies_sent = 0  # reads that returned the object's bytes (not "unchanged")
+        self.puts = 0
+        # Called once before the next put's condition is checked: another writer's turn.
+        self.before_put: Callable[[], None] | None = None
+        self._etags: dict[int, tuple[bytes, str]] = {}
+
+    def etag(self, data: bytes) -> str:
+        known = self._etags.get(id(data))
+        if known is None or known[0] is not data:  # S3 keeps an object's ETag: no rehashing
+            known = (data, '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"')
+            self._etags[id(data)] = known
+        return known[1]
+
+    def get(self, scope: Scope, *, unless_etag: str | None = None) -> StoredIndex | None:
+        self.gets += 1
+        data = self.objects.get(scope)
+        if data is None:
+            return None
+        if unless_etag == self.etag(data):
+            return StoredIndex(unless_etag, None)
+        self.bodies_sent += 1
+        return StoredIndex(self.etag(data), data)
+
+    def put(self, scope: Scope, data: bytes, *, if_match: str | None) -> str:
+        if self.before_put is not None:
+            hook, self.before_put = self.before_put, None
+            hook()
+        current = self.objects.get(scope)
+        if (if_match is None and current is not None) or (
+            if_match is not None and (current is None or self.etag(current) != if_match)
+        ):
+            raise WriteConflict(f"recall index {scope.name}")
+        self.puts += 1
+        self.objects[scope] = data
+        return self.etag(data)
+
+
+class StandInEmbedder:
+    """The stand-in embedding of tests/support/embedding_server.py, in process; `failures`
+    makes the next calls raise ModelError."""
+
+    def __init__(self, model: str = "stand-in", cost_per_call: float | None = 0.0001) -> None:
+        self.model = model
+        self.cost_per_call = cost_per_call
+        self.calls: list[list[str]] = []
+        self.failures = 0
+
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        from tests.support.embedding_server import embed
+
+        self.calls.append(list(texts))
+        if self.failures:
+            self.failures -= 1
+            raise ModelError("embedding failed (stand-in, status 500)")
+        vectors = tuple(tuple(embed(text)) for text in texts)
+        return Embeddings(vectors, self.model, self.cost_per_call)
 
 
 class ApproxTokenCounter:
@@ -736,5 +804,8 @@ if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` check
         media: MediaSource = RecordingChannel()
         model: ChatModel = ScriptedModel()
         metrics: MetricsPort = RecordingMetrics()
+        recall_indexes: RecallIndexObjects = MemoryRecallIndexObjects()
+        embedder: Embedder = StandInEmbedder()
+        del recall_indexes, embedder
         del workspace, turn_journal, sessions, jobs, schedules, usage, stop_flags, queue, ledger
         del channel, media, model, metrics

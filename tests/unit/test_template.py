@@ -601,6 +601,7 @@ def test_every_function_is_traced(template: dict[str, Any]) -> None:
 BUCKET_ARN = ATTRIBUTES[("WorkspaceBucket", "Arn")]
 WORKSPACE_OBJECTS = f"{BUCKET_ARN}/workspace/*"
 SCOPE_OBJECTS = f"{BUCKET_ARN}/scopes/*"
+RECALL_INDEXES = f"{BUCKET_ARN}/recall/*"
 QUEUE_ARN = ATTRIBUTES[("TurnQueue", "Arn")]
 SESSIONS_ARN = ATTRIBUTES[("SessionsTable", "Arn")]
 JOBS_ARN = ATTRIBUTES[("JobsTable", "Arn")]
@@ -628,6 +629,8 @@ EXPECTED_DATA_ACCESS = {
         (WORKSPACE_OBJECTS, "s3:PutObject"),  # .write (conditional)
         (SCOPE_OBJECTS, "s3:GetObject"),  # the same, in a person's or a group's scope
         (SCOPE_OBJECTS, "s3:PutObject"),
+        (RECALL_INDEXES, "s3:GetObject"),  # recall_index.S3RecallIndexObjects.get
+        (RECALL_INDEXES, "s3:PutObject"),  # .put (conditional)
         (BUCKET_ARN, "s3:ListBucket"),  # .refresh, .list_dir, .list_files
         (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements, continuations
         (QUEUE_ARN, "sqs:ChangeMessageVisibility"),  # records: a failed turn's retry delay
@@ -691,9 +694,11 @@ def test_function_policies_are_explicit_statements_without_wildcards(
         assert resource not in ("*", "arn:aws:s3:::*"), (logical_id, action, resource)
         # A wildcard only ever ends a resource scoped to this stack's own bucket or schedules.
         if "*" in resource:
-            assert resource in (WORKSPACE_OBJECTS, SCOPE_OBJECTS) or resource.endswith(
-                f":schedule/{REFS['ScheduleGroup']}/*"
-            ), (logical_id, resource)
+            assert resource in (
+                WORKSPACE_OBJECTS,
+                SCOPE_OBJECTS,
+                RECALL_INDEXES,
+            ) or resource.endswith(f":schedule/{REFS['ScheduleGroup']}/*"), (logical_id, resource)
 
 
 def test_tables_and_queues_are_encrypted_at_rest(template: dict[str, Any]) -> None:

@@ -96,3 +96,12 @@ class Transcript:
 
     text: str
     cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """Texts as vectors (one per text, in order), and what the call cost when known."""
+
+    vectors: tuple[tuple[float, ...], ...]
+    model: str  # the model that made them: an index built with another is rebuilt
+    cost_usd: float | None = None

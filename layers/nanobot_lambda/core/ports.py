@@ -19,9 +19,18 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.cron import CronJob
     from nanobot_lambda.core.jobs import AnyJob
     from nanobot_lambda.core.journal import Shown, TurnProgress
-    from nanobot_lambda.core.model import ModelReply, Speech, TextStream, ToolChoice, Transcript
+    from nanobot_lambda.core.model import (
+        Embeddings,
+        ModelReply,
+        Speech,
+        TextStream,
+        ToolChoice,
+        Transcript,
+    )
     from nanobot_lambda.core.outgoing import OutgoingFile
     from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
+    from nanobot_lambda.core.recall_index import StoredIndex
+    from nanobot_lambda.core.scopes import Scope
     from nanobot_lambda.core.sessions import Message, SessionHistory
     from nanobot_lambda.core.usage import Tally, UsageSummary
     from nanobot_lambda.core.workspace import Entry, WorkspaceFile
@@ -58,6 +67,22 @@ class Workspace(Protocol):
 
     def list_files(self, path: str) -> list[Entry]:
         """Every file under a folder ('' is the root), recursively, sorted by path."""
+        ...
+
+
+class RecallIndexObjects(Protocol):
+    """Each scope's recall index as one stored object (core/recall_index.py), kept outside
+    the workspace the model can list or write."""
+
+    def get(self, scope: Scope, *, unless_etag: str | None = None) -> StoredIndex | None:
+        """The stored object, or None when there is none. With `unless_etag`, a conditional
+        read: when the object still has that ETag its bytes are not sent again
+        (`StoredIndex.data` is None)."""
+        ...
+
+    def put(self, scope: Scope, data: bytes, *, if_match: str | None) -> str:
+        """Store the object only if it still has the ETag `if_match` (None: only if there is
+        none yet); returns the new ETag. Raises WriteConflict when the condition fails."""
         ...
 
 
@@ -435,6 +460,13 @@ class Speaker(Protocol):
     def speak(self, text: str) -> Speech:
         """The Markdown `text` read aloud, as an OGG/Opus voice note. Raises ModelError on any
         failure, naming its kind and status, never the request."""
+        ...
+
+
+class Embedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        """One vector per text, unit length. Raises ModelError on any failure, naming its kind
+        and status, never the texts."""
         ...
 
 

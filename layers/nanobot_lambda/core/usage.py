@@ -1,13 +1,13 @@
 """What the assistant uses, per chat: turns, model and tool calls, tokens, and money.
 
-Every model call of agent_turn goes through `MeteredModel` (speech and transcription through
-`MeteredSpeaker` and `MeteredTranscriber`, counted by cost only), so the chat's turns, the
-heartbeat's decision, consolidation and background tasks are all counted, each attributed to
-the chat of the job that made it (`UsageMeter.job`, given the job's subject: core/subjects.py,
-which every job has, a button press included). A job counts as one turn when the agent loop got
-at least one answer from the model (a turn continued in another invocation counts once); a
-command such as /new, or a heartbeat that decided to skip, is not a turn, though its model calls
-are counted. Cost is litellm's `completion_cost`, known only for models in its price
+Every model call of agent_turn goes through `MeteredModel` (speech, transcription and embeddings
+through `MeteredSpeaker`, `MeteredTranscriber` and `MeteredEmbedder`, counted by cost only), so
+the chat's turns, the heartbeat's decision, consolidation and background tasks are all counted,
+each attributed to the chat of the job that made it (`UsageMeter.job`, given the job's subject:
+core/subjects.py, which every job has, a button press included). A job counts as one turn when
+the agent loop got at least one answer from the model (a turn continued in another invocation
+counts once); a command such as /new, or a heartbeat that decided to skip, is not a turn, though
+its model calls are counted. Cost is litellm's `completion_cost`, known only for models in its price
 list: calls without a price are counted as `unpriced_calls`.
 
 The store keeps a day's, a month's and the total figures per chat, each changed atomically, so
@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -36,6 +36,7 @@ from typing import Any
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.model import (
+    Embeddings,
     ModelReply,
     Speech,
     TextStream,
@@ -45,6 +46,7 @@ from nanobot_lambda.core.model import (
 )
 from nanobot_lambda.core.ports import (
     ChatModel,
+    Embedder,
     MetricsPort,
     Speaker,
     StoredWrite,
@@ -198,6 +200,9 @@ class UsageMeter:
     def metered_transcriber(self, transcriber: Transcriber | None) -> Transcriber | None:
         return None if transcriber is None else MeteredTranscriber(transcriber, self)
 
+    def metered_embedder(self, embedder: Embedder | None) -> Embedder | None:
+        return None if embedder is None else MeteredEmbedder(embedder, self)
+
     @contextmanager
     def job(self, subject: Subject, *, continued: bool = False) -> Iterator[None]:
         """Count a job's usage for its subject's chat, and check that chat's spending limits
@@ -276,8 +281,8 @@ class UsageMeter:
         self._count(counted)
 
     def audio(self, cost_usd: float | None) -> None:
-        """Speech or a transcription was made: its cost counts (calls without a price do not,
-        and neither counts as a model call)."""
+        """Speech, a transcription or embeddings were made: the cost counts (calls without a
+        price do not, and none counts as a model call)."""
         if cost_usd is not None:
             self._count(Tally(cost_usd=Decimal(repr(cost_usd))))
 
@@ -379,3 +384,18 @@ class MeteredTranscriber:
         transcript = self._transcriber.transcribe(filename, data)
         self._meter.audio(transcript.cost_usd)
         return transcript
+
+
+class MeteredEmbedder:
+    """An `Embedder` whose costs are counted (litellm's price for the model), and which embeds
+    no more past a spending limit (recall then falls back to words, core/hybrid_recall.py)."""
+
+    def __init__(self, embedder: Embedder, meter: UsageMeter) -> None:
+        self._embedder = embedder
+        self._meter = meter
+
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        self._meter.check_spend()
+        embeddings = self._embedder.embed(texts)
+        self._meter.audio(embeddings.cost_usd)
+        return embeddings
