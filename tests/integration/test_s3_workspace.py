@@ -118,10 +118,13 @@ def test_memory_versions_come_from_the_versioned_bucket_and_restore_brings_one_b
     assert [(line.number, line.added, line.removed) for line in lines] == [(1, 0, 1), (2, 2, 0)]
     assert "(current)" in versions_text(lines, ZoneInfo("Europe/Lisbon"))
 
-    assert "Restored" in restore_version(alice, alice, "2")
+    assert "Restored" in restore_version(alice, "2", request="update:9")
     restored = alice.read("memory/MEMORY.md", fresh=True)
     assert restored is not None and restored.text == "# Memory\n- likes tea\n"
     assert len(alice.versions("memory/MEMORY.md", 10)) == 3
     owner = workspace.read("memory/MEMORY.md", fresh=True)
     assert owner is not None and owner.text == "the owner's memory\n"  # another scope untouched
     assert alice.read_version("memory/MEMORY.md", "no-such-version") is None
+    # Delivered again: the restored version's note says this request wrote it.
+    assert "Restored" in restore_version(alice, "2", request="update:9")
+    assert len(alice.versions("memory/MEMORY.md", 10)) == 3

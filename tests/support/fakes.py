@@ -61,6 +61,7 @@ class MemoryWorkspace:
         self.writes = 0
         self.conflicts_to_inject = 0
         self.history: dict[str, list[bytes]] = {path: [data] for path, data in self.files.items()}
+        self.restores: dict[tuple[str, str], str] = {}  # (path, version): the restore's request
 
     @staticmethod
     def _etag(data: bytes) -> str:
@@ -101,6 +102,13 @@ class MemoryWorkspace:
             for n, data in enumerate(kept)
         ]
         return listed[::-1][:limit]
+
+    def restored_by(self, path: str, version_id: str) -> str | None:
+        return self.restores.get((path, version_id))
+
+    def write_restored(self, path: str, data: bytes, *, request: str, if_match: str | None) -> None:
+        self.write(path, data, if_match=if_match, if_none_match=if_match is None)
+        self.restores[(path, f"v{len(self.history[path]) - 1}")] = request
 
     def read_version(self, path: str, version_id: str) -> bytes | None:
         kept = self.history.get(path) or ([self.files[path]] if path in self.files else [])

@@ -43,13 +43,25 @@ def test_versions_are_listed_newest_first_with_what_each_changed() -> None:
 
 def test_restore_brings_an_earlier_memory_back_as_a_new_version() -> None:
     workspace = remembered("# Memory\n- likes tea\n", "# Memory\n")
-    answer = restore_version(workspace, workspace, "2")
+    answer = restore_version(workspace, "2", request="update:1")
     assert "Restored memory/MEMORY.md" in answer
     assert workspace.files[MEMORY_FILE] == b"# Memory\n- likes tea\n"
     # The bad version is still there: the restore can itself be undone.
     assert [line.version.size for line in describe_versions(workspace)] == [21, 9, 21]
-    restore_version(workspace, workspace, "2")
+    restore_version(workspace, "2", request="update:2")
     assert workspace.files[MEMORY_FILE] == b"# Memory\n"
+
+
+def test_a_retried_restore_does_not_undo_itself() -> None:
+    """The queue delivers the command again after the restore was written: version 2 is now
+    the bad memory, and restoring it would undo the restore. The request's note stops it, also
+    when a turn wrote MEMORY.md in between."""
+    workspace = remembered("# Memory\n- likes tea\n", "# Memory\n")
+    restore_version(workspace, "2", request="update:7")
+    workspace.write(MEMORY_FILE, b"# Memory\n- likes tea\n- and cake\n")
+    answer = restore_version(workspace, "2", request="update:7")
+    assert "Restored" in answer
+    assert workspace.files[MEMORY_FILE] == b"# Memory\n- likes tea\n- and cake\n"
 
 
 def test_restore_refuses_what_it_cannot_do_and_changes_nothing() -> None:
@@ -62,14 +74,14 @@ def test_restore_refuses_what_it_cannot_do_and_changes_nothing() -> None:
         ("0", "no version 0"),
         ("-4", "no version -4"),
     ]:
-        assert says in restore_version(workspace, workspace, argument), argument
+        assert says in restore_version(workspace, argument, request="update:1"), argument
     assert workspace.files[MEMORY_FILE] == b"b\n" and workspace.writes == 1
 
 
 def test_a_memory_written_meanwhile_is_not_overwritten() -> None:
     workspace = remembered("a\n", "b\n")
     workspace.conflicts_to_inject = 1  # a turn writes MEMORY.md between the read and the write
-    answer = restore_version(workspace, workspace, "2")
+    answer = restore_version(workspace, "2", request="update:1")
     assert "changed while I was restoring it" in answer
     assert workspace.files[MEMORY_FILE] == b"b\n\nconcurrent line"
 

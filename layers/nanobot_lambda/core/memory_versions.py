@@ -10,7 +10,8 @@ command line, for any file of any scope.
 
 The write is conditional on the version that was current when the listing was read: a turn
 that wrote MEMORY.md in between is never silently overwritten (the person is asked to look
-again).
+again). The restored version notes the request that wrote it, so a retried command does not
+restore twice (which, with the numbers shifted by one, would undo the first).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from typing import Protocol
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.memory import MEMORY_FILE
-from nanobot_lambda.core.ports import Workspace
-from nanobot_lambda.core.workspace import WriteConflict
+from nanobot_lambda.core.workspace import WorkspaceFile, WriteConflict
 
 VERSIONS_SHOWN = 10
+# How many of the newest versions a restore looks through for its own earlier write (a retried
+# job): the restore itself and whatever turns wrote in the minutes before the retry.
+RESTORE_LOOKBACK = 5
 SNIPPET_CHARS = 60
 
 
@@ -41,12 +44,23 @@ class FileVersion:
 class VersionedFiles(Protocol):
     """A workspace that keeps its files' earlier versions (`adapters/aws/workspace.py`)."""
 
+    def read(self, path: str, *, fresh: bool = False) -> WorkspaceFile | None: ...
+
     def versions(self, path: str, limit: int) -> list[FileVersion]:
         """The file's newest `limit` versions, newest first (delete markers included)."""
         ...
 
     def read_version(self, path: str, version_id: str) -> bytes | None:
         """One version's content; None when it expired or never was."""
+        ...
+
+    def restored_by(self, path: str, version_id: str) -> str | None:
+        """The request that wrote this version back as a restore, if one did."""
+        ...
+
+    def write_restored(self, path: str, data: bytes, *, request: str, if_match: str | None) -> None:
+        """Write `data` as the file's new version, noting the request that restored it;
+        conditional on `if_match` (None: on the file being absent). Raises WriteConflict."""
         ...
 
 
@@ -85,14 +99,21 @@ def versions_text(lines: Sequence[VersionLine], zone: tzinfo, path: str = MEMORY
 
 
 def restore_version(
-    workspace: Workspace, files: VersionedFiles, number_text: str, path: str = MEMORY_FILE
+    files: VersionedFiles, number_text: str, *, request: str, path: str = MEMORY_FILE
 ) -> str:
-    """`/memory restore N`: write version N back; the answer says what happened."""
+    """`/memory restore N`: write version N back; the answer says what happened.
+
+    `request` names the command (its Telegram update): a job the queue delivers again after the
+    restore was written finds its note on one of the newest versions and writes nothing, so a
+    retried restore never undoes itself (version N is another version once one is added).
+    """
     try:
         number = int(number_text.strip())
     except ValueError:
         return texts.render("memory_restore_usage", path=path)
-    versions = files.versions(path, number) if 1 <= number <= 100 else []
+    versions = files.versions(path, max(number, RESTORE_LOOKBACK)) if 1 <= number <= 100 else []
+    if any(files.restored_by(path, v.version_id) == request for v in versions[:RESTORE_LOOKBACK]):
+        return texts.render("memory_restored", path=path, number=str(number))
     if number < 1 or len(versions) < number:
         return texts.render("memory_restore_no_such", number=str(number), count=str(len(versions)))
     if number == 1:
@@ -101,12 +122,11 @@ def restore_version(
     data = b"" if chosen.deleted else files.read_version(path, chosen.version_id)
     if data is None:
         return texts.render("memory_restore_expired", number=str(number))
-    current = workspace.read(path, fresh=True)
+    current = files.read(path, fresh=True)
     try:
-        if current is None:
-            workspace.write(path, data, if_none_match=True)
-        else:
-            workspace.write(path, data, if_match=current.etag)
+        files.write_restored(
+            path, data, request=request, if_match=current.etag if current else None
+        )
     except WriteConflict:
         return texts.render("memory_restore_conflict", path=path)
     return texts.render("memory_restored", path=path, number=str(number))

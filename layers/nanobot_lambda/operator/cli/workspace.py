@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import secrets
 import sys
 from datetime import UTC
 from pathlib import Path
@@ -235,7 +236,10 @@ def versions_command(arguments: argparse.Namespace) -> int:
 
 def restore_command(arguments: argparse.Namespace) -> int:
     files, path = _versioned(arguments)
-    answer = restore_version(files, files, arguments.number, path)
+    # Each run of the command is its own request: running it again restores again.
+    answer = restore_version(
+        files, arguments.number, request=f"cli:{secrets.token_hex(8)}", path=path
+    )
     print(answer)
     return 0 if answer.startswith("Restored") else 1
 
