@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
@@ -18,6 +18,7 @@ from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
+from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
 from nanobot_lambda.core.model import Embeddings, ModelReply, Speech, TextStream, ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
@@ -63,6 +64,8 @@ class MemoryWorkspace:
         self.reads = 0
         self.writes = 0
         self.conflicts_to_inject = 0
+        self.history: dict[str, list[bytes]] = {path: [data] for path, data in self.files.items()}
+        self.restores: dict[tuple[str, str], str] = {}  # (path, version): the restore's request
 
     @staticmethod
     def _etag(data: bytes) -> str:
@@ -91,7 +94,30 @@ class MemoryWorkspace:
                 raise WriteConflict(path)
         self.writes += 1
         self.files[path] = data
+        self.history.setdefault(path, []).append(data)
         return self._etag(data)
+
+    def versions(self, path: str, limit: int) -> list[FileVersion]:
+        """Every write is a version (the seeded files' first), like a versioned bucket's."""
+        kept = self.history.get(path) or ([self.files[path]] if path in self.files else [])
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        listed = [
+            FileVersion(f"v{n}", start + timedelta(hours=n), len(data))
+            for n, data in enumerate(kept)
+        ]
+        return listed[::-1][:limit]
+
+    def restored_by(self, path: str, version_id: str) -> str | None:
+        return self.restores.get((path, version_id))
+
+    def write_restored(self, path: str, data: bytes, *, request: str, if_match: str | None) -> None:
+        self.write(path, data, if_match=if_match, if_none_match=if_match is None)
+        self.restores[(path, f"v{len(self.history[path]) - 1}")] = request
+
+    def read_version(self, path: str, version_id: str) -> bytes | None:
+        kept = self.history.get(path) or ([self.files[path]] if path in self.files else [])
+        index = int(version_id[1:])
+        return kept[index] if index < len(kept) else None
 
     def list_dir(self, path: str) -> list[Entry]:
         prefix = f"{path}/" if path else ""
@@ -791,6 +817,7 @@ if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` check
 
     def _fakes_implement_the_ports() -> None:
         workspace: Workspace = MemoryWorkspace()
+        versioned: VersionedFiles = MemoryWorkspace()
         journal = MemoryTurnJournal()
         turn_journal: TurnJournal = journal
         sessions: SessionStore = MemorySessionStore(journal)
@@ -807,5 +834,6 @@ if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` check
         recall_indexes: RecallIndexObjects = MemoryRecallIndexObjects()
         embedder: Embedder = StandInEmbedder()
         del recall_indexes, embedder
-        del workspace, turn_journal, sessions, jobs, schedules, usage, stop_flags, queue, ledger
+        del workspace, versioned, turn_journal, sessions, jobs, schedules, usage, stop_flags
+        del queue, ledger
         del channel, media, model, metrics
