@@ -403,6 +403,11 @@ class InputSettings(_Settings):
     # answer read aloud; unset: voice replies are off. LLM_MODEL's key only for its provider.
     tts_model: str | None = Field(default=None, alias="TTS_MODEL", min_length=1)
     tts_voice: str = Field(default="alloy", alias="TTS_VOICE", min_length=1)
+    # litellm image model (e.g. openai/gpt-image-1, bedrock/amazon.nova-canvas-v1:0): the model
+    # gets a generate_image tool; unset: no tool. LLM_MODEL's key only for its provider.
+    image_model: str | None = Field(default=None, alias="IMAGE_MODEL", min_length=1)
+    # The size asked for (e.g. 1024x1024); unset: the image model's default.
+    image_size: str | None = Field(default=None, alias="IMAGE_SIZE", pattern=r"^\d{2,5}x\d{2,5}$")
 
 
 class LoopSettings(_Settings):

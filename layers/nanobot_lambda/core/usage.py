@@ -35,6 +35,7 @@ from typing import Any
 
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
+from nanobot_lambda.core.images import GeneratedImage, ImageGenerator
 from nanobot_lambda.core.model import (
     Embeddings,
     ModelReply,
@@ -197,6 +198,9 @@ class UsageMeter:
     def metered_speaker(self, speaker: Speaker | None) -> Speaker | None:
         return None if speaker is None else MeteredSpeaker(speaker, self)
 
+    def metered_images(self, images: ImageGenerator | None) -> ImageGenerator | None:
+        return None if images is None else MeteredImages(images, self)
+
     def metered_transcriber(self, transcriber: Transcriber | None) -> Transcriber | None:
         return None if transcriber is None else MeteredTranscriber(transcriber, self)
 
@@ -280,9 +284,9 @@ class UsageMeter:
             counted += Tally(turns=turn, tool_calls=len(reply.tool_calls))
         self._count(counted)
 
-    def audio(self, cost_usd: float | None) -> None:
-        """Speech, a transcription or embeddings were made: the cost counts (calls without a
-        price do not, and none counts as a model call)."""
+    def paid(self, cost_usd: float | None) -> None:
+        """Speech, a transcription, embeddings or an image were made: the cost counts (calls
+        without a price do not, and none counts as a model call)."""
         if cost_usd is not None:
             self._count(Tally(cost_usd=Decimal(repr(cost_usd))))
 
@@ -368,8 +372,22 @@ class MeteredSpeaker:
     def speak(self, text: str) -> Speech:
         self._meter.check_spend()
         speech = self._speaker.speak(text)
-        self._meter.audio(speech.cost_usd)
+        self._meter.paid(speech.cost_usd)
         return speech
+
+
+class MeteredImages:
+    """An `ImageGenerator` whose images are counted, and which makes none past a limit."""
+
+    def __init__(self, images: ImageGenerator, meter: UsageMeter) -> None:
+        self._images = images
+        self._meter = meter
+
+    def generate(self, prompt: str, *, source: bytes | None = None) -> GeneratedImage:
+        self._meter.check_spend()
+        image = self._images.generate(prompt, source=source)
+        self._meter.paid(image.cost_usd)
+        return image
 
 
 class MeteredTranscriber:
@@ -382,7 +400,7 @@ class MeteredTranscriber:
     def transcribe(self, filename: str, data: bytes) -> Transcript:
         self._meter.check_spend()
         transcript = self._transcriber.transcribe(filename, data)
-        self._meter.audio(transcript.cost_usd)
+        self._meter.paid(transcript.cost_usd)
         return transcript
 
 
@@ -397,5 +415,5 @@ class MeteredEmbedder:
     def embed(self, texts: Sequence[str]) -> Embeddings:
         self._meter.check_spend()
         embeddings = self._embedder.embed(texts)
-        self._meter.audio(embeddings.cost_usd)
+        self._meter.paid(embeddings.cost_usd)
         return embeddings
