@@ -194,9 +194,7 @@ class ModelMenu:
             return texts.render("think_usage", level=current), None
         if not allowed:
             return texts.load("model_not_allowed"), None
-        chosen = ChatPreferences(
-            preferences.model_preset, None if level == DEFAULT_NAME else level
-        )
+        chosen = ChatPreferences(preferences.model_preset, None if level == DEFAULT_NAME else level)
         if self.choice(chosen) == self.choice(preferences):
             return texts.render("think_unchanged", level=current), None
         return texts.render("think_set", level=self.choice(chosen).thinking or "default"), chosen
