@@ -34,6 +34,7 @@ from pydantic import (
 from nanobot_lambda.adapters.telegram.reactions import telegram_reaction
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.core.model_choice import ModelPreset, parse_presets
 from nanobot_lambda.core.remote_tools import SECRETS_PREFIX, ServerAccess
 from nanobot_lambda.core.spend import SpendLimits
 
@@ -323,6 +324,28 @@ class LlmSettings(_Settings):
     # its provider's usual variable.
     heartbeat_model: str | None = Field(default=None, alias="HEARTBEAT_MODEL", min_length=1)
     consolidation_model: str | None = Field(default=None, alias="CONSOLIDATION_MODEL", min_length=1)
+    # Models a chat may switch to with /model (core/model_choice.py): a JSON object of name →
+    # litellm model or {"model": …, "reasoning_effort", "temperature", "max_tokens", "api_base",
+    # "description"}, or the short form fast=openai/gpt-4o-mini,smart=anthropic/claude-….
+    model_presets: tuple[ModelPreset, ...] = Field(default=(), alias="MODEL_PRESETS")
+    # Who may use /model and /think: the owner (default), or everyone the chat is heard from.
+    model_switchers: Literal["owner", "everyone"] = Field(default="owner", alias="MODEL_SWITCHERS")
+    # How hard the model thinks where a chat chose nothing (/think); unset: the provider's default.
+    llm_thinking: Literal["off", "low", "medium", "high"] | None = Field(
+        default=None, alias="LLM_THINKING"
+    )
+
+    @field_validator("model_presets", mode="before")
+    @classmethod
+    def _presets(cls, value: object) -> object:
+        if value is None or isinstance(value, str | dict):
+            return parse_presets(value)
+        return value
+
+    @field_validator("llm_thinking", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return None if value == "" else value
 
     @field_validator("llm_fallback_models", mode="before")
     @classmethod

@@ -44,6 +44,7 @@ from nanobot_lambda.core.recall_index import StoredIndex
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.sessions import (
     RECENT_TURNS,
+    ChatPreferences,
     Message,
     SessionConflict,
     SessionHistory,
@@ -758,6 +759,7 @@ class MemorySessionStore:
         self.messages: dict[str, list[Message]] = {}
         self.cursors: dict[str, int] = {}
         self.recent: dict[str, tuple[str, ...]] = {}
+        self.preferences: dict[str, ChatPreferences] = {}
         self.journal = journal
         self.advance_failures = 0  # advance_cursor dies this many times (a crash, mid-way)
         self.append_failures: list[BaseException] = []  # the next appends raise these, in turn
@@ -774,6 +776,7 @@ class MemorySessionStore:
             consolidated_upto=cursor,
             recent_turns=self.recent.get(key, ()),
             open_turns=self.journal.open_turns(key) if self.journal is not None else {},
+            preferences=self.preferences.get(key, ChatPreferences()),
         )
 
     def append(
@@ -801,6 +804,9 @@ class MemorySessionStore:
     def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
         messages = self.messages.get(key, [])
         return [(seq, messages[seq]) for seq in range(max(0, start), min(end, len(messages)))]
+
+    def set_preferences(self, key: str, preferences: ChatPreferences) -> None:
+        self.preferences[key] = preferences
 
     def advance_cursor(self, key: str, expected: int, new: int) -> bool:
         self.advances.append((key, expected, new))

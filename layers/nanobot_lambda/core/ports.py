@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
     from nanobot_lambda.core.recall_index import StoredIndex
     from nanobot_lambda.core.scopes import Scope
-    from nanobot_lambda.core.sessions import Message, SessionHistory
+    from nanobot_lambda.core.sessions import ChatPreferences, Message, SessionHistory
     from nanobot_lambda.core.usage import Tally, UsageSummary
     from nanobot_lambda.core.workspace import Entry, WorkspaceFile
 
@@ -113,6 +113,10 @@ class SessionStore(Protocol):
 
     def advance_cursor(self, key: str, expected: int, new: int) -> bool:
         """Move `consolidated_upto` from `expected` to `new`; False if it had moved already."""
+        ...
+
+    def set_preferences(self, key: str, preferences: ChatPreferences) -> None:
+        """Keep the chat's /model and /think choices with the session (loaded with it)."""
         ...
 
 

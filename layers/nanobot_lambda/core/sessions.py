@@ -25,6 +25,14 @@ class SessionConflict(StorageConflict):
     """Another writer changed the session since it was loaded."""
 
 
+@dataclass(frozen=True)
+class ChatPreferences:
+    """What the chat chose with /model and /think (core/model_choice.py); None: the default."""
+
+    model_preset: str | None = None
+    thinking: str | None = None
+
+
 @dataclass
 class SessionHistory:
     key: str
@@ -33,6 +41,7 @@ class SessionHistory:
     consolidated_upto: int = 0
     recent_turns: tuple[str, ...] = ()
     open_turns: dict[str, TurnProgress] = field(default_factory=dict)  # by turn id
+    preferences: ChatPreferences = field(default_factory=ChatPreferences)
 
     @property
     def unconsolidated(self) -> int:
