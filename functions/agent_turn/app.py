@@ -39,6 +39,8 @@ from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
 from nanobot_lambda.adapters.aws.workspace import S3Workspace, scope_workspaces
+from nanobot_lambda.adapters.llm.catalog import LitellmModelCatalog
+from nanobot_lambda.adapters.llm.images import image_generator_for
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.speech import speaker_for
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
@@ -81,10 +83,13 @@ def build_records() -> RecordRunner:
         albums=DynamoAlbumBook(settings.sessions_table, lambda: dynamodb),
         pairing=DynamoPairingStore(settings.sessions_table, lambda: dynamodb),
     )
+    model = LitellmChatModel(settings)
     services = Services(
         channel=telegram,
         media=telegram,
-        model=LitellmChatModel(settings),
+        model=model,
+        models=LitellmModelCatalog(settings, default=model),  # /model and /think
+        images=image_generator_for(settings),  # None unless IMAGE_MODEL is set
         heartbeat_model=_model_for(settings.heartbeat_model),
         consolidation_model=_model_for(settings.consolidation_model),
         tokens=LitellmTokenCounter(settings.llm_model),

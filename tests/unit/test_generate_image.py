@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.errors import ChannelError, ModelError
 from nanobot_lambda.core.images import GeneratedImage, image_extension
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.chat import CurrentTurn, TurnScope
 from nanobot_lambda.tools.images import GenerateImageTool
-from tests.support.fakes import MemoryWorkspace
+from tests.support.fakes import MemoryWorkspace, ScriptedModel, text, tool
+from tests.unit.test_turns import Bot, message
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 32
 JPEG = b"\xff\xd8\xff\xe0" + b"\x02" * 32
@@ -127,3 +128,58 @@ def test_image_bytes_are_recognised_by_their_signature() -> None:
     assert image_extension(PNG) == ".png" and image_extension(JPEG) == ".jpg"
     assert image_extension(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == ".webp"
     assert image_extension(b"<html>") is None
+
+
+# -- in a turn ---------------------------------------------------------------------------------
+
+
+def image_bot(images: Images) -> Bot:
+    call = json.dumps({"prompt": "a red fox in snow"})
+    return Bot(
+        ScriptedModel(
+            tool("generate_image", call), text("Here is your fox."), text("Here is your fox.")
+        ),
+        images=images,
+    )
+
+
+def test_a_turn_s_image_is_made_and_sent_once_though_the_turn_runs_again() -> None:
+    """The final answer fails (SQS retries the job) after the image was sent: the retry finds
+    the step recorded and the image kept, and sends neither it nor its cost again."""
+    images = Images()
+    bot = image_bot(images)
+    bot.channel.fail_on = "Here is your fox."
+    with pytest.raises(ChannelError):
+        bot.process(message("draw me a fox"))
+    bot.process(message("draw me a fox"))
+
+    assert len(images.prompts) == 1
+    assert [sent.kind for _, sent, _ in bot.channel.files_sent] == ["photo"]
+    assert bot.said == ["Here is your fox."]
+    assert any(path.startswith("uploads/generated/") for path in bot.workspace.files)
+
+
+def test_without_an_image_model_no_tool_is_offered() -> None:
+    bot = Bot(ScriptedModel(text("I cannot draw.")))
+    bot.process(message("draw me a fox"))
+    offered = {t["function"]["name"] for t in bot.model.requests[0][1]}
+    assert "generate_image" not in offered and "send_file" in offered
+    bot = image_bot(Images())
+    bot.process(message("draw me a fox"))
+    assert "generate_image" in {t["function"]["name"] for t in bot.model.requests[0][1]}
+
+
+def test_another_person_s_image_is_kept_in_their_scope_and_sent_to_their_chat() -> None:
+    bot = image_bot(Images())
+    bot.settings["ALLOW_FROM"] = "111111111,222222222"
+    bot.__post_init__()
+    job = message("draw me a fox")
+    job.update["message"]["from"]["id"] = job.update["message"]["chat"]["id"] = 222222222
+    bot.process(job)
+
+    ((chat_id, _, _),) = bot.channel.files_sent
+    assert chat_id == 222222222
+    assert not any(path.startswith("uploads/") for path in bot.workspace.files)  # not the owner's
+    assert any(
+        path.startswith("uploads/generated/") for path in bot.scopes["people/222222222"].files
+    )

@@ -1,4 +1,4 @@
-"""/model and /think: the operator's presets, who may switch, and what a chat's choice resolves to."""
+"""/model and /think: the operator's presets, who may switch, what a chat's choice resolves to."""
 
 from __future__ import annotations
 

@@ -80,6 +80,8 @@ class Bot:
     consolidation_model: ScriptedModel | None = None  # CONSOLIDATION_MODEL
     speaker: RecordingSpeaker | None = None  # TTS_MODEL
     sandbox: Any = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
+    models: Any = None  # the models /model and /think choose from (core/model_choice.py)
+    images: Any = None  # IMAGE_MODEL: the generate_image tool
     clock: Callable[[], datetime] | None = None  # default: the real time
     settings: dict[str, str] = field(default_factory=dict)
 
@@ -112,6 +114,8 @@ class Bot:
                 consolidation_model=self.consolidation_model,
                 speaker=self.speaker,
                 sandbox=self.sandbox,
+                models=self.models,
+                images=self.images,
             ),
             self.metrics,
         )

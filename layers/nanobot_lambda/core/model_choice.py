@@ -29,6 +29,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.sessions import ChatPreferences
 
 if TYPE_CHECKING:
+    from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice
     from nanobot_lambda.core.ports import ChatModel, TokenCounter
 
 THINKING_LEVELS = ("off", "low", "medium", "high")
@@ -225,3 +226,77 @@ def _code(model: str) -> str:
 
 def _level(value: str | None) -> Thinking | None:
     return value if value in THINKING_LEVELS else None  # type: ignore[return-value]
+
+
+class ModelSwitch:
+    """The model of the job being run, as the agent loops see it: a `ChatModel` and a
+    `TokenCounter` that stand for the chat's choice (as `ScopeSwitch` stands for its workspace).
+    Each job starts on the default (`reset`); a turn in a session moves it to the session's
+    choice (`use`). Without `models` (no catalog: the unit tests' fakes) every job runs on
+    `default`."""
+
+    def __init__(
+        self,
+        menu: ModelMenu,
+        models: ChatModels | None,
+        default: ChatModel,
+        default_tokens: TokenCounter,
+        *,
+        default_window: int | None = None,  # CONTEXT_WINDOW_TOKENS: LLM_MODEL's, if set
+        reply_tokens: int,  # LLM_MAX_TOKENS: room kept for the reply
+    ) -> None:
+        self._menu = menu
+        self._models = models
+        self._default = default
+        self._default_tokens = default_tokens
+        self._default_window = default_window
+        self._reply_tokens = reply_tokens
+        self.choice = menu.choice(ChatPreferences())
+
+    def reset(self) -> None:
+        self.choice = self._menu.choice(ChatPreferences())
+
+    def use(self, preferences: ChatPreferences) -> None:
+        self.choice = self._menu.choice(preferences)
+
+    def _model(self) -> ChatModel:
+        if self._models is None or self.choice == ModelChoice():
+            return self._default
+        return self._models.chat_model(self.choice)
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        tool_choice: ToolChoice = None,
+        timeout: float | None = None,
+        on_text: TextStream | None = None,
+    ) -> ModelReply:
+        return self._model().complete(
+            messages, tools, tool_choice=tool_choice, timeout=timeout, on_text=on_text
+        )
+
+    def _tokens(self) -> TokenCounter:
+        if self._models is None or self.choice.preset is None:
+            return self._default_tokens
+        return self._models.token_counter(self.choice)
+
+    @property
+    def context_window(self) -> int:
+        if self.choice.preset is None or self._models is None:
+            return self._default_window or self._default_tokens.context_window
+        return self._tokens().context_window
+
+    def count(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        return self._tokens().count(messages, tools)
+
+    def request_budget(self) -> int:
+        """The most input tokens a request to the chosen model may have: its window, less room
+        for the reply and a margin for tokenizers that count a little differently."""
+        window = self.context_window
+        preset = self.choice.preset
+        reply = preset.max_tokens if preset and preset.max_tokens else self._reply_tokens
+        return max(window // 2, int(window * 0.95) - reply)

@@ -475,7 +475,10 @@ class Embedder(Protocol):
 
 
 class TokenCounter(Protocol):
-    context_window: int  # the model's input limit in tokens
+    @property
+    def context_window(self) -> int:
+        """The model's input limit in tokens."""
+        ...
 
     def count(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
