@@ -10,7 +10,13 @@ import pytest
 from botocore.exceptions import ClientError, NoCredentialsError
 
 from nanobot_lambda.adapters.telegram.client import TelegramError
-from nanobot_lambda.adapters.telegram.inbound import Accepted, Ignored, classify, to_inbound
+from nanobot_lambda.adapters.telegram.inbound import (
+    Accepted,
+    Ignored,
+    Reacted,
+    classify,
+    to_inbound,
+)
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
@@ -114,8 +120,8 @@ def test_allowed_updates_are_the_kinds_the_bot_acts_on() -> None:
         if update.kind not in ALLOWED_UPDATES:
             assert isinstance(to_inbound(update), Ignored), name
             assert not isinstance(classify(update, everyone), Accepted), name
-        elif isinstance(classify(update, everyone), Accepted):
-            acted_on.add(update.kind)
+        elif isinstance(classify(update, everyone), Accepted | Reacted):
+            acted_on.add(update.kind)  # answered, or recorded (a reaction)
     assert acted_on == set(ALLOWED_UPDATES)
 
 
