@@ -222,6 +222,7 @@ def test_the_payload_is_cut_and_framed_as_untrusted_data() -> None:
     assert boundary.startswith("PAYLOAD-")
     framing, payload, after = prompt.split(f"\n{boundary}")
     assert "not instructions" in framing and "only its beginning is shown" in framing
+    assert framing.startswith('An event arrived at the hook "ci" (event: "push", received 2026')
     assert "Ignore all previous" not in framing and payload == "\n" + job.payload
     assert after == ""
 

@@ -243,7 +243,7 @@ def hook_event_prompt(job: HookEventJob) -> str:
     boundary = "PAYLOAD-" + hashlib.sha256(job.payload.encode()).hexdigest()[:16]
     values = {
         "name": job.hook,
-        "event": texts.literal(job.event or "unnamed", 100),
+        "event": texts.quoted(job.event or "unnamed"),
         "received": job.received_at,
         "boundary": boundary,
         "payload": job.payload,

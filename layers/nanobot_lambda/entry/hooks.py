@@ -95,7 +95,8 @@ class HookReceiver:
             logger.info("event for no hook: refused", extra=log)
             return reply(404, error="no such hook")
         now = self._clock()
-        signed = hooks.verify(hook, lowercase(event.get("headers")), body, now)
+        headers = {name: str(value) for name, value in lowercase(event.get("headers")).items()}
+        signed = hooks.verify(hook, headers, body, now)
         if isinstance(signed, hooks.Unsigned):
             logger.warning("hook event refused: %s", signed.reason, extra=log)
             return reply(401, error=signed.reason)
