@@ -34,13 +34,15 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.heartbeat import HEARTBEAT_OK
 from nanobot_lambda.core.jobs import HookEventJob
-from nanobot_lambda.core.ports import HookStore
+
+if TYPE_CHECKING:
+    from nanobot_lambda.core.ports import HookStore
 
 # A hook's name is in its URL and in the chat: lowercase letters, digits and dashes, starting
 # with a letter, at most 32 characters. Anything else is refused when the hook is made.
@@ -250,6 +252,9 @@ def hook_event_prompt(job: HookEventJob) -> str:
         "truncated": texts.load("hook_event_truncated") if job.truncated else "",
     }
     if job.quiet:
+        # Imported here: the webhook (which imports this module) needs none of the heartbeat's.
+        from nanobot_lambda.core.heartbeat import HEARTBEAT_OK
+
         return texts.render("hook_event_quiet", marker=HEARTBEAT_OK, **values)
     return texts.render("hook_event", **values)
 
