@@ -26,6 +26,7 @@ from nanobot_lambda.core.jobs import (
     ContinuationJob,
     CronTaskJob,
     HeartbeatJob,
+    HookEventJob,
     SubagentJob,
     TelegramUpdateJob,
 )
@@ -208,6 +209,16 @@ JOBS = [
     (
         AnnouncementJob(subagent_id="s1", chat_id=3, label=SECRET, succeeded=True, result=SECRET),
         "announcement chat 3 subagent_id s1",
+    ),
+    (
+        TelegramUpdateJob(update={**telegram_update("edited_message"), "update_id": 8}),
+        "telegram_update edited_message update_id 8 chat 111111111",
+    ),
+    (
+        HookEventJob(
+            hook="ci", chat_id=4, delivery_id="d-1", payload=SECRET, received_at="2026-01-01"
+        ),
+        "hook_event chat 4 hook ci delivery_id d-1",
     ),
     (
         ContinuationJob(job=CronTaskJob(job_id="j1", chat_id=2, name="x", message=SECRET), part=2),
