@@ -253,24 +253,39 @@ def commands(store: MemoryHookStore) -> HookCommands:
 
 
 def answer(store: MemoryHookStore, text: str, *, owner: bool = True, chat: int = OWNER) -> str:
-    return commands(store).answer(
-        text, chat_id=chat, thread_id=None, sender_id=OWNER, is_owner=owner
+    """The answer in a private chat (everything is said there)."""
+    reply = commands(store).answer(
+        text, chat_id=chat, thread_id=None, sender_id=OWNER, is_owner=owner, private=True
     )
+    assert reply.to_owner is None
+    return reply.here
 
 
 def test_hooks_commands_add_list_and_remove() -> None:
     store = MemoryHookStore()
     assert answer(store, "") == "No hooks yet. Make one with /hooks add NAME [quiet]."
-    added = answer(store, "add ci quiet", chat=GROUP)
+    added = answer(store, "add ci quiet")
     secret = store.stored["ci"].secret.get_secret_value()
     assert "URL: `https://api.example/hooks/ci`" in added
     assert f"`{secret}`" in added and "shown only now" in added
-    assert store.stored["ci"].chat_id == GROUP and store.stored["ci"].quiet
+    assert store.stored["ci"].chat_id == OWNER and store.stored["ci"].quiet
     listed = answer(store, "list")
-    assert "ci (quiet) → chat -1001234567890" in listed and secret not in listed
+    assert "ci (quiet) → chat 111111111" in listed and secret not in listed
     assert "already a hook named ci" in answer(store, "add ci")
     assert answer(store, "remove ci").startswith("Hook ci removed")
     assert answer(store, "remove ci") == "There is no hook named ci."
+
+
+def test_a_hook_made_in_a_group_is_the_groups_and_its_secret_goes_to_the_owner_only() -> None:
+    store = MemoryHookStore()
+    reply = commands(store).answer(
+        "add deploys", chat_id=GROUP, thread_id=600, sender_id=OWNER, is_owner=True, private=False
+    )
+    hook = store.stored["deploys"]
+    secret = hook.secret.get_secret_value()
+    assert (hook.chat_id, hook.thread_id) == (GROUP, 600)
+    assert secret not in reply.here and "sent to the owner privately" in reply.here
+    assert reply.to_owner is not None and f"`{secret}`" in reply.to_owner
 
 
 def test_hooks_commands_refuse_odd_names_others_and_bad_usage() -> None:

@@ -262,12 +262,22 @@ def hook_event_prompt(job: HookEventJob) -> str:
 # -- the owner's commands: /hooks ------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class HookReply:
+    """What /hooks answers: `here` in the chat it was sent in; `to_owner`, when set, in the
+    owner's private chat (a hook made in a group: its secret is for the owner's eyes only)."""
+
+    here: str
+    to_owner: str | None = None
+
+
 class HookCommands:
-    """`/hooks` (list), `/hooks add NAME [quiet]`, `/hooks remove NAME`: the owner's only.
+    """`/hooks` (list), `/hooks add NAME [quiet]`, `/hooks remove NAME`: the owner's only. A hook
+    made in a chat sends its events to that chat (and topic).
 
     `hooks_url` is the hooks' base URL on the HTTP API (`…/hooks`). The answer to `add` holds
-    the secret: it is sent to the chat as it is and must not be saved in the session, logged or
-    shown to the model (see the wiring in the module docstring of entry/hooks.py)."""
+    the secret (in a private chat in the answer itself, from a group in `to_owner`): it is sent
+    as it is, never saved in the session, logged or shown to the model."""
 
     def __init__(self, store: HookStore, hooks_url: str, clock: Callable[[], datetime]) -> None:
         self._store = store
@@ -275,19 +285,32 @@ class HookCommands:
         self._clock = clock
 
     def answer(
-        self, arguments: str, *, chat_id: int, thread_id: int | None, sender_id: int, is_owner: bool
-    ) -> str:
+        self,
+        arguments: str,
+        *,
+        chat_id: int,
+        thread_id: int | None,
+        sender_id: int,
+        is_owner: bool,
+        private: bool,
+    ) -> HookReply:
         if not is_owner:
-            return texts.load("hooks_owner_only")
+            return HookReply(texts.load("hooks_owner_only"))
         words = arguments.split()
         if not words or words == ["list"]:
-            return self._list()
+            return HookReply(self._list())
         action, rest = words[0].lower(), words[1:]
         if action == "add" and len(rest) in (1, 2) and rest[1:] in ([], ["quiet"]):
-            return self._add(rest[0], chat_id, thread_id, sender_id, quiet=rest[1:] == ["quiet"])
+            made = self._add(rest[0], chat_id, thread_id, sender_id, quiet=rest[1:] == ["quiet"])
+            if isinstance(made, str):
+                return HookReply(made)
+            if private:
+                return HookReply(self._added(made))
+            told = texts.render("hooks_added_group", name=made.name, url=self.url_of(made.name))
+            return HookReply(told, to_owner=self._added(made))
         if action == "remove" and len(rest) == 1:
-            return self._remove(rest[0])
-        return texts.load("hooks_usage")
+            return HookReply(self._remove(rest[0]))
+        return HookReply(texts.load("hooks_usage"))
 
     def url_of(self, name: str) -> str:
         return f"{self._hooks_url}/{name}"
@@ -310,7 +333,8 @@ class HookCommands:
 
     def _add(
         self, name: str, chat_id: int, thread_id: int | None, sender_id: int, *, quiet: bool
-    ) -> str:
+    ) -> Hook | str:
+        """The hook made, or why none was."""
         try:
             hook = new_hook(
                 name, chat_id, thread_id, quiet=quiet, now=self._clock(), created_by=sender_id
@@ -321,12 +345,15 @@ class HookCommands:
             return texts.render("hooks_too_many", limit=HOOKS_MAX)
         if not self._store.add(hook):
             return texts.render("hooks_taken", name=name)
+        return hook
+
+    def _added(self, hook: Hook) -> str:
         return texts.render(
             "hooks_added",
-            name=name,
-            url=self.url_of(name),
+            name=hook.name,
+            url=self.url_of(hook.name),
             secret=hook.secret.get_secret_value(),
-            quiet=texts.load("hooks_added_quiet") if quiet else "",
+            quiet=texts.load("hooks_added_quiet") if hook.quiet else "",
         )
 
     def _remove(self, name: str) -> str:
