@@ -232,10 +232,11 @@ def dedup_id(hook: str, delivery_id: str) -> str:
     return "hook-" + hashlib.sha256(f"{hook}\n{delivery_id}".encode()).hexdigest()
 
 
-def session_key(hook: str) -> str:
-    """The session a hook's events run in (as a scheduled task's `cron:<id>`): each event sees
-    the earlier ones, so a quiet hook can tell what is new."""
-    return f"hook:{hook}"
+def turn_id(job: HookEventJob) -> str:
+    """The turn of one delivery: an event queued or run twice is answered once. It runs in the
+    chat's own conversation (the session of its chat and topic, its queue group too), so the
+    person can ask about it afterwards and a quiet hook's later events see what was reported."""
+    return f"hook-{job.hook}-{job.delivery_id}"
 
 
 def hook_event_prompt(job: HookEventJob) -> str:
