@@ -525,6 +525,13 @@ class SchedulingSettings(JobSettings):
     max_subagents: int = Field(default=3, alias="MAX_SUBAGENTS", ge=0, le=50)
 
 
+class HookSettings(_Settings):
+    """The event hooks' base URL (the stack's HooksUrl), which /hooks shows with each hook.
+    Empty: /hooks shows the path only."""
+
+    hooks_url: str = Field(default="/hooks", alias="HOOKS_URL")
+
+
 class SignOfLifeSettings(_Settings):
     """What the webhook's answer asks Telegram to show the user as soon as an update is queued."""
 
@@ -567,6 +574,7 @@ class AgentSettings(
     WebSettings,
     McpSettings,
     SandboxSettings,
+    HookSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
 
@@ -593,6 +601,7 @@ class OperatorSettings(_Settings):
     turn_dlq_url: str | None = Field(
         default=None, alias="TURN_DLQ_URL", pattern=r"^https?://\S+\.fifo$"
     )
+    hooks_url: str | None = Field(default=None, alias="HOOKS_URL", pattern=r"^https?://\S+$")
     jobs_table: str | None = Field(default=None, alias="JOBS_TABLE", min_length=3)
     schedule_group: str | None = Field(default=None, alias="SCHEDULE_GROUP", min_length=1)
     telegram_bot_token: SecretStr | None = Field(default=None, alias="TELEGRAM_BOT_TOKEN")

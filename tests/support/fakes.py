@@ -16,6 +16,8 @@ from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, rend
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
+from nanobot_lambda.core.feedback import Edit, Reaction
+from nanobot_lambda.core.hooks import Hook
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
@@ -586,6 +588,87 @@ class MemoryAlbumBook:
         if old.lead is None or old.lead == lead:
             self.albums[key] = replace(old, lead=lead, claimed=parts)
         return self.albums[key]
+
+
+class MemoryHookStore:
+    """HookStore and HookInbox in dicts; `fail` makes every call raise (DynamoDB unreachable)."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, Hook] = {}
+        self.slots: dict[tuple[str, str], int] = {}
+        self.remembered: dict[tuple[str, str], datetime] = {}
+        self.fail = False
+
+    def _check(self) -> None:
+        if self.fail:
+            raise StorageError("DynamoHookStore: unreachable")
+
+    def hook(self, name: str) -> Hook | None:
+        self._check()
+        return self.stored.get(name)
+
+    def hooks(self) -> list[Hook]:
+        self._check()
+        return sorted(self.stored.values(), key=lambda hook: hook.name)
+
+    def add(self, hook: Hook) -> bool:
+        self._check()
+        if hook.name in self.stored:
+            return False
+        self.stored[hook.name] = hook
+        return True
+
+    def remove(self, name: str) -> bool:
+        self._check()
+        return self.stored.pop(name, None) is not None
+
+    def take_slot(self, name: str, minute: str, limit: int) -> bool:
+        self._check()
+        count = self.slots.get((name, minute), 0)
+        if count >= limit:
+            return False
+        self.slots[(name, minute)] = count + 1
+        return True
+
+    def seen(self, name: str, keys: Sequence[str]) -> bool:
+        self._check()
+        return any((name, key) in self.remembered for key in keys)
+
+    def remember(self, name: str, keys: Sequence[str], until: datetime) -> None:
+        self._check()
+        for key in keys:
+            self.remembered[(name, key)] = until
+
+
+class MemoryFeedbackBook:
+    """FeedbackBook in dicts (the newest reaction per message and person, the newest edit per
+    message); `fail` makes every call raise."""
+
+    def __init__(self) -> None:
+        self.reacted: dict[tuple[int, int, int], Reaction] = {}
+        self.edits: dict[tuple[str, int], Edit] = {}
+        self.fail = False
+
+    def record_reaction(self, reaction: Reaction) -> None:
+        if self.fail:
+            raise StorageError("DynamoFeedbackBook.record_reaction: unreachable")
+        key = (reaction.chat_id, reaction.message_id, reaction.person_id)
+        old = self.reacted.get(key)
+        if old is None or old.date <= reaction.date:
+            self.reacted[key] = reaction
+
+    def reactions(self, chat_id: int) -> list[Reaction]:
+        return [self.reacted[key] for key in sorted(self.reacted) if key[0] == chat_id]
+
+    def record_edit(self, edit: Edit) -> None:
+        if self.fail:
+            raise StorageError("DynamoFeedbackBook.record_edit: unreachable")
+        old = self.edits.get((edit.session_key, edit.message_id))
+        if old is None or old.edit_date <= edit.edit_date:
+            self.edits[(edit.session_key, edit.message_id)] = edit
+
+    def latest_edit(self, session_key: str, message_id: int) -> Edit | None:
+        return self.edits.get((session_key, message_id))
 
 
 class MemoryPairingStore:

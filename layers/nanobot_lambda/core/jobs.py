@@ -76,7 +76,26 @@ class AnnouncementJob(_Job):
     result: str
 
 
-StartJob = TelegramUpdateJob | HeartbeatJob | CronTaskJob | SubagentJob | AnnouncementJob
+class HookEventJob(_Job):
+    """A signed event arrived at one of the owner's hooks (core/hooks.py): run it as a task in
+    the chat the hook was made in. `payload` is the request body as text, cut to
+    `hooks.PAYLOAD_MAX_BYTES` (`truncated` then), and reaches the model framed as untrusted."""
+
+    kind: Literal["hook_event"] = "hook_event"
+    hook: str
+    chat_id: int
+    thread_id: int | None = None
+    delivery_id: str  # the sender's (X-GitHub-Delivery, X-Hook-Delivery) or the signature's
+    event: str | None = None  # what the sender calls it (X-GitHub-Event, X-Hook-Event)
+    payload: str
+    truncated: bool = False
+    received_at: str
+    quiet: bool = False  # report only what needs the person, as quiet cron tasks do
+
+
+StartJob = (
+    TelegramUpdateJob | HeartbeatJob | CronTaskJob | SubagentJob | AnnouncementJob | HookEventJob
+)
 
 
 class ContinuationJob(_Job):

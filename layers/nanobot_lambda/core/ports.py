@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from nanobot_lambda.core.albums import AlbumRecord
     from nanobot_lambda.core.cron import CronJob
+    from nanobot_lambda.core.feedback import Edit, Reaction
+    from nanobot_lambda.core.hooks import Hook
     from nanobot_lambda.core.jobs import AnyJob
     from nanobot_lambda.core.journal import Shown, TurnProgress
     from nanobot_lambda.core.model import (
@@ -221,6 +223,58 @@ class AlbumBook(Protocol):
         """Make `lead`'s turn the one answering `parts`, unless another turn claimed the
         album first; returns the record as claimed (by whichever turn did)."""
         ...
+
+
+class HookStore(Protocol):
+    """The owner's event hooks, by name (see `core/hooks.py`)."""
+
+    def hook(self, name: str) -> Hook | None: ...
+
+    def hooks(self) -> list[Hook]: ...
+
+    def add(self, hook: Hook) -> bool:
+        """Keep a new hook; False (nothing changed) when its name is taken."""
+        ...
+
+    def remove(self, name: str) -> bool:
+        """False when there was no such hook."""
+        ...
+
+
+class HookInbox(Protocol):
+    """What the webhook keeps of a hook's requests: its rate, and the deliveries it queued."""
+
+    def take_slot(self, name: str, minute: str, limit: int) -> bool:
+        """Count one more event of hook `name` in `minute`; False (nothing counted) past
+        `limit`."""
+        ...
+
+    def seen(self, name: str, keys: Sequence[str]) -> bool:
+        """Whether any of `keys` (a delivery's id, its signature) was queued before."""
+        ...
+
+    def remember(self, name: str, keys: Sequence[str], until: datetime) -> None:
+        """Note `keys` as queued until `until`."""
+        ...
+
+
+class FeedbackBook(Protocol):
+    """Reactions to messages and edits of messages, as the webhook records them (see
+    `core/feedback.py`)."""
+
+    def record_reaction(self, reaction: Reaction) -> None:
+        """Keep the reaction as the message's latest from its person (replacing theirs)."""
+        ...
+
+    def reactions(self, chat_id: int) -> list[Reaction]:
+        """The chat's reactions, oldest message first."""
+        ...
+
+    def record_edit(self, edit: Edit) -> None:
+        """Keep the message's latest text (an older edit never replaces a newer one)."""
+        ...
+
+    def latest_edit(self, session_key: str, message_id: int) -> Edit | None: ...
 
 
 class PairingStore(Protocol):
