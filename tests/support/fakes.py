@@ -44,7 +44,7 @@ from nanobot_lambda.core.sessions import (
     SessionHistory,
     align_to_user_turn,
 )
-from nanobot_lambda.core.usage import Tally, UsageSummary
+from nanobot_lambda.core.usage_counts import Tally, UsageSummary
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
 
