@@ -48,7 +48,9 @@ class CronJob:
 class JobStore(Protocol):
     """Scheduled jobs, background-task records and the owner's latest private chat."""
 
-    def put(self, job: CronJob) -> None: ...
+    def put(self, job: CronJob) -> None:
+        """Store a new job; StorageError if the chat has a job of that id already."""
+        ...
 
     def get(self, chat_id: int, job_id: str) -> CronJob | None: ...
 
@@ -66,7 +68,8 @@ class JobStore(Protocol):
         ...
 
     def record_firing_part(self, chat_id: int, job_id: str, scheduled_time: str, part: int) -> None:
-        """Record that the channel accepted `part` of this firing's message."""
+        """Record that the channel accepted `part` of this firing's message. Raises
+        StorageError when this firing is not the one claimed."""
         ...
 
     def release_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> None:
@@ -75,7 +78,10 @@ class JobStore(Protocol):
 
     def record_run(self, job: CronJob, *, at: str, status: str) -> None: ...
 
-    def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None: ...
+    def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None:
+        """Count a background task of the chat as running; one that never finishes stops
+        counting a day after `now` (a task that died without reporting)."""
+        ...
 
     def finish_subagent(self, chat_id: int, subagent_id: str) -> None: ...
 
