@@ -5,9 +5,10 @@ in core/sessions.py, `TurnJournal` in core/journal.py, `UsageStore` in core/usag
 `AlbumBook` in core/albums.py, `PairingStore` in core/pairing.py, `JobStore` and `Schedules` in
 core/cron.py, `TurnQueue` in core/jobs.py, the models' ports in core/model.py, `MetricsPort` in
 core/telemetry.py), so that none of those modules imports this one and no import goes round in
-a circle (an import-linter contract checks it). This module re-exports them and holds the ports
-that have no value types of their own (the channel's, /stop flags, the retry delay, the
-webhook's update ledger). Importers may take a port from here or from its module.
+a circle (an import-linter contract checks it). This module re-exports them (`HOMES`, loaded
+on first use) and holds the ports that have no value types of their own (the channel's, /stop
+flags, the retry delay, the webhook's update ledger). Importers may take a port from here or
+from its module.
 
 The adapters implement them (S3, DynamoDB, SQS and EventBridge Scheduler under `adapters/aws`,
 litellm under `adapters/llm`, the Bot API under `adapters/telegram`); the test fakes in
@@ -19,24 +20,58 @@ in `core/errors.py`.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nanobot_lambda.core.albums import AlbumBook
-from nanobot_lambda.core.cron import JobStore, Schedules
-from nanobot_lambda.core.jobs import TurnQueue
-from nanobot_lambda.core.journal import TurnJournal
-from nanobot_lambda.core.model import ChatModel, Speaker, TokenCounter, Transcriber
-from nanobot_lambda.core.pairing import PairingStore
-from nanobot_lambda.core.sessions import SessionStore
-from nanobot_lambda.core.stored_writes import StoredWrite
-from nanobot_lambda.core.telemetry import MetricsPort
-from nanobot_lambda.core.usage_counts import UsageStore
-from nanobot_lambda.core.workspace import Workspace
-
 if TYPE_CHECKING:
+    from nanobot_lambda.core.albums import AlbumBook as AlbumBook
+    from nanobot_lambda.core.cron import JobStore as JobStore
+    from nanobot_lambda.core.cron import Schedules as Schedules
+    from nanobot_lambda.core.jobs import TurnQueue as TurnQueue
+    from nanobot_lambda.core.journal import TurnJournal as TurnJournal
+    from nanobot_lambda.core.model import ChatModel as ChatModel
+    from nanobot_lambda.core.model import Speaker as Speaker
+    from nanobot_lambda.core.model import TokenCounter as TokenCounter
+    from nanobot_lambda.core.model import Transcriber as Transcriber
     from nanobot_lambda.core.outgoing import OutgoingFile
+    from nanobot_lambda.core.pairing import PairingStore as PairingStore
+    from nanobot_lambda.core.sessions import SessionStore as SessionStore
+    from nanobot_lambda.core.stored_writes import StoredWrite as StoredWrite
+    from nanobot_lambda.core.telemetry import MetricsPort as MetricsPort
+    from nanobot_lambda.core.usage_counts import UsageStore as UsageStore
+    from nanobot_lambda.core.workspace import Workspace as Workspace
+
+# Where each re-exported port lives. They are imported when first asked for, not with this
+# module: the webhook (a latency-critical cold start) then loads only the modules of the ports
+# it uses, as before they moved.
+HOMES = {
+    "AlbumBook": "albums",
+    "ChatModel": "model",
+    "JobStore": "cron",
+    "MetricsPort": "telemetry",
+    "PairingStore": "pairing",
+    "Schedules": "cron",
+    "SessionStore": "sessions",
+    "Speaker": "model",
+    "StoredWrite": "stored_writes",
+    "TokenCounter": "model",
+    "Transcriber": "model",
+    "TurnJournal": "journal",
+    "TurnQueue": "jobs",
+    "UsageStore": "usage_counts",
+    "Workspace": "workspace",
+}
+
+if not TYPE_CHECKING:  # mypy reads the imports above, so a misspelt name stays an error
+
+    def __getattr__(name: str) -> Any:
+        home = HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"nanobot_lambda.core.{home}"), name)
+
 
 __all__ = [
     "AlbumBook",
