@@ -117,7 +117,7 @@ def _ordered(updates: Mapping[int, Update], claimed: frozenset[int]) -> list[Upd
 
 class AlbumBook(Protocol):
     """The parts of albums (media groups) as the webhook received them, and which turn
-    claimed them (see `core/albums.py`). Keyed by `albums.album_key`."""
+    claimed them (see the module's docstring). Keyed by `album_key`."""
 
     def add_part(self, key: str, update_id: int, update: Mapping[str, Any]) -> None:
         """Record a part (again, for a re-sent update: harmless) and when it arrived."""

@@ -156,7 +156,7 @@ def progress_in(history: HoldsOpenTurns, turn_id: str) -> TurnProgress:
 
 
 class TurnJournal(Protocol):
-    """Each unfinished turn's progress (see `core/journal.py`)."""
+    """Each unfinished turn's progress (see the module's docstring)."""
 
     def get(self, session_key: str, turn_id: str) -> TurnProgress:
         """The turn's record, for turns whose session load does not return it."""

@@ -209,7 +209,8 @@ def _left(asked: AskRecord, now: datetime) -> int:
 
 
 class PairingStore(Protocol):
-    """Who the owner approved, and the codes strangers were given (see `core/pairing.py`)."""
+    """Who the owner approved, and the codes strangers were given (see the module's docstring;
+    `adapters/aws/pairing.py` keeps them in DynamoDB)."""
 
     def person(self, user_id: int) -> Person | None: ...
 

@@ -54,7 +54,7 @@ def align_to_user_turn(messages: list[Message]) -> list[Message]:
 
 
 class SessionStore(Protocol):
-    """Conversations, one message at a time (see `core/sessions.py`)."""
+    """Conversations, one message at a time (see the module's docstring)."""
 
     def load(self, key: str, limit: int) -> SessionHistory:
         """The header, the unconsolidated window (at most `limit` messages, starting at a user
