@@ -35,6 +35,7 @@ from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.sandbox import LambdaSandbox
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
+from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
@@ -51,13 +52,14 @@ from nanobot_lambda.core import telemetry
 from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
 from nanobot_lambda.entry.agent_turn.sqs_records import RecordRunner
 from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
-from nanobot_lambda.settings import AgentSettings, fetch_from_aws
+from nanobot_lambda.settings import AgentSettings
 
 logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
 telemetry.use(tracer)
 
-settings = AgentSettings.from_env()
+# A secret given as a reference (X_PARAM, X_SECRET_ARN) is read from SSM / Secrets Manager.
+settings = AgentSettings.from_env(fetch=fetch_secret)
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 
 
@@ -103,7 +105,7 @@ def build_records() -> RecordRunner:
         transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
         speaker=speaker_for(settings),
         remote_servers=mcp_servers(
-            settings.mcp_servers, settings.web_fetch_allow_networks, fetch_from_aws
+            settings.mcp_servers, settings.web_fetch_allow_networks, fetch_secret
         ),
         sandbox=(
             LambdaSandbox(settings.sandbox_function, lambda_client())

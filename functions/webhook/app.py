@@ -18,6 +18,7 @@ from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.entry.hooks import HookReceiver, hook_name
@@ -27,7 +28,8 @@ from nanobot_lambda.settings import WebhookSettings
 logger = Logger()
 
 # Built once per container, in the init phase; a bad setting fails here, naming the variable.
-settings = WebhookSettings.from_env()
+# A secret given as a reference (X_PARAM, X_SECRET_ARN) is read from SSM / Secrets Manager.
+settings = WebhookSettings.from_env(fetch=fetch_secret)
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 dynamodb = dynamodb_client()
 ledger = IdempotentUpdateLedger(settings.idempotency_table, dynamodb)

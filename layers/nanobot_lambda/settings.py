@@ -4,10 +4,17 @@ Every function reads the same variable names (a public contract, see README). Se
 be given directly (`TELEGRAM_BOT_TOKEN`) or as a reference the function reads once at start-up:
 `TELEGRAM_BOT_TOKEN_PARAM` (an SSM parameter name, decrypted) or
 `TELEGRAM_BOT_TOKEN_SECRET_ARN` (a Secrets Manager secret). A direct value wins over a reference.
+Reading a reference is an adapter's job: the caller passes the reader in (`fetch`; the handlers
+give `adapters.aws.secrets.fetch_secret`, the command line its own), and without one a
+reference is a configuration error rather than a silent call to AWS.
 
 Each function validates only what it needs (`WebhookSettings`, `AgentSettings`,
-`SchedulerSettings`), so the webhook does not fail for want of an LLM key. Nothing below the
-handlers reads `os.environ`: the settings object is passed down.
+`SchedulerSettings`), so the webhook does not fail for want of an LLM key. `from_env` returns
+the class it is called on, so a misspelt setting fails `mypy --strict` (tests/typecheck/).
+Nothing below the handlers reads `os.environ`: the settings object is passed down.
+
+This module sits between the adapters and the core (import-linter's layers contract): the
+adapters read their settings classes, and it imports nothing but the core and pydantic.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -31,10 +38,10 @@ from pydantic import (
     model_validator,
 )
 
-from nanobot_lambda.adapters.telegram.reactions import telegram_reaction
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
 from nanobot_lambda.core.model_choice import ModelPreset, parse_presets
+from nanobot_lambda.core.reactions import telegram_reaction
 from nanobot_lambda.core.remote_tools import SECRETS_PREFIX, ServerAccess
 from nanobot_lambda.core.spend import SpendLimits
 
@@ -55,20 +62,13 @@ SecretFetcher = Callable[[str, str], str]
 """(kind, reference) -> value, where kind is "param" or "secret"."""
 
 
-def fetch_from_aws(kind: str, reference: str) -> str:
-    """The functions' fetcher: SSM Parameter Store or Secrets Manager (adapters/aws/secrets.py),
-    imported only when a reference is to be read."""
-    from nanobot_lambda.adapters.aws.secrets import fetch_secret
-
-    return fetch_secret(kind, reference)
-
-
 def resolve_secret_references(
     environ: Mapping[str, str],
     names: Iterable[str] = SECRET_VARIABLES,
-    fetch: SecretFetcher = fetch_from_aws,
+    fetch: SecretFetcher | None = None,
 ) -> dict[str, str]:
-    """Return the environment with the `X_PARAM` / `X_SECRET_ARN` references of `names` resolved.
+    """Return the environment with the `X_PARAM` / `X_SECRET_ARN` references of `names` read
+    with `fetch`; with no `fetch`, a reference is a ConfigError naming it.
 
     Empty values count as unset, except ALLOW_FROM where empty means "nobody".
     """
@@ -79,6 +79,10 @@ def resolve_secret_references(
         for suffix, kind in SECRET_REFERENCES:
             reference = resolved.get(name + suffix)
             if reference:
+                if fetch is None:
+                    raise ConfigError(
+                        f"{name}{suffix}: secret references are not read here; give {name} itself"
+                    )
                 try:
                     resolved[name] = fetch(kind, reference).strip()
                 except Exception as error:
@@ -103,10 +107,10 @@ class _Settings(BaseModel):
 
     @classmethod
     def from_env(
-        cls,
-        environ: Mapping[str, str] | None = None,
-        fetch: SecretFetcher = fetch_from_aws,
-    ) -> Any:
+        cls, environ: Mapping[str, str] | None = None, fetch: SecretFetcher | None = None
+    ) -> Self:
+        """The settings of `environ` (default: the process environment), secret references
+        read with `fetch`; ConfigError naming each variable that is missing or invalid."""
         environ = os.environ if environ is None else environ
         # Only the secrets this function declares are fetched: no needless SSM calls at start-up.
         declared = {field.alias or name for name, field in cls.model_fields.items()}

@@ -19,7 +19,8 @@ from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.core.model import ModelReply, ToolCall, Usage, force_tool, function_tool
 from nanobot_lambda.core.sessions import SessionConflict
 from nanobot_lambda.core.subjects import Subject, subject_in
-from nanobot_lambda.core.usage import Tally, UsageMeter, usage_report
+from nanobot_lambda.core.usage import UsageMeter, usage_report
+from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.aws_requests import RequestCounter
 from tests.support.fakes import RecordingMetrics, ScriptedModel, outage

@@ -51,7 +51,7 @@ from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.pairing import Asker, Person
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.subjects import NoSubject
-from nanobot_lambda.core.usage import Tally
+from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
 from tests.conftest import album_updates, telegram_update
 from tests.support.fakes import (

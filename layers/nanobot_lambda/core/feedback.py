@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.texts import quoted
@@ -84,3 +85,21 @@ def edit_turn_text(before: str | None, edit: Edit) -> str:
     if before is None:
         return texts.render("message_edited_unknown", now=now)
     return texts.render("message_edited", before=quoted(before[:EDIT_QUOTE_MAX_CHARS]), now=now)
+
+
+class FeedbackBook(Protocol):
+    """Reactions to messages and edits of messages, as the webhook records them."""
+
+    def record_reaction(self, reaction: Reaction) -> None:
+        """Keep the reaction as the message's latest from its person (replacing theirs)."""
+        ...
+
+    def reactions(self, chat_id: int) -> list[Reaction]:
+        """The chat's reactions, oldest message first."""
+        ...
+
+    def record_edit(self, edit: Edit) -> None:
+        """Keep the message's latest text (an older edit never replaces a newer one)."""
+        ...
+
+    def latest_edit(self, session_key: str, message_id: int) -> Edit | None: ...

@@ -31,18 +31,49 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import SecretStr
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.jobs import HookEventJob
 
-if TYPE_CHECKING:
-    from nanobot_lambda.core.ports import HookStore
+
+class HookStore(Protocol):
+    """The owner's event hooks, by name."""
+
+    def hook(self, name: str) -> Hook | None: ...
+
+    def hooks(self) -> list[Hook]: ...
+
+    def add(self, hook: Hook) -> bool:
+        """Keep a new hook; False (nothing changed) when its name is taken."""
+        ...
+
+    def remove(self, name: str) -> bool:
+        """False when there was no such hook."""
+        ...
+
+
+class HookInbox(Protocol):
+    """What the webhook keeps of a hook's requests: its rate, and the deliveries it queued."""
+
+    def take_slot(self, name: str, minute: str, limit: int) -> bool:
+        """Count one more event of hook `name` in `minute`; False (nothing counted) past
+        `limit`."""
+        ...
+
+    def seen(self, name: str, keys: Sequence[str]) -> bool:
+        """Whether any of `keys` (a delivery's id, its signature) was queued before."""
+        ...
+
+    def remember(self, name: str, keys: Sequence[str], until: datetime) -> None:
+        """Note `keys` as queued until `until`."""
+        ...
+
 
 # A hook's name is in its URL and in the chat: lowercase letters, digits and dashes, starting
 # with a letter, at most 32 characters. Anything else is refused when the hook is made.

@@ -12,7 +12,7 @@ kind in one place (`adapters/telegram/subjects.py`, where the queued updates can
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -118,3 +118,12 @@ def _job_adapter() -> TypeAdapter[AnyJob]:
 def parse_job(body: str) -> AnyJob:
     """Parse a queue message body; raises pydantic.ValidationError for anything else."""
     return _job_adapter().validate_json(body)
+
+
+class TurnQueue(Protocol):
+    """The FIFO queue of jobs for agent_turn, ordered per group."""
+
+    def enqueue(self, job: AnyJob, group: str, dedup_id: str) -> str:
+        """Queue `job` in `group`; a second job with the same `dedup_id` (within five minutes)
+        is dropped. Returns the message id."""
+        ...
