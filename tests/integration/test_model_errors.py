@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.model_errors import model_name_problem, model_name_problems
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.operator.local.http import JsonHttpServer
 from nanobot_lambda.settings import LlmSettings
+from tests.support.bedrock_refusals import NO_ACCESS, NOT_AUTHORIZED, BedrockRefusals
 from tests.support.scripted_model import ScriptedModelServer
 
 HELLO = [{"role": "user", "content": "hi"}]
@@ -156,30 +155,6 @@ def test_a_short_placeholder_key_is_not_masked_in_the_description(
     assert "Exception" in str(error) and "[REDACTED]" not in str(error)
 
 
-class BedrockStandIn(JsonHttpServer):
-    """Bedrock Runtime's Converse API as far as a refusal: each request gets `refusal`."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__()
-        self.message = message
-        self.paths: list[str] = []
-
-    def answer(
-        self, method: str, path: str, headers: dict[str, str], body: bytes
-    ) -> tuple[int, Any]:
-        self.paths.append(path)
-        return 403, {"message": self.message}
-
-
-NO_ACCESS = "You don't have access to the model with the specified model ID."
-NOT_AUTHORIZED = (
-    "User: arn:aws:sts::123456789012:assumed-role/nanobot-AgentTurnRole/x is not authorized "
-    "to perform: bedrock:InvokeModel on resource: arn:aws:bedrock:us-east-1::foundation-model/"
-    "anthropic.claude-sonnet-4-5-v1:0 because no identity-based policy allows the "
-    "bedrock:InvokeModel action"
-)
-
-
 @pytest.fixture
 def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Made-up credentials: the stand-in checks no signature, litellm signs all the same."""
@@ -199,7 +174,7 @@ def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ],
 )
 def test_bedrocks_two_refusals_are_told_apart(message: str, words: str) -> None:
-    server = BedrockStandIn(message).start()
+    server = BedrockRefusals(message).start()
     try:
         settings = LlmSettings.model_validate(
             {
