@@ -47,9 +47,17 @@ template: $(DEV_STAMP)
 	$(BIN)/cfn-lint infra/template.yaml
 
 # The tests run in one process per core (pytest-xdist), a file's tests in the same one, so a
-# file's shared fixtures (a local stack, the chaos soak's run) are made once.
+# file's shared fixtures (a local stack, the chaos soak's run) are made once. One suite after
+# the other, the fast ones first, each with its own progress and summary (one run of all of
+# them would start with e2e's slowest files and sit at a few percent for minutes); every suite
+# runs even when an earlier one failed.
+TEST_SUITES := unit integration e2e
 test: lint typecheck template
-	$(BIN)/pytest -n auto --dist loadfile
+	@failed=""; for suite in $(TEST_SUITES); do \
+		echo "== $$suite tests (tests/$$suite) =="; \
+		$(BIN)/pytest -n auto --dist loadfile tests/$$suite || failed="$$failed $$suite"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== failed:$$failed"; exit 1; fi
 
 unit: $(DEV_STAMP)
 	$(BIN)/pytest tests/unit
