@@ -263,8 +263,10 @@ class LitellmChatModel:
                 at = ""
             return f"connection refused{at} (is the server running?)"
         status, kind = getattr(error, "status_code", None), type(error).__name__
-        # litellm starts its messages with the kind again ("litellm.BadRequestError: …").
-        detail = " ".join(str(error).split()).removeprefix(f"litellm.{kind}: ")
+        # litellm starts its messages with the kind, once or twice ("litellm.NotFoundError:
+        # NotFoundError: OpenAIException - …"): said once, before the status.
+        detail = " ".join(str(error).split())
+        detail = detail.removeprefix(f"litellm.{kind}: ").removeprefix(f"{kind}: ")
         # Masked before it is cut: a key cut in two would be no whole value to mask.
         detail = self._redactor.redact(detail)[:MAX_ERROR_DETAIL_CHARS]
         return f"{kind} (status {status}): {detail}"
