@@ -27,6 +27,8 @@ from nanobot_lambda.adapters.aws.clients import (
     scheduler_client,
     sqs_client,
 )
+from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
+from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
 from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
 from nanobot_lambda.adapters.aws.logs import configure_logging, correlated
@@ -84,6 +86,8 @@ def build_records() -> RecordRunner:
         stop_flags=DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
         albums=DynamoAlbumBook(settings.sessions_table, lambda: dynamodb),
         pairing=DynamoPairingStore(settings.sessions_table, lambda: dynamodb),
+        hooks=DynamoHookStore(settings.sessions_table, lambda: dynamodb),
+        feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
     )
     model = LitellmChatModel(settings)
     services = Services(

@@ -75,8 +75,9 @@ def test_usage_shows_two_turns_summed(stack: LocalStack, model_server: ScriptedM
     assert recorded.cached_tokens == 1300
     assert recorded.unpriced_calls == 0 and recorded.cost_usd > 0
 
-    answer = say(stack, "/usage")
+    answer, reactions = say(stack, "/usage").rsplit("\n\n", 1)
     assert answer.startswith("📊 Usage in this chat")
+    assert reactions == texts.load("feedback_none")  # the reactions to its answers: none
     lines = {line.split(":")[0].split(" (")[0]: line for line in answer.splitlines()[2:]}
     expected = (
         "2 turns, 3 model calls, 1 tool calls · tokens: 3,000 in (1,300 cached), 120 out · "

@@ -52,7 +52,7 @@ def test_a_person_past_their_daily_limit_is_told_once_and_the_owner_hears_of_it(
     assert stack.poller.failures == 0
 
     ada_says(stack, "/usage")  # a command needs no model: it is answered
-    assert said_in(stack, ADA)[-1].endswith("Left today for this chat: $0.00 of $0.0001")
+    assert "Left today for this chat: $0.00 of $0.0001" in said_in(stack, ADA)[-1].splitlines()
 
 
 def test_everyone_s_limit_stops_the_owner_too(

@@ -239,7 +239,6 @@ class Row:
     heartbeat: bool = False  # a decision call first; the owner's only
     answers: bool = True  # False: a background task hands its result to an announcement
     private_only: bool = False  # in a group the webhook ignores it (an edit: inbound._edited)
-    unwired: bool = False  # a job kind agent_turn does not run yet (see below)
 
     @property
     def job_kind(self) -> str:
@@ -258,7 +257,7 @@ ROWS = [
     Row("cron_task", "scheduled task", job=cron_task),
     Row("subagent", "background task", job=subagent, answers=False),
     Row("announcement", "background task's end", job=announcement),
-    Row("hook_event", "hook event", job=hook_event, unwired=True),
+    Row("hook_event", "hook event", job=hook_event),
     Row("continuation", "a press continued", job=continuation, recalls=True),
 ]
 JOB_KINDS = {job.model_fields["kind"].default for job in get_args(AnyJob)}
@@ -350,7 +349,7 @@ def deliver(bot: Bot, row: Row, who: Who) -> Webhooked:
         return Webhooked(set(), set())
     assert row.updates is not None
     queue = MemoryQueue()
-    webhook = make_webhook(queue, allow=ALLOW_FROM, albums=bot.albums)
+    webhook = make_webhook(queue, allow=ALLOW_FROM, albums=bot.albums, feedback=bot.feedback)
     answers = [json.loads(post(webhook, update)["body"]) for update in row.updates(who)]
     for job, _, _ in queue.sent:
         bot.process(job)
@@ -367,17 +366,8 @@ def runs_for(row: Row, who: Who) -> bool:
     return not row.heartbeat or who is OWNER
 
 
-# agent_turn has no turn for a hook event yet (entry/agent_turn/ is being restructured; the
-# wiring is described in README "Event hooks"): its rows fail until it is wired, and then pass.
-UNWIRED = pytest.mark.xfail(
-    raises=KeyError, strict=True, reason="agent_turn does not run hook_event jobs yet"
-)
-
-
 def case(row: Row, who: Who) -> Any:
-    return pytest.param(
-        row, who, id=f"{row.variant}-{who.name}", marks=[UNWIRED] if row.unwired else []
-    )
+    return pytest.param(row, who, id=f"{row.variant}-{who.name}")
 
 
 CASES = [
@@ -439,8 +429,6 @@ def test_the_spend_check_is_that_chat_s_own(row: Row, who: Who) -> None:
     own.usage.add(who.chat, spent, NOW)
     try:
         deliver(own, row, who)
-    except KeyError:
-        raise  # a kind agent_turn has no turn for (UNWIRED)
     except Exception as error:  # an announcement not told is retried by SQS: nothing else
         assert row.kind == "announcement", error
     assert own.model.requests == []
@@ -500,7 +488,7 @@ def test_a_job_nobody_sent_now_stops_once_its_person_may_no_longer_talk_to_the_b
 
 @pytest.mark.parametrize("who", EVERYONE, ids=lambda who: who.name)
 def test_a_hook_event_is_the_subject_of_the_chat_it_was_made_in(who: Who) -> None:
-    """What agent_turn will derive once it runs hook events: that chat, topic and scope."""
+    """What agent_turn derives for it: that chat, topic and scope."""
     subject = subject_of(hook_event(who), OWNER.chat)
     assert (subject.chat_id, subject.thread_id) == (who.chat, who.thread)
     assert subject.scope == Scope(who.scope)

@@ -184,7 +184,7 @@ def test_usage_shows_what_is_left() -> None:
     bot = limited_bot(priced("Hi.", "0.10"), person_monthly="1")
     bot.process(message("hi", 900000001))
     bot.process(message("/usage", 900000002))
-    assert bot.said[-1].endswith("Left this month for this chat: $0.90 of $1.00")
+    assert "Left this month for this chat: $0.90 of $1.00" in bot.said[-1].splitlines()
 
 
 def test_limits_are_read_from_the_environment() -> None:

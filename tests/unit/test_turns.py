@@ -35,6 +35,8 @@ from tests.conftest import telegram_update
 from tests.support.fakes import (
     ApproxTokenCounter,
     MemoryAlbumBook,
+    MemoryFeedbackBook,
+    MemoryHookStore,
     MemoryJobStore,
     MemoryPairingStore,
     MemoryQueue,
@@ -73,6 +75,8 @@ class Bot:
     stop_flags: MemoryStopFlags = field(default_factory=MemoryStopFlags)
     albums: MemoryAlbumBook = field(default_factory=MemoryAlbumBook)
     pairing: MemoryPairingStore = field(default_factory=MemoryPairingStore)
+    hooks: MemoryHookStore = field(default_factory=MemoryHookStore)
+    feedback: MemoryFeedbackBook = field(default_factory=MemoryFeedbackBook)
     queue: MemoryQueue = field(default_factory=MemoryQueue)
     metrics: RecordingMetrics = field(default_factory=RecordingMetrics)
     tokens: ApproxTokenCounter = field(default_factory=ApproxTokenCounter)
@@ -102,6 +106,8 @@ class Bot:
                 stop_flags=self.stop_flags,
                 albums=self.albums,
                 pairing=self.pairing,
+                hooks=self.hooks,
+                feedback=self.feedback,
             ),
             Services(
                 channel=self.channel,

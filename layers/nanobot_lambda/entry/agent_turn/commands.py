@@ -1,6 +1,8 @@
-"""Bot commands: /start, /help, /new, /stop, /usage, /model and /think (the chat's model and how
-hard it thinks, core/model_choice.py); and the owner's /approve, /deny and /people (pairing, see
-core/pairing.py).
+"""Bot commands: /start, /help, /new, /stop, /usage (with the reactions to the chat's answers,
+core/feedback.py), /model and /think (the chat's model and how hard it thinks,
+core/model_choice.py); and the owner's /approve, /deny and /people (pairing, see
+core/pairing.py) and /hooks (event hooks, core/hooks.py: a hook's secret is sent once, never
+journaled, saved or logged; one made in a group has it sent to the owner's private chat only).
 
 Their answers are not journaled: answering a command twice is harmless.
 
@@ -21,6 +23,8 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.errors import ChannelError
+from nanobot_lambda.core.feedback import FeedbackBook, feedback_line
+from nanobot_lambda.core.hooks import HookCommands
 from nanobot_lambda.core.model_choice import ModelMenu
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import Channel, SessionStore, StopFlags
@@ -44,6 +48,8 @@ class CommandDeps:
     owner: int | None
     sessions: SessionStore  # where a chat's /model and /think choices are kept
     menu: ModelMenu  # the operator's presets and who may switch
+    hooks: HookCommands  # /hooks
+    feedback: FeedbackBook  # the reactions /usage shows
 
 
 class Commands:
@@ -56,6 +62,8 @@ class Commands:
         self._owner = deps.owner
         self._sessions = deps.sessions
         self._menu = deps.menu
+        self._hooks = deps.hooks
+        self._feedback = deps.feedback
 
     def handle(self, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -74,11 +82,15 @@ class Commands:
         elif command == "usage":
             # What everyone together spends is the owner's to see.
             everyone = self._owner is None or inbound.chat_id == self._owner
-            self._answer(inbound, self._meter.report(inbound.chat_id, everyone=everyone))
+            report = self._meter.report(inbound.chat_id, everyone=everyone)
+            reactions = feedback_line(self._feedback.reactions(inbound.chat_id))
+            self._answer(inbound, f"{report}\n\n{reactions}")
         elif command in PAIRING_COMMANDS:
             self._pairing_command(inbound, command)
         elif command in ("model", "think"):
             self._choose(inbound, command)
+        elif command == "hooks":
+            self._hooks_command(inbound)
         else:
             return False
         return True
@@ -122,6 +134,29 @@ class Commands:
                 },
             )
         self._answer(inbound, answer)
+
+    def _hooks_command(self, inbound: InboundMessage) -> None:
+        """/hooks: the owner's. The answer to `add` holds the hook's secret: sent as it is,
+        unjournaled, never saved or logged; from a group, to the owner's private chat only."""
+        arguments = " ".join(inbound.text.split()[1:])
+        reply = self._hooks.answer(
+            arguments,
+            chat_id=inbound.chat_id,
+            thread_id=inbound.thread_id,
+            sender_id=inbound.sender_id,
+            is_owner=self._owner is not None and inbound.sender_id == self._owner,
+            private=inbound.chat_type == "private",
+        )
+        if reply.to_owner is not None and self._owner is not None:
+            try:
+                delivered = send_unjournaled(self._channel, self._owner, reply.to_owner)
+            except ChannelError as error:
+                logger.warning("could not send a hook's secret to the owner: %s", error.kind)
+                delivered = False
+            if not delivered:  # e.g. no private chat with the bot yet
+                self._answer(inbound, texts.load("hooks_secret_not_sent"))
+                return
+        self._answer(inbound, reply.here)
 
     def _welcome(self, user_id: int) -> None:
         try:

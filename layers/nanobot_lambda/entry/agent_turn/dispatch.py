@@ -2,9 +2,10 @@
 
 Jobs (core/jobs.py), each with its kind of turn: a Telegram message (messages.py); the heartbeat
 and a scheduled task (scheduled.py); a background task and the announcement of its end to its
-chat (background.py). A continuation is the rest of a turn that ran out of Lambda time: it runs
-the turn of the job it carries, which resumes from its journal. Every kind's turn takes the same
-steps, in the order turn.py states them.
+chat (background.py); an event at one of the owner's hooks (events.py). A continuation is the
+rest of a turn that ran out of Lambda time: it runs the turn of the job it carries, which
+resumes from its journal. Every kind's turn takes the same steps, in the order turn.py states
+them.
 
 The reply is sent before the turn is saved: if sending fails the job is retried by SQS and the
 session holds no answer the user never saw. A model failure gets the user a short apology and
@@ -34,11 +35,13 @@ from nanobot_lambda.core.jobs import (
     AnyJob,
     ContinuationJob,
     CronTaskJob,
+    HookEventJob,
     SubagentJob,
     TelegramUpdateJob,
 )
 from nanobot_lambda.core.subjects import NoSubject
 from nanobot_lambda.entry.agent_turn.background import AnnouncementTurn, SubagentTurn
+from nanobot_lambda.entry.agent_turn.events import HookEventTurn
 from nanobot_lambda.entry.agent_turn.messages import MessageTurn
 from nanobot_lambda.entry.agent_turn.outbox import send_unjournaled
 from nanobot_lambda.entry.agent_turn.scheduled import CronTaskTurn, HeartbeatTurn
@@ -53,7 +56,7 @@ JobKindTurn = Callable[[TurnDeps, Any], JobTurn[Any]]
 """What one job kind supplies to its turn, made for each job: (deps, job of that kind)."""
 
 # Jobs nobody sent just now: they run only while their chat may still talk to the bot.
-UNSENT_JOBS = (CronTaskJob, SubagentJob, AnnouncementJob)
+UNSENT_JOBS = (CronTaskJob, SubagentJob, AnnouncementJob, HookEventJob)
 
 TURNS: dict[str, JobKindTurn] = {
     "telegram_update": MessageTurn,
@@ -61,6 +64,7 @@ TURNS: dict[str, JobKindTurn] = {
     "cron_task": CronTaskTurn,
     "subagent": SubagentTurn,
     "announcement": AnnouncementTurn,
+    "hook_event": HookEventTurn,
 }
 
 

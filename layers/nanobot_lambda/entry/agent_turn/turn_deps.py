@@ -22,6 +22,8 @@ from nanobot_lambda.core.allowlist import Audience
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder
+from nanobot_lambda.core.feedback import FeedbackBook
+from nanobot_lambda.core.hooks import HookCommands, HookStore
 from nanobot_lambda.core.images import ImageGenerator
 from nanobot_lambda.core.model_choice import ChatModels, ModelMenu, ModelSwitch
 from nanobot_lambda.core.pairing import Pairing
@@ -81,6 +83,8 @@ class Stores:
     stop_flags: StopFlags
     albums: AlbumBook  # parts of albums, recorded by the webhook
     pairing: PairingStore  # people the owner approved, codes strangers were given
+    hooks: HookStore  # the owner's event hooks (/hooks)
+    feedback: FeedbackBook  # reactions and edits, recorded by the webhook
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -286,6 +290,8 @@ def build_turn_deps(
                 owner=settings.owner,
                 sessions=stores.sessions,
                 menu=menu,
+                hooks=HookCommands(stores.hooks, settings.hooks_url, clock),
+                feedback=stores.feedback,
             )
         ),
         owner_chat=OwnerChatNote(stores.jobs, settings.owner),
