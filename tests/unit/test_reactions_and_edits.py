@@ -9,18 +9,28 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
-from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.inbound import (
+    InboundMessage,
+    as_edited,
+    edit_of,
+    message_text,
+    to_inbound,
+)
+from nanobot_lambda.adapters.telegram.models import Message, Update
 from nanobot_lambda.core.feedback import (
     Edit,
     Reaction,
+    answered_message,
     answered_unchanged,
+    edit_turn,
     edit_turn_text,
     exchange_of,
     feedback_line,
 )
-from tests.conftest import telegram_update
-from tests.support.fakes import MemoryFeedbackBook, MemoryQueue
+from nanobot_lambda.core.jobs import TelegramUpdateJob
+from tests.conftest import album_updates, telegram_update
+from tests.support.fakes import MemoryFeedbackBook, MemoryQueue, ScriptedModel, text
+from tests.unit.test_turns import ADA, SESSION, Bot, message
 from tests.unit.test_webhook import make_webhook, post
 
 
@@ -137,12 +147,16 @@ def test_an_edit_not_recorded_is_still_queued() -> None:
     assert answer["status"] == "queued" and len(queue.sent) == 1
 
 
-def test_an_edit_in_a_group_is_ignored_until_its_turn_checks_the_group_policy() -> None:
-    queue = MemoryQueue()
+def test_an_edit_in_a_group_is_recorded_and_queued_for_its_turn_to_judge() -> None:
+    """The webhook cannot know the bot's name: like a group message, the edit is queued in the
+    group's order and its turn checks the group policy (below)."""
+    queue, book = MemoryQueue(), MemoryFeedbackBook()
     update = edited("@nano_lambda_bot now?")
     update["edited_message"]["chat"] = {"id": -1001234567890, "type": "supergroup", "title": "T"}
-    answer = answer_of(post(make_webhook(queue, allow="*"), update))
-    assert answer["status"] == "ignored" and queue.sent == []
+    answer = answer_of(post(make_webhook(queue, allow="*", feedback=book), update))
+    assert answer["status"] == "queued"
+    assert [group for _, group, _ in queue.sent] == ["telegram:-1001234567890"]
+    assert book.latest_edit("telegram:-1001234567890", 10) is not None
 
 
 def test_an_edit_of_a_stranger_is_refused() -> None:
@@ -194,3 +208,125 @@ def test_an_answered_edit_says_what_changed(before: str | None, expected: str) -
     assert edit_turn_text(before, edit) == expected
     assert not answered_unchanged(before, edit)
     assert answered_unchanged("What about Porto?", edit)  # its turn took the edit: no turn
+
+
+def test_an_edit_s_turn_finds_its_message_as_its_own_turn_saved_it() -> None:
+    edit = Edit("telegram:1", 1, 10, 2, 300, "What about Porto?")
+    history = [
+        {"role": "user", "content": "What about Lisbon?", "message_id": 10},
+        {"role": "assistant", "content": "Lisbon is lovely."},
+        {"role": "user", "content": "(an earlier edit's turn)", "message_id": 10, "edited": True},
+    ]
+    saved = answered_message(history, 10)
+    assert saved is not None and saved["content"] == "What about Lisbon?"
+    assert answered_message(history, 11) is None
+    assert edit_turn(saved, edit) == edit_turn_text("What about Lisbon?", edit)
+    assert edit_turn(None, edit) == edit_turn_text(None, edit)  # no longer in the history
+    # Its turn took this edit, or a later one: nothing left to say.
+    assert edit_turn({"content": "[photo] Porto", "edit_date": 300}, edit) is None
+    assert edit_turn({"content": "[photo] Porto", "edit_date": 301}, edit) is None
+    assert edit_turn({"content": "What about Porto?"}, edit) is None  # the same text
+    assert edit_turn({"content": "Lisbon", "edit_date": 299}, edit) is not None
+
+
+def test_a_message_as_an_edit_left_it_keeps_its_files_and_takes_the_new_caption() -> None:
+    sent = Message.model_validate(album_updates(1)[0]["message"])
+    assert sent.caption is not None
+    now = sent.model_copy(update={"caption": "Porto, not Lisbon"})
+    edit = Edit("telegram:1", 1, sent.message_id, 2, 300, message_text(now))
+    edited_message = as_edited(sent, edit)
+    assert edited_message.caption == "Porto, not Lisbon" and edited_message.photo == sent.photo
+    plain = Message.model_validate(telegram_update("text_private")["message"])
+    assert as_edited(plain, Edit("k", 1, 10, 2, 300, "Porto?")).text == "Porto?"
+
+
+# -- agent_turn: the turns of edits ------------------------------------------------------------
+
+
+def edit_job(text_: str, *, edit_date: int = 1763800030, update_id: int = 800000008) -> Any:
+    return TelegramUpdateJob(update=edited(text_, edit_date=edit_date, update_id=update_id))
+
+
+def recorded_edit(update: dict[str, Any]) -> Edit:
+    """What the webhook records before it queues the edit."""
+    edit = edit_of(Update.model_validate(update))
+    assert edit is not None
+    return edit
+
+
+def test_an_edit_of_an_answered_message_is_a_short_turn_saying_what_changed() -> None:
+    bot = Bot(ScriptedModel(text("Lisbon is lovely in May."), text("Porto too.")))
+    bot.process(message("What about Lisbon?"))
+    bot.process(edit_job("What about Porto?"))
+
+    assert bot.said == ["Lisbon is lovely in May.", "Porto too."]
+    asked = bot.model.requests[-1][0][-1]["content"]
+    assert 'It said: "What about Lisbon?"' in asked and 'It now says: "What about Porto?"' in asked
+    *_, user, answer = bot.saved()
+    assert (user["message_id"], user["edited"], answer["content"]) == (10, True, "Porto too.")
+    assert user["content"].startswith("The user edited a message you already answered.")
+    bot.process(edit_job("What about Porto?"))  # delivered again
+    assert len(bot.said) == 2
+
+
+def test_a_message_edited_before_its_turn_is_answered_as_it_reads_now_and_once() -> None:
+    bot = Bot(ScriptedModel(text("Porto is lovely in May.")))
+    bot.feedback.record_edit(recorded_edit(edited("What about Porto?")))  # before the turn ran
+    bot.process(message("What about Lisbon?"))
+    bot.process(edit_job("What about Porto?"))  # the edit's own turn, queued behind it
+
+    assert bot.said == ["Porto is lovely in May."]
+    assert len(bot.model.requests) == 1  # the edit's turn asked nothing
+    assert bot.model.requests[0][0][-1]["content"].endswith("What about Porto?")
+    assert "Lisbon" not in str(bot.model.requests[0][0][-1])
+    user, _ = bot.saved()
+    assert (user["content"], user["edit_date"]) == ("What about Porto?", 1763800030)
+
+
+def test_a_later_edit_than_the_one_its_turn_took_is_answered() -> None:
+    bot = Bot(ScriptedModel(text("Porto, then."), text("Faro, then.")))
+    bot.feedback.record_edit(recorded_edit(edited("What about Porto?")))
+    bot.process(message("What about Lisbon?"))
+    bot.process(edit_job("What about Faro?", edit_date=1763800090, update_id=800000009))
+
+    assert bot.said == ["Porto, then.", "Faro, then."]
+    asked = bot.model.requests[-1][0][-1]["content"]
+    assert 'It said: "What about Porto?"' in asked and 'now says: "What about Faro?"' in asked
+
+
+def test_an_edit_of_a_message_no_longer_in_the_history_says_what_it_reads_now() -> None:
+    bot = Bot(ScriptedModel(text("Porto, noted.")))
+    bot.process(edit_job("What about Porto?"))
+    asked = bot.model.requests[0][0][-1]["content"]
+    assert "edited an earlier message" in asked and '"What about Porto?"' in asked
+    assert bot.said == ["Porto, noted."]
+
+
+def test_a_command_edited_before_its_turn_is_answered_as_sent() -> None:
+    bot = Bot(ScriptedModel())
+    bot.feedback.record_edit(recorded_edit(edited("What about Porto?")))
+    bot.process(message("/help"))
+    assert bot.said and "/usage" in bot.said[0] and bot.model.requests == []
+
+
+def group_edit(text_: str, *, mention: bool = False, update_id: int = 800000008) -> Any:
+    update = edited(text_, update_id=update_id)
+    message = update["edited_message"]
+    message["chat"] = {"id": -1001234567890, "type": "supergroup", "title": "T"}
+    if mention:  # Telegram marks "@nano_lambda_bot" at the start as a mention
+        message["entities"] = [{"type": "mention", "offset": 0, "length": 16}]
+    return TelegramUpdateJob(update=update)
+
+
+def test_a_group_edit_is_answered_when_the_message_as_edited_is_for_the_bot() -> None:
+    group = {"ALLOW_FROM": f"{ADA},-1001234567890", "GROUP_POLICY": "mention"}
+    bot = Bot(ScriptedModel(text("Porto, then.")), settings=group)
+    bot.process(group_edit("Let's go to Porto"))  # for no one (GROUP_POLICY=mention): nothing
+    assert bot.model.requests == [] and bot.said == []
+
+    bot.process(group_edit("@nano_lambda_bot what about Porto?", mention=True, update_id=800000010))
+    assert bot.said == ["Porto, then."]
+    assert {chat for chat, _, _ in bot.channel.sent} == {-1001234567890}
+    assert bot.saved(SESSION) == []  # the group's conversation, not Ada's
+    (user, _) = bot.saved("telegram:-1001234567890")
+    assert user["edited"] is True and "what about Porto?" in user["content"]

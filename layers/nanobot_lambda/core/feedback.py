@@ -15,19 +15,29 @@ it is now), so that agent_turn can tell:
   edit's own turn then finds it answered with that text and does nothing;
 - the message was answered: the edit becomes a short turn that says what changed
   (`edit_turn_text`), with the text as the session saved it and the text now.
+
+agent_turn's side: a message's turn looks up its latest edit (`latest_edit`) before it builds
+its request and marks the user message it saves with that edit's time (`EDIT_DATE_FIELD`); the
+edit's own turn finds the message as saved (`answered_message`) and asks `edit_turn` whether
+anything is left to say: nothing when the message was answered with this edit (or a later one)
+or with the same text.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.texts import quoted
 
 EDIT_QUOTE_MAX_CHARS = 1000  # each side of "what changed", in the short turn
+# On a saved user message: the `edit_date` of the edit its turn took (the message was edited
+# before its turn ran). An edit's own turn saves its user message marked `EDITED_FIELD`.
+EDIT_DATE_FIELD = "edit_date"
+EDITED_FIELD = "edited"
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,37 @@ def edit_turn_text(before: str | None, edit: Edit) -> str:
     if before is None:
         return texts.render("message_edited_unknown", now=now)
     return texts.render("message_edited", before=quoted(before[:EDIT_QUOTE_MAX_CHARS]), now=now)
+
+
+def answered_message(
+    history: Sequence[Mapping[str, Any]], message_id: int
+) -> Mapping[str, Any] | None:
+    """The user message `message_id` as its own turn saved it (an edit's turn saves the same
+    message id, marked edited: not that one); None when the history no longer holds it."""
+    answered = [
+        message
+        for message in history
+        if message.get("role") == "user"
+        and message.get("message_id") == message_id
+        and not message.get(EDITED_FIELD)
+    ]
+    return answered[-1] if answered else None
+
+
+def edit_turn(saved: Mapping[str, Any] | None, edit: Edit) -> str | None:
+    """What the short turn of `edit` says, given its message as saved (`answered_message`);
+    None when there is nothing to say: the message's turn took this edit or a later one, or
+    answered the same text."""
+    if saved is None:
+        return edit_turn_text(None, edit)
+    took = saved.get(EDIT_DATE_FIELD)
+    if isinstance(took, int) and took >= edit.edit_date:
+        return None
+    content = saved.get("content")
+    before = content if isinstance(content, str) else None
+    if answered_unchanged(before, edit):
+        return None
+    return edit_turn_text(before, edit)
 
 
 class FeedbackBook(Protocol):

@@ -13,9 +13,10 @@ it again). The choice reaches the model as the button's label and the message's 
 quoted JSON string (`quoted`), which no label or text can break out of.
 
 A reaction is placed like a message (its chat, the person who reacted) and judged by the same
-allow-list; `classify` makes it `Reacted`, which the webhook records and never queues. An edit in
-a private chat is heard as a short turn that says what the message reads now (`_edited`, marked
-`edited`, never a command); in a group it is ignored until its turn checks the group policy.
+allow-list; `classify` makes it `Reacted`, which the webhook records and never queues. An edit is
+heard as a short turn that says what the message reads now (`_edited`, marked `edited`, never a
+command); in a group, like a message, it is queued and its turn checks the group policy on the
+message as edited (`addressed_to_bot`).
 
 agent_turn then applies what the webhook cannot know (it has no bot token, hence no bot
 identity): the group policy (`addressed_to_bot`), the bot's own @mention stripped from the text
@@ -257,10 +258,22 @@ def edit_of(update: Update) -> Edit | None:
 
 
 def _answers_edit(edited: Message) -> bool:
-    """Edits are answered in private chats. In a group, whether the edited message is for the
-    bot needs the bot's identity (agent_turn's `addressed_to_bot`), which the turn of an
-    edit does not check yet: a group's edits are ignored rather than all answered."""
-    return edited.chat.type == "private" and not too_long(edited) and bool(message_text(edited))
+    """An edit with text is queued like a message. In a group, whether the edited message is
+    for the bot needs the bot's identity: its turn checks (`addressed_to_bot`), as for every
+    group message."""
+    return not too_long(edited) and bool(message_text(edited))
+
+
+def as_edited(message: Message, edit: Edit) -> Message:
+    """`message` as `edit` left it (an edit recorded before the message's turn ran): its text,
+    or its caption, is the edit's; its files are those it was sent with. The edit's entities
+    are not recorded: the edited text has none (a @mention in it stays as written)."""
+    if message.text is not None:
+        return message.model_copy(update={"text": edit.text, "entities": []})
+    # An edit's text is the caption after the notes on the files (`message_text`).
+    notes = message_text(message.model_copy(update={"caption": None}))
+    caption = edit.text.removeprefix(notes).strip() if notes else edit.text
+    return message.model_copy(update={"caption": caption or None, "caption_entities": []})
 
 
 def _someone_else_in_private(chat: Chat, sender: Sender) -> bool:
@@ -299,8 +312,6 @@ def _edited(update: Update, place: Place, edited: Message) -> InboundMessage | I
     and the text saved before says what changed."""
     edit = edit_of(update)
     if edit is None:
-        if edited.chat.type != "private":
-            return Ignored("edit in a group")
         return Ignored("edit without content the bot can read")
     return _inbound(update.update_id, place, edit_turn_text(None, edit), edited=True)
 

@@ -7,7 +7,12 @@ messages is a turn too, with the choice as the user's words; its keyboard is tak
 so a second press of it is not heard. A press Telegram could not have sent is refused here too,
 though the webhook already refuses it: one with data the keyboard did not offer is ignored; one
 in a private chat by someone else has no subject and never gets this far. Commands are
-answered without the agent. Otherwise the turn runs its steps (turn.py): files are fetched
+answered without the agent. An edit of a message (core/feedback.py) is a turn too: a message
+edited before its turn ran is answered as it reads now (its latest edit, recorded by the
+webhook, replaces its text); the edit's own turn then finds it answered with that text and ends
+without a model call. An edit of an answered message is a short turn that says what it said
+and what it says now. In groups, an edit is answered when the message as edited is addressed
+to the bot. Otherwise the turn runs its steps (turn.py): files are fetched
 (while "typing…" shows), history is recalled, the agent runs (in private chats its answer shows
 as a draft while it is written), the answer is sent, and only then is the turn saved, so the
 session never holds an answer the user did not see.
@@ -29,6 +34,8 @@ from nanobot_lambda.adapters.telegram.inbound import (
     InboundMessage,
     RefusedPress,
     addressed_to_bot,
+    as_edited,
+    edit_of,
     is_group_chat,
     to_inbound,
 )
@@ -37,6 +44,13 @@ from nanobot_lambda.adapters.telegram.models import Message, Update
 from nanobot_lambda.core.agent import TurnOutcome
 from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.context import RUNTIME_FIELD
+from nanobot_lambda.core.feedback import (
+    EDIT_DATE_FIELD,
+    EDITED_FIELD,
+    Edit,
+    answered_message,
+    edit_turn,
+)
 from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.entry.agent_turn.turn import JobTurn, Request
@@ -67,17 +81,19 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         self.inbound = inbound
         subject = deps.job_scope.subject  # the chat, topic and scope of `inbound` (subjects.py)
         self.log = {"update_id": inbound.update_id, "chat_id": subject.chat_id}
-        message = update.message  # None for a button pressed (a callback query)
+        message = update.message  # None for a button pressed (a callback query) or an edit
         self.album = [] if message is None else self._album_of(inbound, message)
         if message is not None and not self.album:
             logger.info("part of an album answered with the album: skipped", extra=self.log)
             return None
-        if message is not None and is_group_chat(message):
+        # The group policy judges the message as sent, an edit as it reads now.
+        judged = self.album if update.edited_message is None else [update.edited_message]
+        if judged and is_group_chat(judged[0]):
             me = deps.ports.services.channel.get_me()  # asked once per container, for groups
             policy = deps.settings.group_policy
             if not any(
                 addressed_to_bot(part, bot_id=me.id, bot_username=me.username, policy=policy)
-                for part in self.album
+                for part in judged
             ):
                 logger.info("group message not addressed to the bot: ignored", extra=self.log)
                 return None
@@ -85,6 +101,7 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
             deps.owner_chat.private_chat(subject.chat_id)
         if deps.commands.handle(inbound):
             return None
+        self.took_edit = self._take_edits()
         return Opening(f"update-{inbound.update_id}", inbound.session_key)
 
     def ready(self, run: TurnRun) -> bool:
@@ -111,12 +128,19 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         )
         return showing
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request:
+    def request(self, run: TurnRun, history: SessionHistory | None) -> Request | None:
         assert history is not None
         deps, subject = self.deps, self.deps.job_scope.subject
+        text = self.inbound.text
+        if self.inbound.edited:
+            said = self._edit_turn_text(history)
+            if said is None:
+                logger.info("edit answered with its message: nothing to add", extra=self.log)
+                return None
+            text = said
         # Files are fetched, stored and transcribed while "typing…" shows.
         content = (
-            UserContent(self.inbound.text, self.inbound.text)
+            UserContent(text, text)
             if not self.album
             else deps.media.resolve_album(self.album, subject.chat_id)
         )
@@ -128,7 +152,7 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         messages = deps.requests.that_fits(
             history, lambda past: deps.context.messages(past, content.model_content, runtime)
         )
-        saved = _user_message(content.saved_text, runtime, self.inbound)
+        saved = _user_message(content.saved_text, runtime, self.inbound, self.took_edit)
         return Request(messages, deps.agent, saved)
 
     def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
@@ -149,6 +173,33 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
             },
         )
 
+    def _take_edits(self) -> Edit | None:
+        """A message edited before its turn ran is answered as it reads now: each part its
+        latest edit (recorded by the webhook before it queued the edit). The latest edit
+        taken, if any, for the saved message."""
+        if not self.album or self.inbound.command is not None:
+            return None  # a press or an edit has no message to replace; a command is as sent
+        book, key = self.deps.ports.stores.feedback, self.inbound.session_key
+        taken: Edit | None = None
+        parts = []
+        for part in self.album:
+            edit = book.latest_edit(key, part.message_id)
+            if edit is not None:
+                part = as_edited(part, edit)
+                taken = edit if taken is None or edit.edit_date > taken.edit_date else taken
+            parts.append(part)
+        if taken is not None:
+            logger.info("message edited before its turn: answered as it reads now", extra=self.log)
+        self.album = parts
+        return taken
+
+    def _edit_turn_text(self, history: SessionHistory) -> str | None:
+        """The short turn of an edit: what the message said (as its turn saved it) and what it
+        says now; None when its turn already answered it as it reads now."""
+        edit = edit_of(self._update)
+        assert edit is not None, "to_inbound hears only an edit it can read"
+        return edit_turn(answered_message(history.messages, edit.message_id), edit)
+
     def _album_of(self, inbound: InboundMessage, message: Message) -> list[Message]:
         """The messages this message's turn answers: itself, or for a part of an album (a media
         group) the album's parts, or none when another part's turn answers it
@@ -164,13 +215,21 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         ]
 
 
-def _user_message(text: str, runtime: str, inbound: InboundMessage) -> dict[str, Any]:
+def _user_message(
+    text: str, runtime: str, inbound: InboundMessage, took_edit: Edit | None
+) -> dict[str, Any]:
     """The user message as saved: its text (with placeholders for files, never their bytes),
-    and apart from it the runtime-context block it was sent with."""
-    return {
+    and apart from it the runtime-context block it was sent with. An edit's short turn is
+    marked edited; a message answered as an edit left it keeps that edit's time."""
+    saved: dict[str, Any] = {
         "role": "user",
         "content": text,
         RUNTIME_FIELD: runtime,
         "message_id": inbound.message_id,
         "update_id": inbound.update_id,
     }
+    if inbound.edited:
+        saved[EDITED_FIELD] = True
+    if took_edit is not None:
+        saved[EDIT_DATE_FIELD] = took_edit.edit_date
+    return saved
