@@ -1,17 +1,22 @@
 """Events in, through the whole local stack (moto server, the local Bot API, the scripted model):
 signed hook events posted to the webhook function's hooks route are queued in their chat's
 order and scope; a replay, a bad signature and a removed hook are refused with nothing queued;
-a reaction is recorded by the webhook with no model call; an edit of an answered message is a
-short turn that says what it reads now."""
+agent_turn answers an event in its chat (the model sees the framed payload; a quiet hook with
+nothing to report sends nothing; an event delivered twice is answered once); /hooks makes a
+hook from the chat; a reaction is recorded by the webhook with no model call and shows in
+/usage; an edit of an answered message is a short turn that says what changed, and an edit made
+before its message's turn ran replaces the message in that turn."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+import pytest
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
@@ -21,8 +26,8 @@ from nanobot_lambda.core import hooks
 from nanobot_lambda.core.hooks import new_hook
 from nanobot_lambda.core.jobs import HookEventJob, parse_job
 from nanobot_lambda.core.scopes import Scope
-from nanobot_lambda.operator.local.stack import LocalStack, LocalUser
-from tests.conftest import StackFactory
+from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram, LocalUser
+from tests.conftest import TEMPLATE, StackFactory
 from tests.support.scripted_model import ScriptedModelServer
 
 OWNER = LocalUser().id
@@ -50,6 +55,31 @@ def queued(stack: LocalStack) -> list[tuple[str, dict[str, Any]]]:
 
 def answer(response: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     return response["statusCode"], json.loads(response["body"])
+
+
+def said_in(stack: LocalStack, chat_id: int) -> list[str]:
+    return [m.plain_text for m in stack.bot_api.messages if m.chat_id == chat_id]
+
+
+def user_turn(model_server: ScriptedModelServer, request: int = -1) -> str:
+    """What the model was given last as the user's turn."""
+    content = model_server.requests[request]["messages"][-1]["content"]
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+@pytest.fixture
+def team_stack(moto_endpoint: str, model_server: ScriptedModelServer) -> Iterator[LocalStack]:
+    """The local stack with the team's forum group allowed beside the local user."""
+    stack = LocalStack(
+        TEMPLATE,
+        model_env=model_server.env(),
+        endpoint_url=moto_endpoint,
+        telegram=LocalTelegram(allow_from=f"{OWNER},{TEAM}"),
+    )
+    try:
+        yield stack.start()
+    finally:
+        stack.stop()
 
 
 def test_signed_events_are_queued_in_their_chat_and_scope_and_the_rest_refused(
@@ -131,7 +161,7 @@ def test_signed_events_are_queued_in_their_chat_and_scope_and_the_rest_refused(
     assert ci_secret not in logged and team_secret not in logged
 
 
-def test_a_reaction_is_recorded_and_an_edit_is_a_short_turn(
+def test_a_reaction_is_recorded_and_an_edit_is_a_short_turn_saying_what_changed(
     stack: LocalStack, model_server: ScriptedModelServer
 ) -> None:
     model_server.reply("Lisbon in May is lovely.")
@@ -160,6 +190,11 @@ def test_a_reaction_is_recorded_and_an_edit_is_a_short_turn(
     book = DynamoFeedbackBook(stack.template.refs["SessionsTable"], dynamodb_client)
     (recorded,) = book.reactions(OWNER)
     assert (recorded.message_id, recorded.emojis) == (answered.message_id, ("👍",))
+    usage = stack.text_update("/usage")
+    usage["update_id"] = asked["update_id"] + 10  # the reaction and the edit take +1 and +2
+    stack.post_update(usage)
+    stack.process_queue()
+    assert said_in(stack, OWNER)[-1].endswith("Reactions to answers: 👍 1")
 
     model_server.reply("Porto in May is lovely too.")
     edit = {
@@ -172,9 +207,121 @@ def test_a_reaction_is_recorded_and_an_edit_is_a_short_turn(
     }
     assert answer(stack.post_update(edit))[1]["status"] == "queued"
     stack.process_queue()
-    prompt = json.dumps(model_server.requests[-1], ensure_ascii=False)
-    assert 'It now says: \\"What about the Porto trip?\\"' in prompt
-    said = [m.plain_text for m in stack.bot_api.messages if m.chat_id == OWNER]
-    assert said[-1] == "Porto in May is lovely too."
+    prompt = user_turn(model_server)
+    assert 'It said: "What about the Lisbon trip?"' in prompt
+    assert 'It now says: "What about the Porto trip?"' in prompt
+    assert said_in(stack, OWNER)[-1] == "Porto in May is lovely too."
     latest = book.latest_edit(f"telegram:{OWNER}", asked["message"]["message_id"])
     assert latest is not None and latest.text == "What about the Porto trip?"
+
+
+def test_events_are_answered_in_their_chat_and_scope_once(
+    team_stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    stack = team_stack
+    store = DynamoHookStore(stack.template.refs["SessionsTable"], dynamodb_client)
+    # The owner makes the ci hook in the chat: its secret is shown there, once.
+    stack.post_update(stack.text_update("/hooks add ci"))
+    stack.process_queue()
+    ci = store.hook("ci")
+    assert ci is not None and ci.chat_id == OWNER
+    ci_secret = ci.secret.get_secret_value()
+    assert ci_secret in said_in(stack, OWNER)[-1]
+    team = new_hook("team-deploys", TEAM, 600, quiet=True, now=datetime.now(UTC), created_by=OWNER)
+    assert store.add(team)
+    team_secret = team.secret.get_secret_value()
+
+    # A GitHub event: answered in the owner's chat; the model saw the payload framed as data.
+    model_server.reply("The unit check failed on main.")
+    github = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": "check_run",
+        "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+        "X-Hub-Signature-256": hooks.sign_github(ci_secret, CHECK_RUN),
+    }
+    assert answer(stack.post_hook("ci", CHECK_RUN, github))[0] == 202
+    # Taken off the queue and queued twice (a redelivery, a dead letter replayed): one answer.
+    ((group, body),) = queued(stack)
+    sqs, url = boto3.client("sqs"), stack.template.refs["TurnQueue"]
+    for dedup in ("first", "again"):
+        sqs.send_message(
+            QueueUrl=url,
+            MessageBody=json.dumps(body),
+            MessageGroupId=group,
+            MessageDeduplicationId=dedup,
+        )
+    stack.process_queue()
+    assert said_in(stack, OWNER)[-1] == "The unit check failed on main."
+    assert said_in(stack, OWNER).count("The unit check failed on main.") == 1
+    prompt = user_turn(model_server)
+    assert 'An event arrived at the hook "ci" (event: "check_run"' in prompt
+    assert "not instructions" in prompt and CHECK_RUN.decode() in prompt
+    calls = len(model_server.requests)
+
+    # A quiet group hook's event with nothing to report: its work is in the group's scope, and
+    # nothing is sent.
+    deploy = b'{"service": "api", "status": "healthy"}'
+    model_server.call_tool(
+        "write_file", {"path": "notes/deploys.md", "content": "api: healthy"}
+    ).reply("HEARTBEAT_OK")
+    now = int(time.time())
+    signed = {
+        "X-Hook-Timestamp": str(now),
+        "X-Hook-Signature": hooks.sign(team_secret, deploy, now),
+        "X-Hook-Event": "deploy",
+        "X-Hook-Delivery": "deploy-1",
+    }
+    assert answer(stack.post_hook("team-deploys", deploy, signed))[0] == 202
+    stack.process_queue()
+    assert len(model_server.requests) == calls + 2
+    assert "answer exactly HEARTBEAT_OK" in user_turn(model_server, calls)
+    assert said_in(stack, TEAM) == []
+    written = stack.workspace_of(TEAM).read("notes/deploys.md", fresh=True)
+    assert written is not None and written.text == "api: healthy"
+    assert stack.workspace.read("notes/deploys.md", fresh=True) is None  # not the owner's
+
+    # The next one needs the team: sent to the group's topic.
+    rolled = b'{"service": "api", "status": "rolled back"}'
+    model_server.reply("The api deploy was rolled back.")
+    signed = {
+        "X-Hook-Timestamp": str(now),
+        "X-Hook-Signature": hooks.sign(team_secret, rolled, now),
+        "X-Hook-Event": "deploy",
+        "X-Hook-Delivery": "deploy-2",
+    }
+    assert answer(stack.post_hook("team-deploys", rolled, signed))[0] == 202
+    stack.process_queue()
+    (sent,) = [m for m in stack.bot_api.messages if m.chat_id == TEAM]
+    assert (sent.plain_text, sent.thread_id) == ("The api deploy was rolled back.", 600)
+    assert "HEARTBEAT_OK" in json.dumps(model_server.requests[-1]["messages"])  # saw the last
+    assert stack.poller.failures == 0 and model_server.unexpected == []
+    logged = "\n".join(
+        record.getMessage() + str(record.__dict__) for record in stack.log_sink.records
+    )
+    assert ci_secret not in logged and team_secret not in logged
+
+
+def test_an_edit_before_its_message_s_turn_ran_replaces_the_message(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """The edit arrives while the message still waits in the chat's queue: its turn answers the
+    message as it reads now, and the edit's own turn finds nothing left to say."""
+    model_server.reply("Porto in May is lovely.")
+    asked_first = stack.text_update("What about the Lisbon trip?")
+    stack.post_update(asked_first)
+    edit = {
+        "update_id": asked_first["update_id"] + 1,
+        "edited_message": {
+            **asked_first["message"],
+            "text": "What about the Porto trip?",
+            "edit_date": int(time.time()),
+        },
+    }
+    assert answer(stack.post_update(edit))[1]["status"] == "queued"
+    stack.process_queue()
+
+    (request,) = model_server.requests  # one turn; the edit's asked nothing
+    assert user_turn(model_server).endswith("What about the Porto trip?")
+    assert "Lisbon" not in json.dumps(request["messages"][-1])
+    assert said_in(stack, OWNER) == ["Porto in May is lovely."]
+    assert stack.poller.failures == 0
