@@ -256,6 +256,10 @@ class MessageTool(Tool):
         if target != scope.chat_id and self._owner is not None and scope.chat_id != self._owner:
             # Another person's or a group's assistant (core/scopes.py) speaks in its chat only.
             raise ToolError("from this chat, messages go to this chat only")
+        if target != scope.chat_id and scope.origin == "hook":
+            # An event's payload comes from outside: what it says is told in its hook's chat
+            # only, never carried by a prompt-injected model to someone else.
+            raise ToolError("an event's task sends messages to its own chat only")
         if target != scope.chat_id and not (
             target in self._allow_list.ids or self._allow_list.everyone
         ):
