@@ -144,6 +144,13 @@ def template_parameters_from_env(
     for parameter, variable in parameter_variables(template).items():
         if parameter not in SET_BY_THE_STACK and environ.get(variable):
             parameters[parameter] = environ[variable]
+    for parameter, value in parameters.items():  # refused here as CloudFormation would
+        allowed = template["Parameters"][parameter].get("AllowedValues")
+        if allowed is not None and value not in [str(item) for item in allowed]:
+            raise OperatorError(
+                f"{parameter} (from the environment or .env) is {value!r}: it takes "
+                + " or ".join(str(item) for item in allowed)
+            )
     return parameters
 
 
