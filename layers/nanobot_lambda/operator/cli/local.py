@@ -41,9 +41,15 @@ def register(commands: Any) -> None:
         help="chat with the bot on a local stack (moto as AWS, no account needed)",
         description="Start the whole stack locally (moto, the three functions, a local Telegram "
         "Bot API) and chat with the bot. The model comes from LLM_MODEL / LLM_API_KEY / "
-        "LLM_API_BASE (environment or .env).",
+        "LLM_API_BASE (environment or .env), and every template parameter from the variable it "
+        "feeds (STREAM_REPLIES=false...). You can type while the bot works: /stop (or Ctrl-C) "
+        "stops a turn, /press N presses a button, files the bot sends are saved in --files. "
+        "Each run starts fresh unless --state DIR keeps the data (sessions, memory, usage, "
+        "cron jobs) there. While it runs, the operator commands reach it with --local.",
         examples=[
             "nanobot-lambda chat                      interactive chat on a local stack",
+            "nanobot-lambda chat --state ./chat-state keep the chat between runs",
+            "nanobot-lambda workspace pull ./ws --local   (from another terminal, while it runs)",
             'nanobot-lambda chat -m "What can you do?"',
             "LLM_MODEL=ollama_chat/llama3.2 LLM_API_BASE=http://localhost:11434 "
             "nanobot-lambda chat",
