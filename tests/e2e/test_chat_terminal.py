@@ -25,13 +25,15 @@ import pytest
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.operator.cli.live import PRESS_HINT
+from nanobot_lambda.operator.cli.local import STOP_SENT
+from nanobot_lambda.operator.local.stack import LocalUser
 from tests.e2e.test_cli import CLI, run_cli
+from tests.e2e.test_proactive import tool_results
 from tests.support.screen import Screen
 from tests.support.scripted_model import ScriptedModelServer
 
 WORDS = " ".join(f"w{n}" for n in range(1, 31))
 COLUMNS = 200
-STOP_SENT = "(Ctrl-C: /stop sent"
 
 
 class ChatAtTerminal:
@@ -113,7 +115,10 @@ class ChatAtTerminal:
         os.write(self._master, keys.encode())
 
     def send(self, line: str) -> None:
+        """Type a line and Enter; returns once the terminal has taken it (the prompt seen
+        before that would be the old one)."""
         self.type(line + "\r")
+        self.expect(f"you> {line}\n")
 
     def close(self) -> int:
         if self.process.poll() is None:
@@ -126,6 +131,22 @@ class ChatAtTerminal:
         self._reader.join(timeout=5)
         os.close(self._master)
         return code
+
+
+def chat_once(
+    model_server: ScriptedModelServer, cwd: Path, message: str, *arguments: str
+) -> subprocess.CompletedProcess[str]:
+    """`chat -m MESSAGE` with the scripted model (and no .env), in `cwd`."""
+    return run_cli(
+        "chat",
+        "-m",
+        message,
+        "--env-file",
+        "/nonexistent",
+        *arguments,
+        env=model_server.env(),
+        cwd=cwd,
+    )
 
 
 @pytest.fixture
@@ -144,194 +165,162 @@ def start_chat(
     return chat
 
 
-def test_stop_typed_while_an_answer_is_written_stops_the_turn(
+def slow_tool_step(model_server: ScriptedModelServer, opening: str) -> None:
+    """A first step streamed slowly (about 4 s) that calls a tool; an answer would follow."""
+    model_server.call_tool(
+        "list_dir", {"path": ""}, content=f"{opening} {WORDS}", tokens_per_second=8
+    ).reply("Here is everything.")
+
+
+def stopped_before_the_answer(model_server: ScriptedModelServer) -> None:
+    assert model_server.remaining == 1  # the answer's step was never asked for
+    model_server.steps.clear()
+
+
+def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
     model_server: ScriptedModelServer, tmp_path: Path, cache: Path
 ) -> None:
-    # A first step streamed slowly (about 4 s) that calls a tool; the answer would come after.
-    model_server.call_tool(
-        "list_dir",
-        {"path": ""},
-        content=f"Let me look through it all: {WORDS}",
-        tokens_per_second=8,
-    ).reply("Here is everything.")
+    """One session (a chat takes seconds to start): /stop typed during an answer, a message
+    that arrives while typing, a button pressed, Ctrl-C during a turn and then to quit."""
     chat = start_chat(model_server, tmp_path, cache)
     try:
+        # /stop, typed while the answer is being written, goes through the webhook.
+        slow_tool_step(model_server, "Let me look through it all:")
         chat.send("go through my files")
         chat.expect("nanobot> Let me look through")  # being written...
         chat.expect_prompt()  # ...above the prompt
         chat.send("/stop")
         chat.expect(f"nanobot> {texts.load('stopped')}")
         chat.expect_prompt()  # drawn again under it
-    finally:
-        assert chat.close() == 0
-    assert len(model_server.requests) == 1  # stopped before the next step
-    assert model_server.remaining == 1
-    assert "Here is everything." not in chat.text
-    assert "you> /stop" in chat.text
-    # No log line below WARNING without -v (Powertools' JSON lines carry a "level").
-    assert '"level"' not in chat.text and "INFO" not in chat.text
+        stopped_before_the_answer(model_server)
 
-
-def test_a_message_that_arrives_while_typing_prints_above_the_prompt_and_the_typing_stays(
-    model_server: ScriptedModelServer, tmp_path: Path, cache: Path
-) -> None:
-    """As a reminder or a background task's result would: the bot writes while the person is
-    typing (here the answer to a question, held by the model until the typing has begun)."""
-    answer_now = threading.Event()
-    model_server.reply(f"Take your time: {WORDS}", hold=answer_now, tokens_per_second=40)
-    chat = start_chat(model_server, tmp_path, cache)
-    try:
+        # A message that arrives while the person types (as a reminder or a background task's
+        # result would; here an answer the model holds until the typing has begun) prints
+        # above the prompt, and the prompt comes back with what was typed.
+        answer_now = threading.Event()
+        model_server.reply(f"Take your time: {WORDS}", hold=answer_now, tokens_per_second=40)
         chat.send("what should I do today?")
         chat.expect_prompt()  # at once: the answer is still to come
         chat.type("hel")
         chat.expect_prompt("hel")
         answer_now.set()
         chat.expect(f"nanobot> Take your time: {WORDS}")
-        chat.expect_prompt("hel")  # the prompt again under it, with what was typed
+        chat.expect_prompt("hel")
         model_server.reply("Hello to you.")
         chat.type("lo\r")
         chat.expect("nanobot> Hello to you.")
         chat.expect_prompt()
-    finally:
-        assert chat.close() == 0
-    assert "you> nanobot>" not in chat.text
-    lines = chat.screen.lines
-    assert lines.index("you> what should I do today?") < lines.index("you> hello")
-    assert model_server.requests[-1]["messages"][-1]["content"].endswith("hello")
+        assert model_server.requests[-1]["messages"][-1]["content"].endswith("hello")
 
-
-def test_a_button_is_pressed_by_its_number(
-    model_server: ScriptedModelServer, tmp_path: Path, cache: Path
-) -> None:
-    model_server.call_tool("reply_buttons", {"buttons": ["Green tea", "Black tea"]})
-    model_server.reply("Which tea would you like?")
-    chat = start_chat(model_server, tmp_path, cache)
-    try:
+        # Buttons, numbered, pressed with /press: a callback_query through the webhook.
+        model_server.call_tool("reply_buttons", {"buttons": ["Green tea", "Black tea"]})
+        model_server.reply("Which tea would you like?")
         chat.send("make me a tea")
         chat.expect("nanobot> Which tea would you like?\n   [1 Green tea]\n   [2 Black tea]")
         chat.expect(PRESS_HINT.strip())
+        asked = len(model_server.requests)
         chat.send("/press 3")
         chat.expect("(no button '3': give its number, or its label)")
         model_server.reply("Black tea it is.")
         chat.send("/press 2")
         chat.expect("nanobot> Black tea it is.")
-    finally:
-        assert chat.close() == 0
-    choice = model_server.requests[-1]["messages"][-1]["content"]
-    assert choice.endswith(
-        '[pressed the button "Black tea" under your message: "Which tea would you like?"]'
-    )
-    assert len(model_server.requests) == 3  # the question's two steps, then the press
+        assert len(model_server.requests) == asked + 1  # /press 3 reached nobody
+        assert model_server.requests[-1]["messages"][-1]["content"].endswith(
+            '[pressed the button "Black tea" under your message: "Which tea would you like?"]'
+        )
 
-
-def test_ctrl_c_during_a_turn_stops_it_and_after_that_quits(
-    model_server: ScriptedModelServer, tmp_path: Path, cache: Path
-) -> None:
-    model_server.call_tool(
-        "list_dir", {"path": ""}, content=f"Looking: {WORDS}", tokens_per_second=8
-    ).reply("Never sent.")
-    chat = start_chat(model_server, tmp_path, cache)
-    try:
-        chat.send("go")
-        chat.expect("nanobot> Looking")
+        # Ctrl-C while a turn runs sends /stop...
+        slow_tool_step(model_server, "Looking:")
+        chat.send("go on")
+        chat.expect("nanobot> Looking:")
         chat.type("\x03")
-        chat.expect(f"nanobot> {texts.load('stopped')}")
+        chat.expect(STOP_SENT)
+        chat.expect(f"nanobot> {texts.load('stopped')}\nyou>")
         chat.expect_prompt()
-        # Nothing runs now (once the queued /stop itself is answered): Ctrl-C quits.
-        for presses in range(2, 6):
-            chat.type("\x03")
-            while chat.process.poll() is None and chat.text.count(STOP_SENT) < presses:
-                time.sleep(0.1)
-            if chat.process.poll() is not None:
-                break
+        stopped_before_the_answer(model_server)
+        # ...and again, it quits.
+        chat.type("\x03")
         assert chat.process.wait(timeout=60) == 0
     finally:
         chat.close()
-    assert "Never sent." not in chat.text
+    lines = chat.screen.lines
+    assert "Here is everything." not in chat.text
+    assert "you> /stop" in lines
+    assert not any(line.startswith("you> nanobot>") for line in lines)
+    assert lines.index("you> what should I do today?") < lines.index("you> hello")
+    # No log line below WARNING without -v (Powertools' JSON lines carry a "level").
+    assert '"level"' not in chat.text and "INFO" not in chat.text
 
 
 def test_state_is_kept_between_runs_and_the_operator_commands_reach_the_stack(
     model_server: ScriptedModelServer, tmp_path: Path, cache: Path
 ) -> None:
     state = tmp_path / "state"
+    model_server.call_tool("write_file", {"path": "memory/MEMORY.md", "content": "Likes tea."})
     model_server.call_tool(
-        "write_file", {"path": "memory/MEMORY.md", "content": "Likes green tea."}
-    ).reply("Noted: you like green tea.")
+        "cron",
+        {"action": "add", "kind": "task", "message": "Summarise my notes", "every_seconds": 3600},
+    ).reply("Noted, and scheduled hourly.")
     chat = start_chat(model_server, tmp_path, cache, "--state", str(state))
     assert "Sessions, memory, usage and cron jobs will be kept in" in chat.text
     try:
-        chat.send("remember that I like green tea")
-        chat.expect("Noted: you like green tea.")
-        # `workspace pull --local` while the chat runs: the running stack's bucket.
-        pulled = run_cli(
-            "workspace",
-            "pull",
-            str(tmp_path / "ws"),
-            "--local",
-            env={"XDG_CACHE_HOME": str(cache)},
-            cwd=tmp_path,
-        )
+        chat.send("I like tea; every hour, summarise my notes")
+        chat.expect("nanobot> Noted, and scheduled hourly.")
+        # The operator commands, with --local, while the chat runs: its stack.
+        local = {"XDG_CACHE_HOME": str(cache)}
+        pulled = run_cli("workspace", "pull", str(tmp_path / "ws"), "--local", env=local)
         assert pulled.returncode == 0, pulled.stderr
-        assert (tmp_path / "ws" / "memory" / "MEMORY.md").read_text() == "Likes green tea."
-        sessions = run_cli("sessions", "list", "--local", env={"XDG_CACHE_HOME": str(cache)})
-        assert sessions.returncode == 0, sessions.stderr
-        assert "telegram:100000001" in sessions.stdout
+        assert (tmp_path / "ws" / "memory" / "MEMORY.md").read_text() == "Likes tea."
+        jobs = run_cli("cron", "list", "--local", env=local)
+        assert jobs.returncode == 0, jobs.stderr
+        assert "Summarise my notes" in jobs.stdout
     finally:
         assert chat.close() == 0
-    # Ended: the announcement is gone, and --local says what to do.
-    ended = run_cli("usage", "--local", env={"XDG_CACHE_HOME": str(cache)})
+    # Ended: its announcement is gone, and --local says what to do.
+    ended = run_cli("sessions", "list", "--local", env=local)
     assert ended.returncode == 2
     assert "no local stack is running: start one with `make chat`" in ended.stderr
 
-    model_server.reply("You like green tea.")
-    again = run_cli(
-        "chat",
-        "-m",
-        "what do I like?",
-        "--state",
-        str(state),
-        "--env-file",
-        "/nonexistent",
-        env=model_server.env(),
-        cwd=tmp_path,
-    )
+    # The next run, from the same folder, has the session, the memory and the job.
+    model_server.call_tool("cron", {"action": "list"}).reply("You like tea; one job.")
+    again = chat_once(model_server, tmp_path, "what do you know?", "--state", str(state))
     assert again.returncode == 0, again.stderr
-    request = json.dumps(model_server.requests[-1]["messages"])
-    assert "remember that I like green tea" in request  # the session, kept
-    assert "Likes green tea." in request  # the memory, kept
+    first_request = json.dumps(model_server.requests[-2]["messages"])
+    assert "I like tea; every hour, summarise my notes" in first_request  # the session
+    assert "Likes tea." in first_request  # the memory
+    *_, listed = tool_results(model_server.requests[-1])
+    assert "task 'Summarise my notes', every hour" in listed  # the job, with its schedule
+    # What the second run saved: the schedule put back, the usage of both runs' turns.
+    saved = json.loads((state / "state.json").read_text())
+    (schedule,) = [
+        item
+        for item in saved["schedules"]["ScheduleGroup"]
+        if json.loads(item["Target"]["Input"])["kind"] == "cron"
+    ]
+    assert schedule["ScheduleExpression"] == "rate(1 hour)"
+    (total,) = [
+        item
+        for item in saved["tables"]["SessionsTable"]
+        if item["pk"]["S"] == f"usage#{LocalUser().id}" and item["sk"]["S"] == "total"
+    ]
+    assert total["turns"]["N"] == "2"
 
 
-def test_a_sent_file_is_saved_and_a_link_shows_its_address(
+def test_a_sent_file_is_saved_a_link_shows_its_address_and_env_turns_streaming_off(
     model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
+    """STREAM_REPLIES in .env: issue 27 part 5 (every template parameter from .env)."""
     model_server.call_tool("write_file", {"path": "notes/hello.txt", "content": "hi there"})
     model_server.call_tool("send_file", {"path": "notes/hello.txt"})
     model_server.reply("Sent. See [the docs](https://example.org/docs).")
+    env_file = tmp_path / ".env"
+    settings = {**model_server.env(), "STREAM_REPLIES": "false"}
+    env_file.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
     completed = run_cli(
-        "chat",
-        "-m",
-        "send me the note",
-        "--env-file",
-        "/nonexistent",
-        env=model_server.env(),
-        cwd=tmp_path,
+        "chat", "-m", "send me the note", "--env-file", str(env_file), env={}, cwd=tmp_path
     )
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "chat-files" / "hello.txt").read_bytes() == b"hi there"
     assert "nanobot> 📎 document hello.txt (8 B) → chat-files/hello.txt" in completed.stdout
     assert "nanobot> Sent. See the docs (https://example.org/docs)." in completed.stdout
-
-
-def test_stream_replies_is_read_from_the_env_file(
-    model_server: ScriptedModelServer, tmp_path: Path
-) -> None:
-    """Issue 27 part 5: StreamReplies, like every template parameter, from .env."""
-    model_server.reply("Not streamed.").reply("Streamed.")
-    env_file = tmp_path / ".env"
-    settings = {**model_server.env(), "STREAM_REPLIES": "false"}
-    env_file.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-    off = run_cli("chat", "-m", "hi", "--env-file", str(env_file), env={}, cwd=tmp_path)
-    assert off.returncode == 0, off.stderr
-    on = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env=model_server.env())
-    assert on.returncode == 0, on.stderr
-    assert model_server.streamed == [False, True]
+    assert model_server.streamed == [False, False, False]  # on by default: test_live_replies

@@ -15,7 +15,14 @@ from nanobot_lambda.operator.cli import terminal as terminal_module
 from nanobot_lambda.operator.cli.local import template_parameters_from_env
 from nanobot_lambda.operator.cli.terminal import Terminal
 from nanobot_lambda.operator.local.cfn import find_template, load_template, parameter_variables
-from nanobot_lambda.operator.local.state import LocalStackInfo, _decoded, _encoded
+from nanobot_lambda.operator.local.stack import LocalStack
+from nanobot_lambda.operator.local.state import (
+    LocalStackInfo,
+    LocalState,
+    StateError,
+    _decoded,
+    _encoded,
+)
 from nanobot_lambda.operator.ops.deployment import OperatorError
 from tests.support.screen import Screen
 
@@ -152,3 +159,17 @@ def test_local_finds_a_running_stack_and_refuses_an_ended_one(
     assert path.exists()
     gone.withdraw()
     assert not path.exists()
+
+
+def test_an_unreadable_state_stops_the_start_and_is_left_alone(tmp_path: Path) -> None:
+    state = LocalState(tmp_path / "state")
+    state.folder.mkdir()
+    state.path.write_text("{not json")
+    stack = LocalStack(find_template(), model_env={"LLM_MODEL": "openai/x"})
+    with pytest.raises(StateError, match=r"cannot be read .*: move the folder away"):
+        stack.keep_in(state)
+    assert state.path.read_text() == "{not json"
+
+    state.path.write_text('{"version": 99}')  # of another version: not guessed at either
+    with pytest.raises(StateError, match="of another version"):
+        stack.keep_in(state)

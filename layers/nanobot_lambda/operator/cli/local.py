@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -242,7 +243,13 @@ def chat_command(arguments: argparse.Namespace) -> int:
         return _interactive(stack, replies, state)
     finally:
         terminal.mute()  # a turn still running prints nothing over the shell's prompt
-        stack.stop()
+        # A second Ctrl-C while stopping would leave the servers' threads running (a process
+        # that never ends) and the state unsaved: stopping takes a moment, let it finish.
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            stack.stop()
+        finally:
+            signal.signal(signal.SIGINT, interrupt)
 
 
 def _post(stack: LocalStack, update: dict[str, Any], say: Callable[[str], None]) -> bool:
@@ -270,6 +277,9 @@ def _one_message(stack: LocalStack, text: str) -> int:
 
 def _to_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
+
+
+STOP_SENT = "(Ctrl-C: /stop sent; Ctrl-C again quits)"
 
 
 def _banner(stack: LocalStack, files: Path, state: LocalState | None) -> str:
@@ -309,6 +319,7 @@ def _interactive(stack: LocalStack, replies: LiveReplies, state: LocalState | No
     announced.announce()
     # Reminders, scheduled tasks and background tasks arrive while you type.
     stack.start_background()
+    stop_sent = False  # since the last message: a Ctrl-C then quits, even while a turn runs
     try:
         while True:
             try:
@@ -316,14 +327,15 @@ def _interactive(stack: LocalStack, replies: LiveReplies, state: LocalState | No
             except EOFError:
                 return 0
             except KeyboardInterrupt:
-                if not stack.poller.busy:
+                if stop_sent or not stack.poller.busy:
                     return 0
-                say("(Ctrl-C: /stop sent; Ctrl-C again when nothing runs, or Ctrl-D, quits)")
+                say(STOP_SENT)
                 line = "/stop"
             if line in ("/exit", "/quit"):
                 return 0
             if not line:
                 continue
+            stop_sent = line == "/stop"
             if line == "/press" or line.startswith("/press "):
                 update = _press(stack, replies, line.removeprefix("/press").strip(), say)
             else:
