@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from pathlib import Path
 
-from nanobot_lambda.operator.cli.live import LiveReplies
+from nanobot_lambda.adapters.telegram.models import MessageEntity
+from nanobot_lambda.operator.cli.live import PRESS_HINT, LiveReplies, button_label, with_link_urls
 from nanobot_lambda.operator.local.bot_api import SentDraft, SentFile, SentMessage
 
 
@@ -81,5 +83,68 @@ def test_a_message_s_buttons_show_under_it_a_row_a_line() -> None:
     replies.message(message("Fine."))
 
     assert out.getvalue() == (
-        "nanobot> Shall I?\n   [Yes] [No, thanks]\n   [Later]\nnanobot> Fine.\n"
+        "nanobot> Shall I?\n   [1 Yes] [2 No, thanks]\n   [3 Later]\n"
+        f"{PRESS_HINT}\nnanobot> Fine.\n"
     )
+    assert replies.last_keyboard is not None
+    assert replies.last_keyboard.plain_text == "Shall I?"  # what /press presses
+
+
+def test_a_button_is_named_by_its_number_or_its_label() -> None:
+    keyboard = ((("Yes", "y"), ("No, thanks", "n")), (("Later", "l"),))
+    shown = dataclasses.replace(message("Shall I?"), keyboard=keyboard)
+
+    assert button_label(shown, "1") == "Yes"
+    assert button_label(shown, "3") == "Later"  # numbered across the rows, as shown
+    assert button_label(shown, "no, THANKS") == "No, thanks"
+    assert button_label(shown, "4") is None
+    assert button_label(shown, "0") is None
+    assert button_label(shown, "Maybe") is None
+
+
+def test_a_text_link_shows_its_address_after_its_text() -> None:
+    out = io.StringIO()
+    replies = LiveReplies(out)
+    text = "Read 📘 the docs, or https://example.org/faq itself."
+    entities = (
+        # Offsets in UTF-16 code units: the emoji before the link counts two.
+        MessageEntity(type="text_link", offset=8, length=8, url="https://example.org/docs"),
+        MessageEntity(type="url", offset=21, length=23),
+        MessageEntity(type="bold", offset=0, length=4),
+    )
+    replies.message(dataclasses.replace(message(text), entities=entities))
+
+    assert out.getvalue() == (
+        "nanobot> Read 📘 the docs (https://example.org/docs), or https://example.org/faq itself.\n"
+    )
+
+
+def test_a_link_whose_text_is_its_address_is_not_repeated() -> None:
+    entities = (MessageEntity(type="text_link", offset=0, length=15, url="https://a.b/c/d"),)
+    assert with_link_urls("https://a.b/c/d", entities) == "https://a.b/c/d"
+
+
+def test_sent_files_are_saved_under_their_names_never_over_another(tmp_path: Path) -> None:
+    out = io.StringIO()
+    folder = tmp_path / "chat-files"
+    replies = LiveReplies(out, files_dir=folder)
+    first = dataclasses.replace(sent_file("document", "notes.txt", 3, None), data=b"one")
+    second = dataclasses.replace(first, data=b"two")
+    hostile = dataclasses.replace(first, filename="../../etc/passwd\x1b[2J", data=b"x")
+    hidden = dataclasses.replace(first, filename=".bashrc", data=b"y", message_id=9)
+    for sent in (first, second, hostile, hidden):
+        replies.file(sent)
+
+    assert (folder / "notes.txt").read_bytes() == b"one"
+    assert (folder / "notes-1.txt").read_bytes() == b"two"
+    assert (folder / "passwd_[2J").read_bytes() == b"x"  # no way out of the folder
+    assert (folder / "document-9").read_bytes() == b"y"  # no hidden files
+    assert sorted(path.name for path in tmp_path.rglob("*") if path.is_file()) == [
+        "document-9",
+        "notes-1.txt",
+        "notes.txt",
+        "passwd_[2J",
+    ]
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"nanobot> 📎 document notes.txt (3 B) → {folder / 'notes.txt'}"
+    assert lines[1].endswith(f"→ {folder / 'notes-1.txt'}")

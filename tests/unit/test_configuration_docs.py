@@ -90,8 +90,13 @@ def env_example_defaults() -> dict[str, str]:
 def test_env_example_shows_the_real_defaults() -> None:
     """A default .env.example shows is the settings' own, or (a template parameter `chat`
     takes from .env) the template's: a user who copies it changes nothing by it."""
-    from nanobot_lambda.operator.cli.local import TEMPLATE_PARAMETERS
+    from nanobot_lambda.operator.cli.local import PARAMETER_ALIASES
+    from nanobot_lambda.operator.local.cfn import parameter_variables
 
+    template_parameters = {
+        variable: parameter
+        for parameter, variable in parameter_variables(load_template(TEMPLATE)).items()
+    } | PARAMETER_ALIASES
     fields = {
         field.alias or name: field
         for settings in (*(settings for _, settings in FUNCTIONS), OperatorSettings)
@@ -106,5 +111,5 @@ def test_env_example_shows_the_real_defaults() -> None:
             assert default is not None, variable
             assert type(default)(value) == default, variable
         else:
-            assert variable in TEMPLATE_PARAMETERS, f"{variable} is no setting"
-            assert parameters[TEMPLATE_PARAMETERS[variable]]["Default"] == value, variable
+            assert variable in template_parameters, f"{variable} is no setting"
+            assert parameters[template_parameters[variable]]["Default"] == value, variable

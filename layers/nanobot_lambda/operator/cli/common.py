@@ -52,13 +52,22 @@ def add_command(
     return parser
 
 
-def add_stack_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+def add_stack_option(parser: argparse.ArgumentParser, *, local: bool = False) -> None:
+    """--stack NAME; with `local`, or --local: the stack of the `chat` running on this machine."""
+    target = parser.add_mutually_exclusive_group() if local else parser
+    target.add_argument(
         "--stack",
         metavar="NAME",
         help="CloudFormation stack to act on (reads its outputs and parameters); without it, "
         "the variables the functions read (WORKSPACE_BUCKET, SESSIONS_TABLE, ...)",
     )
+    if local:
+        target.add_argument(
+            "--local",
+            action="store_true",
+            help="act on the local stack of the `nanobot-lambda chat` (`make chat`) running on "
+            "this machine",
+        )
 
 
 def add_env_file_option(parser: argparse.ArgumentParser) -> None:
@@ -87,7 +96,37 @@ def operator_settings() -> OperatorSettings:
 
 
 def deployment(arguments: argparse.Namespace) -> Deployment:
+    if getattr(arguments, "local", False):
+        return local_deployment()
     return Deployment.connect(getattr(arguments, "stack", None), operator_settings())
+
+
+def local_deployment() -> Deployment:
+    """The local stack a running `chat` announced (operator/local/state.py): its moto endpoint
+    and resources, and nothing of the environment's (a deployed stack's variables in .env)."""
+    import boto3
+
+    from nanobot_lambda.adapters.aws.clients import CLIENT_CONFIG
+    from nanobot_lambda.operator.local.state import LocalStackInfo
+
+    info = LocalStackInfo.find()
+    session = boto3.Session(
+        aws_access_key_id="local",
+        aws_secret_access_key="local",  # noqa: S106 - moto takes any credentials
+        region_name=info.region,
+    )
+
+    def client(service: str) -> Any:
+        return session.client(  # type: ignore[call-overload]
+            service, endpoint_url=info.endpoint_url, config=CLIENT_CONFIG
+        )
+
+    resources = {
+        variable: value
+        for variable, value in info.environment().items()
+        if not variable.startswith("AWS_")
+    }
+    return Deployment(OperatorSettings.from_env(resources), client=client)
 
 
 def confirm(question: str, assume_yes: bool) -> bool:

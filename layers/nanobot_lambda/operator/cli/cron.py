@@ -47,7 +47,7 @@ def register(commands: Any) -> None:
     cron_remove.add_argument("job_id")
     cron_remove.add_argument("--chat", type=int, required=True, help="the chat that owns it")
     for sub in (cron_list, cron_remove):
-        add_stack_option(sub)
+        add_stack_option(sub, local=True)
 
 
 def list_command(arguments: argparse.Namespace) -> int:

@@ -50,7 +50,7 @@ def register(commands: Any) -> None:
     replay.add_argument("message_ids", nargs="*", metavar="ID", help="message ids from dlq list")
     replay.add_argument("--all", action="store_true", help="every message")
     for action in actions.choices.values():
-        add_stack_option(action)
+        add_stack_option(action, local=True)
 
 
 def _queue(arguments: argparse.Namespace, *also: str) -> tuple[DeadLetterQueue, list[str]]:

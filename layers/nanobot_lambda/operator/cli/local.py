@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,10 @@ from nanobot_lambda.operator.cli.common import add_command, add_env_file_option,
 from nanobot_lambda.operator.ops.deployment import OperatorError
 
 if TYPE_CHECKING:  # the local stack imports moto: only `chat` and `poll` pay for it, at run time
+    from nanobot_lambda.operator.cli.live import LiveReplies
+    from nanobot_lambda.operator.cli.terminal import Terminal
     from nanobot_lambda.operator.local.stack import LocalStack
+    from nanobot_lambda.operator.local.state import LocalState
 
 MODEL_HELP = """\
 No model is configured. Set LLM_MODEL (plus LLM_API_KEY and/or LLM_API_BASE) in the
@@ -38,9 +42,15 @@ def register(commands: Any) -> None:
         help="chat with the bot on a local stack (moto as AWS, no account needed)",
         description="Start the whole stack locally (moto, the three functions, a local Telegram "
         "Bot API) and chat with the bot. The model comes from LLM_MODEL / LLM_API_KEY / "
-        "LLM_API_BASE (environment or .env).",
+        "LLM_API_BASE (environment or .env), and every template parameter from the variable it "
+        "feeds (STREAM_REPLIES=false...). You can type while the bot works: /stop (or Ctrl-C) "
+        "stops a turn, /press N presses a button, files the bot sends are saved in --files. "
+        "Each run starts fresh unless --state DIR keeps the data (sessions, memory, usage, "
+        "cron jobs) there. While it runs, the operator commands reach it with --local.",
         examples=[
             "nanobot-lambda chat                      interactive chat on a local stack",
+            "nanobot-lambda chat --state ./chat-state keep the chat between runs",
+            "nanobot-lambda workspace pull ./ws --local   (from another terminal, while it runs)",
             'nanobot-lambda chat -m "What can you do?"',
             "LLM_MODEL=ollama_chat/llama3.2 LLM_API_BASE=http://localhost:11434 "
             "nanobot-lambda chat",
@@ -51,6 +61,21 @@ def register(commands: Any) -> None:
     add_env_file_option(chat)
     chat.add_argument("--template", type=Path, help="SAM template (default: infra/template.yaml)")
     chat.add_argument("-v", "--verbose", action="store_true", help="show the functions' logs")
+    chat.add_argument(
+        "--state",
+        type=Path,
+        metavar="DIR",
+        help="keep the stack's data (sessions, memory, workspace, usage, cron jobs) in DIR "
+        "between runs; without it every run starts fresh",
+    )
+    chat.add_argument(
+        "--files",
+        type=Path,
+        metavar="DIR",
+        default=Path("chat-files"),
+        help="where the files the bot sends (photos, documents, voice notes) are saved "
+        "(default ./chat-files)",
+    )
 
     poll = add_command(
         commands,
@@ -88,26 +113,52 @@ def _long_poll_seconds(value: str) -> int:
     return seconds
 
 
-# Settings the template exposes as parameters: a value in the environment (or .env) becomes the
-# parameter's value, so the local functions get it the way the deployed ones would. ALLOW_FROM
-# and HEARTBEAT_CHAT_ID are not taken: locally they are always the local user.
-TEMPLATE_PARAMETERS = {
-    "TIMEZONE": "Timezone",
-    "MAX_TOOL_ITERATIONS": "MaxToolIterations",
-    "HISTORY_WINDOW": "HistoryWindow",
-    "LOG_LEVEL": "LogLevel",
-    # Remote MCP servers (a local one needs WEB_FETCH_ALLOW_NETWORKS=127.0.0.1/32).
-    "MCP_SERVERS": "McpServers",
-    "WEB_FETCH_ALLOW_NETWORKS": "WebFetchAllowNetworks",
-}
-
-
-def template_parameters_from_env(environ: Mapping[str, str]) -> dict[str, str]:
-    return {
-        parameter: environ[variable]
-        for variable, parameter in TEMPLATE_PARAMETERS.items()
-        if environ.get(variable)
+# Every template parameter can be set from the environment (or .env) by the variable it feeds
+# (`STREAM_REPLIES` for StreamReplies; cfn.parameter_variables), so the local functions get it
+# as the deployed ones would. Not those the local stack sets itself: its allow-list and owner
+# (always the local user), its model settings (LLM_* are read apart) and the SSM names of
+# secrets, which name parameters of a deployed account.
+SET_BY_THE_STACK = frozenset(
+    {
+        "AllowFrom",
+        "OwnerId",
+        "HeartbeatChatId",
+        "LlmModel",
+        "LlmApiBase",
+        "LlmApiKeyParameter",
+        "TelegramBotTokenParameter",
+        "TelegramSecretTokenParameter",
+        "TranscriptionApiKeyParameter",
+        "WebSearchApiKeyParameter",
     }
+)
+# Older names still read: LOG_LEVEL (.env.example's) for LogLevel, which feeds
+# POWERTOOLS_LOG_LEVEL.
+PARAMETER_ALIASES = {"LOG_LEVEL": "LogLevel"}
+
+
+def template_parameters_from_env(
+    template: Mapping[str, Any], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The template parameters `environ` sets (a value that is empty sets nothing)."""
+    from nanobot_lambda.operator.local.cfn import parameter_variables
+
+    parameters = {
+        parameter: environ[alias]
+        for alias, parameter in PARAMETER_ALIASES.items()
+        if environ.get(alias)
+    }
+    for parameter, variable in parameter_variables(template).items():
+        if parameter not in SET_BY_THE_STACK and environ.get(variable):
+            parameters[parameter] = environ[variable]
+    for parameter, value in parameters.items():  # refused here as CloudFormation would
+        allowed = template["Parameters"][parameter].get("AllowedValues")
+        if allowed is not None and value not in [str(item) for item in allowed]:
+            raise OperatorError(
+                f"{parameter} (from the environment or .env) is {value!r}: it takes "
+                + " or ".join(str(item) for item in allowed)
+            )
+    return parameters
 
 
 def _model_env() -> dict[str, str] | None:
@@ -140,10 +191,17 @@ def _model_name_problems() -> list[tuple[str, str]]:
     return model_name_problems(settings)
 
 
-def _log_printer(verbose: bool) -> Any:
+def _log_printer(verbose: bool, terminal: Terminal | None = None) -> Any:
+    """Shows the functions' errors (with -v, their warnings too): above the prompt while one is
+    shown, else on stderr."""
+
     def show_log(record: logging.LogRecord) -> None:
         if verbose or record.levelno >= logging.ERROR:
-            print(f"  [{record.levelname.lower()}] {record.getMessage()}", file=sys.stderr)
+            line = f"  [{record.levelname.lower()}] {record.getMessage()}"
+            if terminal is not None:
+                terminal.lines(line + "\n")
+            else:
+                print(line, file=sys.stderr)
 
     return show_log
 
@@ -155,18 +213,28 @@ def _template(arguments: argparse.Namespace) -> Path:
     return template
 
 
+def _parameters(template: Path) -> dict[str, str]:
+    from nanobot_lambda.operator.local.cfn import load_template
+
+    return template_parameters_from_env(load_template(template), os.environ)
+
+
 def chat_command(arguments: argparse.Namespace) -> int:
     model_env = _model_env()
     if model_env is None:
         return 2
 
     from nanobot_lambda.operator.cli.live import LiveReplies
+    from nanobot_lambda.operator.cli.terminal import Terminal
     from nanobot_lambda.operator.local.stack import LocalOutput, LocalStack
+    from nanobot_lambda.operator.local.state import LocalState
 
     # Interactive: a reply shows as it is written. With -m, only the messages are printed.
-    replies = LiveReplies()
     interactive = arguments.message is None
+    terminal = Terminal()
+    replies = LiveReplies(terminal, files_dir=arguments.files)
     template = _template(arguments)
+    state = LocalState(arguments.state) if arguments.state is not None else None
     print("Starting the local stack (moto, functions, Bot API)…", file=sys.stderr)
     stack = LocalStack(
         template,
@@ -175,11 +243,13 @@ def chat_command(arguments: argparse.Namespace) -> int:
             on_message=replies.message,
             on_draft=replies.draft if interactive else None,
             on_file=replies.file,
-            on_log=_log_printer(arguments.verbose),
+            on_log=_log_printer(arguments.verbose, terminal if interactive else None),
             replace_log_output=not arguments.verbose,
         ),
-        parameters=template_parameters_from_env(os.environ),
+        parameters=_parameters(template),
     )
+    if state is not None:
+        stack.keep_in(state)
     try:
         stack.start()
     except Exception as error:
@@ -188,57 +258,131 @@ def chat_command(arguments: argparse.Namespace) -> int:
     try:
         if not interactive:
             return _one_message(stack, arguments.message)
-        return _interactive(stack)
+        return _interactive(stack, replies, state)
     finally:
-        stack.stop()
+        terminal.mute()  # a turn still running prints nothing over the shell's prompt
+        # A second Ctrl-C while stopping would leave the servers' threads running (a process
+        # that never ends) and the state unsaved: stopping takes a moment, let it finish.
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            stack.stop()
+        finally:
+            signal.signal(signal.SIGINT, interrupt)
 
 
-def _send(stack: LocalStack, text: str, *, background: bool = False) -> bool:
-    """Post a message through the webhook, run the turn; True if it went without errors.
-
-    With the background worker running (interactive chat), it runs the turn; otherwise the
-    queue is processed here.
-    """
-    errors_before = len(stack.log_sink.errors)
+def _post(stack: LocalStack, update: dict[str, Any], say: Callable[[str], None]) -> bool:
+    """Post an update through the webhook, as Telegram would; True if the webhook took it."""
     reactions_before = len(stack.bot_api.reactions)
-    response = stack.post_update(stack.text_update(text))
+    response = stack.post_update(update)
     for reaction in stack.bot_api.reactions[reactions_before:]:  # ACK_REACTION's sign of life
-        print(f"(nanobot reacted {' '.join(reaction.emoji)})", file=sys.stderr, flush=True)
+        say(f"(nanobot reacted {' '.join(reaction.emoji)})")
     if response["statusCode"] != 200:
-        print(f"error: the webhook answered {response['statusCode']}", file=sys.stderr)
+        say(f"error: the webhook answered {response['statusCode']}")
         return False
-    if background:
-        stack.poller.wait_idle()
-    else:
-        stack.process_queue()
-    return len(stack.log_sink.errors) == errors_before
+    return True
 
 
 def _one_message(stack: LocalStack, text: str) -> int:
-    ok = _send(stack, text)
+    errors_before = len(stack.log_sink.errors)
+    ok = _post(stack, stack.text_update(text), _to_stderr)
+    if ok:
+        stack.process_queue()
     if not stack.bot_api.messages:
         print("error: the bot did not answer (see the errors above)", file=sys.stderr)
         return 1
-    return 0 if ok else 1
+    return 0 if ok and len(stack.log_sink.errors) == errors_before else 1
 
 
-def _interactive(stack: LocalStack) -> int:
-    print("Chat with nanobot. Ctrl-D or /exit to quit.", file=sys.stderr)
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+STOP_SENT = "(Ctrl-C: /stop sent; Ctrl-C again quits)"
+
+
+def _banner(stack: LocalStack, files: Path, state: LocalState | None) -> str:
+    from nanobot_lambda.operator.cli.live import shown_path
+
+    if state is None:
+        kept = "Fresh stack: nothing is kept when the chat ends (--state DIR keeps it)."
+    else:
+        again = "restored from" if state.exists else "will be kept in"
+        kept = f"Sessions, memory, usage and cron jobs {again} {state.folder}."
+    return (
+        "Chat with nanobot. Ctrl-D or /exit to quit; /stop (or Ctrl-C) stops an answer being "
+        "written;\n/press 1 (or /press and its label) presses a button.\n"
+        f"Files the bot sends are saved in {shown_path(files)}/.\n"
+        f"{kept}\n"
+        "Operator commands reach this stack with --local, e.g. "
+        "`nanobot-lambda workspace pull ./workspace --local`."
+    )
+
+
+def _interactive(stack: LocalStack, replies: LiveReplies, state: LocalState | None) -> int:
+    from nanobot_lambda.operator.local.stack import REGION
+    from nanobot_lambda.operator.local.state import LocalStackInfo
+
+    terminal = replies.terminal
+    assert replies.files_dir is not None
+    print(_banner(stack, replies.files_dir, state), file=sys.stderr, flush=True)
+    # With a person at a terminal, the prompt comes back at once: /stop can be sent while an
+    # answer is being written. Lines piped in wait for each answer, or the input would end
+    # (and the chat with it) before the first one.
+    at_terminal = sys.stdin.isatty()
+
+    def say(text: str) -> None:
+        terminal.lines(text + "\n")
+
+    announced = LocalStackInfo.of(stack.template, stack.endpoint_url, REGION)
+    announced.announce()
     # Reminders, scheduled tasks and background tasks arrive while you type.
     stack.start_background()
-    while True:
-        try:
-            line = input("you> ").strip()
-        except (EOFError, KeyboardInterrupt):
-            print(file=sys.stderr)
-            return 0
-        if line in ("/exit", "/quit"):
-            return 0
-        if line:
+    stop_sent = False  # since the last message: a Ctrl-C then quits, even while a turn runs
+    try:
+        while True:
             try:
-                _send(stack, line, background=True)
+                line = terminal.read_line().strip()
+            except EOFError:
+                return 0
             except KeyboardInterrupt:
-                print("\n(interrupted)", file=sys.stderr)
+                if stop_sent or not stack.poller.busy:
+                    return 0
+                say(STOP_SENT)
+                line = "/stop"
+            if line in ("/exit", "/quit"):
+                return 0
+            if not line:
+                continue
+            stop_sent = line == "/stop"
+            if line == "/press" or line.startswith("/press "):
+                update = _press(stack, replies, line.removeprefix("/press").strip(), say)
+            else:
+                update = stack.text_update(line)
+            if update is not None and _post(stack, update, say) and not at_terminal:
+                stack.poller.wait_idle()
+    finally:
+        announced.withdraw()
+
+
+def _press(
+    stack: LocalStack, replies: LiveReplies, choice: str, say: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """The update of pressing a button of the latest message that has some, or None (said)."""
+    from nanobot_lambda.operator.cli.live import button_label
+
+    message = replies.last_keyboard
+    if message is None:
+        say("(no message with buttons yet)")
+        return None
+    label = button_label(message, choice)
+    if label is None:
+        say(f"(no button {choice!r}: give its number, or its label)")
+        return None
+    try:
+        return stack.press_button(message, label)
+    except ValueError:  # the bot changed the keyboard, or removed it, since it was shown
+        say(f"(the button {label!r} is no longer there)")
+        return None
 
 
 # -- poll ---------------------------------------------------------------------------------
@@ -288,8 +432,9 @@ def poll_command(arguments: argparse.Namespace) -> int:
         raise WebhookIsSet()
     owner = next((int(item) for item in allow_from.split(",") if item.strip().isdigit()), None)
     print(f"Starting the local stack for @{me.username} (moto, functions)…", file=sys.stderr)
+    template = _template(arguments)
     stack = LocalStack(
-        _template(arguments),
+        template,
         model_env=model_env,
         telegram=LocalTelegram(
             user=LocalUser(id=owner) if owner is not None else LocalUser(),
@@ -300,7 +445,7 @@ def poll_command(arguments: argparse.Namespace) -> int:
         output=LocalOutput(
             on_log=_log_printer(arguments.verbose), replace_log_output=not arguments.verbose
         ),
-        parameters=template_parameters_from_env(os.environ),
+        parameters=_parameters(template),
     )
 
     def show_delivery(delivery: Delivery) -> None:

@@ -63,7 +63,7 @@ def register(commands: Any) -> None:
     reset.add_argument("chat", metavar="CHAT")
     reset.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     for action in actions.choices.values():
-        add_stack_option(action)
+        add_stack_option(action, local=True)
 
 
 def _admin(arguments: argparse.Namespace) -> SessionAdmin:

@@ -35,7 +35,7 @@ def register(commands: Any) -> None:
         handler=usage_command,
     )
     usage.add_argument("--chat", type=int, help="only this chat")
-    add_stack_option(usage)
+    add_stack_option(usage, local=True)
 
 
 def usage_command(arguments: argparse.Namespace) -> int:

@@ -49,7 +49,7 @@ def register(commands: Any) -> None:
         ],
         handler=onboard_command,
     )
-    add_stack_option(onboard)
+    add_stack_option(onboard, local=True)
 
     group = add_command(
         commands,
@@ -118,7 +118,7 @@ def register(commands: Any) -> None:
             metavar="SCOPE",
             help=f"a person's or a group's workspace instead of the owner's: {SCOPE_FORMS}",
         )
-        add_stack_option(action)
+        add_stack_option(action, local=True)
     push.add_argument(
         "--delete", action="store_true", help="delete in the workspace what you deleted in DIR"
     )
@@ -162,7 +162,7 @@ def register(commands: Any) -> None:
             metavar="SCOPE",
             help=f"a person's or a group's workspace instead of the owner's: {SCOPE_FORMS}",
         )
-        add_stack_option(action)
+        add_stack_option(action, local=True)
     versions.add_argument("--limit", type=int, default=VERSIONS_SHOWN, help="how many to list")
 
 

@@ -245,3 +245,27 @@ class TemplateContext:
             value = self.evaluate(raw)
             environment[name] = "" if value is None else str(value)
         return environment
+
+
+def parameter_variables(template: Mapping[str, Any]) -> dict[str, str]:
+    """Each template parameter with the variable a setting of it is known by: the function
+    variable it feeds (`STREAM_REPLIES: !Ref StreamReplies`), or for a parameter that feeds
+    none (`EnableSandbox`, `HeartbeatScheduleExpression`), its name in upper snake case."""
+    variables = {name: _upper_snake(name) for name in template.get("Parameters", {})}
+    environments = [
+        template.get("Globals", {}).get("Function", {}).get("Environment", {}),
+        *(
+            spec.get("Properties", {}).get("Environment", {})
+            for spec in template["Resources"].values()
+            if spec.get("Type") == "AWS::Serverless::Function"
+        ),
+    ]
+    for environment in environments:
+        for variable, value in environment.get("Variables", {}).items():
+            if isinstance(value, Mapping) and value.get("Ref") in variables:
+                variables[value["Ref"]] = variable
+    return variables
+
+
+def _upper_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()

@@ -115,6 +115,7 @@ class QueuePoller:
         # and in-flight counts at slightly different instants, so at that very moment both can
         # read 0; until then the poller knows a retry is coming without asking the queue.
         self._retry_due = 0.0
+        self._running = 0  # handler invocations under way (the chat's Ctrl-C asks)
 
     def poll_once(self, wait_seconds: int = 0) -> int:
         """Receive one batch and run the handler on it; returns how many messages were received."""
@@ -130,6 +131,7 @@ class QueuePoller:
         if not messages:
             return 0
         self.invocations += 1
+        self._running += 1
         try:
             event = sqs_event(messages, self._queue_arn, "us-east-1")
             response = self._handler(event, self.context())
@@ -138,6 +140,8 @@ class QueuePoller:
             }
         except Exception:
             failed = {message["MessageId"] for message in messages}  # the whole batch failed
+        finally:
+            self._running -= 1
         for message in messages:
             if message["MessageId"] in failed:
                 self.failures += 1
@@ -152,6 +156,11 @@ class QueuePoller:
                     QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"]
                 )
         return len(messages)
+
+    @property
+    def busy(self) -> bool:
+        """A turn (a handler invocation) is running now."""
+        return self._running > 0
 
     def drain(self, idle_seconds: float = 0.0, max_seconds: float = 600) -> None:
         """Process until the queue has stayed empty for `idle_seconds` (and retries are done)."""

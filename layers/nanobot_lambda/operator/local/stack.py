@@ -54,6 +54,7 @@ from nanobot_lambda.operator.local.runtime import (
     load_handler_module,
 )
 from nanobot_lambda.operator.local.schedule_runner import ScheduleRunner
+from nanobot_lambda.operator.local.state import LocalState
 from nanobot_lambda.operator.local.webhook_reply import reply_method
 from nanobot_lambda.settings import (
     SECRET_REFERENCE_SUFFIXES,
@@ -183,6 +184,8 @@ class LocalStack:
         self._telegram_api_base = telegram.api_base
         self.secret_token = secrets.token_urlsafe(24)
         self.prefix = f"nanobot-{uuid.uuid4().hex[:8]}"
+        self._state: LocalState | None = None  # see keep_in
+        self._started = False  # start() completed: stop() may save the state
         self.log_sink = LogSink(output.on_log)
         self._model_env = dict(model_env)
         self._allow_from = str(self.user.id) if telegram.allow_from is None else telegram.allow_from
@@ -209,6 +212,13 @@ class LocalStack:
         self._dumpable_before = True
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    def keep_in(self, state: LocalState) -> LocalStack:
+        """Keep this stack's data in a state folder (call before start): its resources take
+        the names the data was kept under, start() puts the data back, stop() saves it."""
+        self._state = state
+        self.prefix = state.prefix() or self.prefix
+        return self
 
     def start(self) -> LocalStack:
         try:
@@ -248,6 +258,8 @@ class LocalStack:
         )
         create_resources(self.template, self.prefix, REGION)
         self._store_secrets()
+        if self._state is not None:
+            self._state.restore(self.template)
         for name, logical_id in FUNCTIONS.items():
             environment = self.template.function_environment(logical_id)
             # An empty template value means "unset, use the default": a value the caller has
@@ -282,11 +294,18 @@ class LocalStack:
             )
         self._start_lambdas()
         seed_workspace(self.workspace)
-        for name, logical_id in FUNCTIONS.items():
-            # SAM resolves CodeUri relative to the template's folder.
-            code_uri = self._function_property(logical_id, "CodeUri")
-            code_dir = (self.template_path.parent / code_uri).resolve()
-            self.handlers[name] = load_handler_module(code_dir, f"nanobot_local_{name}")
+        # The handlers log while they are imported (agent_turn's warm-up), before their log
+        # output can be replaced: in the CLI's quiet mode, nothing below WARNING then.
+        if self._replace_log_output:
+            logging.disable(logging.INFO)
+        try:
+            for name, logical_id in FUNCTIONS.items():
+                # SAM resolves CodeUri relative to the template's folder.
+                code_uri = self._function_property(logical_id, "CodeUri")
+                code_dir = (self.template_path.parent / code_uri).resolve()
+                self.handlers[name] = load_handler_module(code_dir, f"nanobot_local_{name}")
+        finally:
+            logging.disable(logging.NOTSET)
         self._attach_log_sink()
         # The template's event source mapping: which queue feeds agent_turn, how many at once.
         mapping = self.template.queue_mapping(FUNCTIONS["agent_turn"])
@@ -304,9 +323,27 @@ class LocalStack:
             fire=self._invoke_scheduler,
             now=lambda: self.schedule_clock or datetime.now(UTC),
         )
+        self._started = True
+
+    @property
+    def endpoint_url(self) -> str:
+        """The moto server this stack's AWS is (after start())."""
+        assert self._endpoint_url is not None
+        return self._endpoint_url
 
     def stop(self) -> None:
         self.stop_background()
+        try:
+            if self._state is not None and self._started:
+                # Only a stack that started whole is saved: a failed start (a restore that
+                # broke off) must not replace the kept data with part of it.
+                self._state.save(self.template, self.prefix)
+        finally:
+            self._started = False
+            self._release()
+
+    def _release(self) -> None:
+        """Stop the servers and give the process its environment back."""
         self._stop_lambdas()
         if hasattr(self, "bot_api"):
             self.bot_api.stop()

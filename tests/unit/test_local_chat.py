@@ -1,0 +1,175 @@
+"""The pieces of `chat` that need no stack: the template parameters it reads from the
+environment, the terminal that keeps the prompt under the output, the encoding of the kept
+state, and finding a running local stack for --local."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nanobot_lambda.operator.cli import terminal as terminal_module
+from nanobot_lambda.operator.cli.local import template_parameters_from_env
+from nanobot_lambda.operator.cli.terminal import Terminal
+from nanobot_lambda.operator.local.cfn import find_template, load_template, parameter_variables
+from nanobot_lambda.operator.local.stack import LocalStack
+from nanobot_lambda.operator.local.state import (
+    LocalStackInfo,
+    LocalState,
+    StateError,
+    _decoded,
+    _encoded,
+)
+from nanobot_lambda.operator.ops.deployment import OperatorError
+from tests.support.screen import Screen
+
+TEMPLATE = load_template(find_template())
+
+
+def test_every_template_parameter_is_known_by_the_variable_it_feeds() -> None:
+    variables = parameter_variables(TEMPLATE)
+    assert set(variables) == set(TEMPLATE["Parameters"])
+    assert variables["StreamReplies"] == "STREAM_REPLIES"
+    assert variables["MaxReceiveCount"] == "TURN_MAX_RECEIVE_COUNT"
+    assert variables["LogLevel"] == "POWERTOOLS_LOG_LEVEL"  # through Globals
+    assert variables["EnableSandbox"] == "ENABLE_SANDBOX"  # feeds no variable: its own name
+    assert variables["HeartbeatScheduleExpression"] == "HEARTBEAT_SCHEDULE_EXPRESSION"
+
+
+def test_the_environment_sets_the_parameters_but_not_what_the_local_stack_provides() -> None:
+    environ = {
+        "STREAM_REPLIES": "false",
+        "SEND_TOOL_HINTS": "true",
+        "SPEND_LIMIT_DAILY_USD": "2",
+        "ENABLE_SANDBOX": "false",
+        "LOG_LEVEL": "DEBUG",  # .env.example's name for LogLevel
+        "HISTORY_WINDOW": "",  # empty: not set
+        # A deployed stack's, in a shared .env: the local stack has its own.
+        "ALLOW_FROM": "424242",
+        "OWNER_ID": "424242",
+        "HEARTBEAT_CHAT_ID": "424242",
+        "LLM_MODEL": "openai/x",
+        "TELEGRAM_BOT_TOKEN_PARAM": "/deployed/token",
+        "WEB_SEARCH_API_KEY_PARAM": "/deployed/search-key",
+    }
+    assert template_parameters_from_env(TEMPLATE, environ) == {
+        "StreamReplies": "false",
+        "SendToolHints": "true",
+        "SpendLimitDailyUsd": "2",
+        "EnableSandbox": "false",
+        "LogLevel": "DEBUG",
+    }
+    # The variable the parameter feeds wins over the older name.
+    both = {"LOG_LEVEL": "DEBUG", "POWERTOOLS_LOG_LEVEL": "WARNING"}
+    assert template_parameters_from_env(TEMPLATE, both) == {"LogLevel": "WARNING"}
+
+
+def test_a_value_the_template_does_not_allow_is_refused_with_what_it_takes() -> None:
+    with pytest.raises(OperatorError, match=r"StreamReplies .* is 'maybe': it takes true or false"):
+        template_parameters_from_env(TEMPLATE, {"STREAM_REPLIES": "maybe"})
+
+
+def prompt_session(
+    monkeypatch: pytest.MonkeyPatch, while_waiting: list[tuple[str, object]]
+) -> tuple[Terminal, Screen, str]:
+    """One read_line, during which the output calls `while_waiting` arrive (as from another
+    thread); returns the terminal, the screen it drew and the line read."""
+    out = io.StringIO()
+    terminal = Terminal(out)
+
+    def person_typing(prompt: str) -> str:
+        out.write(prompt)  # what input() draws
+        for method, argument in while_waiting:
+            if method == "live":
+                getattr(terminal, method)(1, argument)
+            else:
+                getattr(terminal, method)(argument)
+        return "typed"
+
+    monkeypatch.setattr("builtins.input", person_typing)
+    monkeypatch.setattr(terminal_module, "readline", None)
+    line = terminal.read_line()
+    screen = Screen(80)
+    screen.feed(out.getvalue().replace("\n", "\r\n"))  # the terminal's own translation
+    return terminal, screen, line
+
+
+def test_output_while_the_prompt_is_shown_goes_above_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, screen, line = prompt_session(
+        monkeypatch,
+        [
+            ("live", "nanobot> The plan"),
+            ("live", "nanobot> The plan for today"),
+            ("finish", "nanobot> The plan for today is coffee.\n"),
+            ("lines", "nanobot> ⏰ Drink water!\n"),
+        ],
+    )
+    assert line == "typed"
+    assert screen.lines == [
+        "nanobot> The plan for today is coffee.",
+        "nanobot> ⏰ Drink water!",
+        "you>",
+    ]
+
+
+def test_a_reply_still_being_written_when_a_line_is_sent_goes_on_under_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    terminal, screen, _ = prompt_session(monkeypatch, [("live", "nanobot> Half")])
+    assert screen.lines == ["nanobot> Half", "you>"]
+    assert terminal.live_key is None  # the typed line is under it now: it cannot go on there
+
+
+def test_after_mute_nothing_is_written() -> None:
+    out = io.StringIO()
+    terminal = Terminal(out)
+    terminal.lines("before\n")
+    terminal.mute()
+    terminal.live(1, "nanobot> late")
+    terminal.lines("late\n")
+    assert out.getvalue() == "before\n"
+
+
+def test_binary_attributes_survive_the_state_file() -> None:
+    item = {"pk": {"S": "telegram:1"}, "blob": {"B": b"\x00\xff"}, "set": {"BS": [b"a", b"b"]}}
+    assert _decoded(json.loads(json.dumps(_encoded(item)))) == item
+
+
+def test_local_finds_a_running_stack_and_refuses_an_ended_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(OperatorError, match="no local stack is running: start one with"):
+        LocalStackInfo.find()
+
+    running = LocalStackInfo("http://127.0.0.1:5123", "us-east-1", os.getpid(), {})
+    path = running.announce()
+    assert path == tmp_path / "nanobot-lambda" / "local-stack.json"
+    assert LocalStackInfo.find() == running
+
+    # Above Linux's largest process id: a process that cannot be running.
+    gone = LocalStackInfo("http://127.0.0.1:5123", "us-east-1", 2**22 + 12345, {})
+    gone.announce()
+    with pytest.raises(OperatorError, match="has ended"):
+        LocalStackInfo.find()
+    running.withdraw()  # not its announcement: left alone
+    assert path.exists()
+    gone.withdraw()
+    assert not path.exists()
+
+
+def test_an_unreadable_state_stops_the_start_and_is_left_alone(tmp_path: Path) -> None:
+    state = LocalState(tmp_path / "state")
+    state.folder.mkdir()
+    state.path.write_text("{not json")
+    stack = LocalStack(find_template(), model_env={"LLM_MODEL": "openai/x"})
+    with pytest.raises(StateError, match=r"cannot be read .*: move the folder away"):
+        stack.keep_in(state)
+    assert state.path.read_text() == "{not json"
+
+    state.path.write_text('{"version": 99}')  # of another version: not guessed at either
+    with pytest.raises(StateError, match="of another version"):
+        stack.keep_in(state)
