@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import threading
+import time
 
 import boto3
 
@@ -142,3 +144,34 @@ def test_a_stream_that_keeps_failing_ends_in_the_apology_and_saves_nothing(
     assert [m.plain_text for m in stack.bot_api.messages] == [texts.load("model_error")]
     assert not any(re.search(r"\bw\d+\b", m.plain_text) for m in stack.bot_api.messages)
     assert saved(stack, f"telegram:{ADA}") == []
+
+
+def test_a_stop_sent_while_the_answer_streams_ends_it_there(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """/stop reaches the webhook while the answer is being written (its flag at once, the
+    command behind the turn in the queue): the stream is cut within a stop check, and the chat
+    gets what was written so far, marked as stopped, instead of the whole answer."""
+    long_answer = " ".join(f"word{n}" for n in range(1, 201))
+    model_server.reply(long_answer, tokens_per_second=25)  # 200 words: 8 s unless stopped
+    update = telegram_update("text_private")
+    update["message"]["text"] = "tell me everything"
+    assert json.loads(stack.post_update(update)["body"])["status"] == "queued"
+    worker = threading.Thread(target=stack.process_queue)
+    worker.start()
+    deadline = time.monotonic() + 20
+    while not stack.bot_api.drafts and time.monotonic() < deadline:
+        time.sleep(0.05)  # the answer is being written
+    stop = telegram_update("text_private")
+    stop["update_id"] += 1
+    stop["message"]["text"] = "/stop"
+    assert json.loads(stack.post_update(stop)["body"])["status"] == "queued"
+    worker.join(timeout=60)
+    stack.process_queue()  # the /stop command itself, behind the turn
+
+    final = stack.bot_api.messages[0].plain_text
+    assert final.endswith(texts.load("stopped"))
+    written = final.removesuffix(texts.load("stopped")).split()
+    assert 0 < len(written) < 200 and written == long_answer.split()[: len(written)]
+    assert len(stack.bot_api.messages) == 1  # the stopped turn told the user; /stop says no more
+    assert saved(stack, f"telegram:{ADA}")[-1]["content"].endswith(texts.load("stopped"))

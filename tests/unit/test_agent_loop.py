@@ -235,6 +235,44 @@ def test_stop_is_checked_between_iterations() -> None:
     assert checks == [1]
 
 
+class WordByWordModel(ScriptedModel):
+    """Streams its answer a word at a time, as a provider does."""
+
+    def complete(self, messages, tools, *, tool_choice=None, timeout=None, on_text=None):  # type: ignore[no-untyped-def]
+        reply = super().complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
+        words = (reply.content or "").split(" ")
+        for n in range(1, len(words) + 1):
+            if on_text is not None:
+                on_text(" ".join(words[:n]))
+        return reply
+
+
+def test_a_stop_while_the_answer_is_written_ends_it_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """/stop during a one-step answer, as Telegram's user sees it stream: the answer ends with
+    what was written so far, marked as stopped (the stop flag is read now and then, not per
+    word: here every time)."""
+    monkeypatch.setattr("nanobot_lambda.core.agent.STOP_CHECK_SECONDS", 0)
+    shown: list[str] = []
+    model = WordByWordModel(text("<think>plan</think>one two three four five six"))
+    outcome = loop(model).run(REQUEST, should_stop=lambda: len(shown) >= 3, on_text=shown.append)
+    assert outcome.stopped
+    assert outcome.reply == f"one two three\n\n{texts.load('stopped')}"
+    assert shown[-1] == "one two three"  # nothing written after the stop is shown
+    assert outcome.new_messages[-1] == {"role": "assistant", "content": outcome.reply}
+
+
+def test_a_stream_nobody_stops_is_answered_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("nanobot_lambda.core.agent.STOP_CHECK_SECONDS", 0)
+    asked: list[int] = []
+    model = WordByWordModel(text("one two three"))
+    outcome = loop(model).run(
+        REQUEST, should_stop=lambda: bool(asked.append(1)), on_text=lambda _: None
+    )
+    assert not outcome.stopped and outcome.reply == "one two three" and asked
+
+
 class SlowWorkspace(MemoryWorkspace):
     """Reads take a while and record how many overlap. With `until_overlap`, a read waits (up
     to 5 s) until another read is under way too: concurrent reads always overlap then, however

@@ -17,7 +17,10 @@ another model call, or `tool_time_left` too little for the step's tools, the loo
 
 With `on_text`, each model call is streamed and the text it writes so far (reasoning left out)
 goes to `on_text` as it arrives, the text before tool calls as much as the final answer; what
-the turn sends and saves is still the complete reply.
+the turn sends and saves is still the complete reply. A /stop while an answer is being written
+ends it there too: the stream asks `should_stop` now and then (every STOP_CHECK_SECONDS, it is a
+read of the stop flag), and a stopped stream's text so far is the turn's answer, marked as
+stopped (the provider bills what it wrote; its usage never arrives, so it is not counted).
 
 With a `RequestFitter`, each request is made to fit the model's context window before it is
 sent (core/budget.py).
@@ -26,6 +29,7 @@ sent (core/budget.py).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -62,6 +66,33 @@ Progress = Callable[[str], None]
 StopCheck = Callable[[], bool]
 Record = Callable[["TurnOutcome"], None]
 TimeLeft = Callable[[], float]
+
+
+STOP_CHECK_SECONDS = 1.5  # while an answer streams, how often /stop's flag is read
+
+
+class StreamStopped(Exception):
+    """The user asked to stop while the model was writing; `so_far` is what it had written."""
+
+    def __init__(self, so_far: str) -> None:
+        super().__init__("stopped while streaming")
+        self.so_far = so_far
+
+
+def stoppable(on_text: TextStream, should_stop: StopCheck) -> TextStream:
+    """`on_text` that raises StreamStopped once `should_stop` says so (asked at most every
+    STOP_CHECK_SECONDS, after the text so far was shown)."""
+    asked = time.monotonic()
+
+    def show(so_far: str) -> None:
+        nonlocal asked
+        on_text(so_far)
+        if time.monotonic() - asked >= STOP_CHECK_SECONDS:
+            asked = time.monotonic()
+            if should_stop():
+                raise StreamStopped(so_far)
+
+    return show
 
 
 def visible_text(on_text: TextStream) -> TextStream:
@@ -194,6 +225,8 @@ class AgentLoop:
                 return self._suspend(outcome)
         definitions = self._tools.definitions()
         stream = None if on_text is None else visible_text(on_text)
+        if stream is not None and should_stop is not None:
+            stream = stoppable(stream, should_stop)
         while outcome.iterations < self._max_iterations:
             if outcome.iterations and should_stop is not None and should_stop():
                 logger.info("turn stopped by the user after %d steps", outcome.iterations)
@@ -210,6 +243,13 @@ class AgentLoop:
                     definitions,
                     timeout=budget,
                     on_text=stream,
+                )
+            except StreamStopped as stopped:
+                logger.info("turn stopped by the user while the answer was written")
+                written = strip_thinking(stopped.so_far)
+                said = texts.load("stopped")
+                return self._finish(
+                    outcome, f"{written}\n\n{said}" if written else said, stopped=True
                 )
             except SpendLimitReached as limit:
                 # What was done is kept, like a /stop; the reply says why it ends here.
