@@ -64,6 +64,11 @@ class ModelReply:
 
 ToolChoice = str | dict[str, Any] | None
 
+REASONING_EFFORTS = ("off", "low", "medium", "high")
+"""How hard a reasoning model thinks before it answers, per call (`ChatModel.complete`):
+"off" is no thinking (or the least a model that always thinks allows); None (not one of these)
+leaves it to the provider's default."""
+
 TextStream = Callable[[str], None]
 """Receives the text of a reply as it is generated: the whole text so far, each time. A model
 call that is retried after its stream broke starts again from the beginning (shorter text)."""

@@ -423,11 +423,14 @@ class ChatModel(Protocol):
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
         on_text: TextStream | None = None,
+        reasoning_effort: str | None = None,
     ) -> ModelReply:
         """One completion, within `timeout` seconds when given (fallbacks included).
         With `on_text`, the reply is streamed and its text so far given to `on_text` as it
-        arrives; the reply returned is still the whole one. Raises ModelError when the
-        provider (and every fallback) fails, mid-stream included."""
+        arrives; the reply returned is still the whole one. `reasoning_effort` is one of
+        `REASONING_EFFORTS` (core/model.py), None for the provider's default; thinking never
+        reaches `on_text` or the reply's content. Raises ModelError when the provider (and
+        every fallback) fails, mid-stream included."""
         ...
 
 

@@ -8,7 +8,15 @@ they belong to: a fallback of another provider never receives `LLM_API_KEY`.
 
 Given `on_text`, a completion is streamed: a failure to open the stream is retried like any
 other, a stream that breaks midway (or ends without a finish_reason) is retried whole, and
-the time budget is checked between chunks.
+the time budget is checked between chunks. A stream is complete when the provider said so (a
+chunk of its own with a finish reason), whatever litellm makes of it (`_ProviderEnding`).
+
+`reasoning_effort` ("off", "low", "medium", "high"; None: the provider's default) becomes
+litellm's `reasoning_effort`, which each provider's translation turns into its own setting
+(Anthropic's and Bedrock's thinking budget, Gemini's thinkingConfig, OpenAI's reasoning_effort);
+see `reasoning_options` for what "off" is per provider and where litellm needs help. Thinking
+comes back apart from the text (`reasoning_content`, `thinking_blocks` with their signatures;
+Gemini's thought signature rides in the tool call's id) and never reaches `on_text`.
 
 Claude models (Anthropic, Bedrock, Vertex, OpenRouter) cache a prompt prefix only where the
 request says so, so each request to one carries cache breakpoints (`mark_cache_breakpoints`):
@@ -33,9 +41,19 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
 
 import litellm
+from litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini import (
+    ModelResponseIterator as GeminiStreamParser,
+)
 
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, ToolChoice, Usage
+from nanobot_lambda.core.model import (
+    REASONING_EFFORTS,
+    ModelReply,
+    TextStream,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from nanobot_lambda.settings import LlmSettings
 
 litellm.suppress_debug_info = True
@@ -105,7 +123,12 @@ class LitellmChatModel:
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
         on_text: TextStream | None = None,
+        reasoning_effort: str | None = None,
     ) -> ModelReply:
+        if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(
+                f"reasoning_effort {reasoning_effort!r} is none of {', '.join(REASONING_EFFORTS)}"
+            )
         deadline = None if timeout is None else time.monotonic() + timeout
         failures = []
         for model in (self._model, *self._fallbacks):
@@ -113,12 +136,17 @@ class LitellmChatModel:
             if budget is not None and budget <= 0:
                 failures.append(f"{model}: no time left")
                 break
+            thinking = reasoning_options(
+                model, reasoning_effort, tool_choice, self._options["max_tokens"]
+            )
             try:
                 if on_text is None:
-                    response = self._completion(model, messages, tools, tool_choice, budget)
+                    response = self._completion(
+                        model, messages, tools, tool_choice, budget, **thinking
+                    )
                 else:
                     response = self._streamed(
-                        model, messages, tools, tool_choice, deadline, on_text
+                        model, messages, tools, tool_choice, deadline, on_text, thinking
                     )
             except _TextStreamError as failed:
                 raise failed.error from None
@@ -144,6 +172,10 @@ class LitellmChatModel:
     ) -> Any:
         retries = self._num_retries if retries is None else retries
         options = dict(self._options, **extra)
+        if "thinking_budget" in options:  # see reasoning_options
+            options["max_tokens"] += options.pop("thinking_budget")
+            if _is_claude(model):
+                options.pop("temperature", None)  # Claude thinks only at its default (1)
         if provider_of(model) == self._keyed_provider:
             options.update(self._credentials)
         if tool_choice is not None:
@@ -185,6 +217,7 @@ class LitellmChatModel:
         tool_choice: ToolChoice,
         deadline: float | None,
         on_text: TextStream,
+        thinking: dict[str, Any],
     ) -> Any:
         """The completion streamed, its text so far given to `on_text` as it grows.
 
@@ -206,6 +239,7 @@ class LitellmChatModel:
                 retries,
                 stream=True,
                 stream_options={"include_usage": True},
+                **thinking,
             )
             try:
                 return _read_stream(stream, messages, deadline, on_text)
@@ -230,7 +264,7 @@ class LitellmChatModel:
         )
         blocks = getattr(message, "thinking_blocks", None) or []
         return ModelReply(
-            content=message.content,
+            content=message.content or None,  # "" from some providers when only tools were called
             tool_calls=tool_calls,
             usage=_usage(response),
             reasoning_content=getattr(message, "reasoning_content", None) or None,
@@ -256,6 +290,56 @@ def _retryable(error: Exception) -> bool:
     one of the transient ones. A refused key, a bad request or a missing model is not."""
     status = getattr(error, "status_code", None)
     return not isinstance(status, int) or status in _RETRYABLE_STATUSES or status >= 500
+
+
+# litellm's thinking budgets for its reasoning efforts (Anthropic, Bedrock, Gemini 2.5): they
+# count against max_tokens, so they are added to it (LLM_MAX_TOKENS stays the answer's).
+THINKING_BUDGETS = {"low": 1024, "medium": 2048, "high": 4096}
+
+
+def reasoning_options(
+    model: str, effort: str | None, tool_choice: ToolChoice, max_tokens: int
+) -> dict[str, Any]:
+    """litellm's options for `effort` with `model` (`thinking_budget` is the adapter's own: it is
+    added to max_tokens, since litellm caps nothing: "high" is a budget of 4096, and Anthropic
+    refuses a max_tokens of 4096 that is not greater than it).
+
+    "off" is what turns thinking off where the model allows it: "none" (Anthropic, Bedrock's
+    Claude, gpt-5.1 and later), "disable" (Gemini: a budget of 0, or the lowest level of
+    Gemini 3); where it does not, the least it allows ("minimal": gpt-5, Gemini 2.5 Pro; "low":
+    o-series). A model litellm knows as no reasoning model gets nothing: it has no thinking to
+    turn off, and an OpenAI-compatible server may refuse an effort it does not know. Claude
+    refuses thinking with a forced tool call (consolidation), so it is not asked to think then.
+    """
+    if effort is None or not litellm.supports_reasoning(model):
+        return {}
+    forced = tool_choice not in (None, "auto", "none")
+    if effort == "off" or (forced and _is_claude(model)):
+        return {"reasoning_effort": _least_effort(model)}
+    return {"reasoning_effort": effort, "thinking_budget": THINKING_BUDGETS[effort]}
+
+
+def _least_effort(model: str) -> str:
+    provider, name = provider_of(model), model.lower()
+    if provider in ("gemini", "vertex_ai"):
+        return "minimal" if "gemini-2.5-pro" in name else "disable"
+    if provider == "openai":
+        info = _model_info(model)
+        if info.get("supports_none_reasoning_effort"):
+            return "none"
+        return "minimal" if info.get("supports_minimal_reasoning_effort") else "low"
+    return "none"
+
+
+def _model_info(model: str) -> dict[str, Any]:
+    try:
+        return dict(litellm.get_model_info(model))
+    except Exception:
+        return {}  # not in litellm's model map
+
+
+def _is_claude(model: str) -> bool:
+    return "claude" in model.lower()
 
 
 def uses_prompt_cache_markers(model: str) -> bool:
@@ -370,6 +454,7 @@ def _read_stream(
     when the stream ends without the provider's finish_reason (litellm then makes one up).
     """
     chunks, text = [], ""
+    ending = _ProviderEnding(stream)
     try:
         for chunk in stream:
             chunks.append(chunk)
@@ -386,13 +471,77 @@ def _read_stream(
         # litellm's stream has no close of its own; let go of the provider's connection.
         with contextlib.suppress(Exception):
             stream.completion_stream.close()
-    if not getattr(stream, "received_finish_reason", None):
+    if not ending.seen:
         raise IncompleteStreamError("the stream ended without a finish_reason")
     _name_tool_calls(chunks)
     response: Any = litellm.stream_chunk_builder(chunks, messages=messages)
     message = response.choices[0].message
     message.content = message.content or None  # "" when only tools were called
     return response
+
+
+class _ProviderEnding:
+    """Whether a stream's provider said it had finished: a chunk it sent carried a finish
+    reason (OpenAI's finish_reason, Anthropic's and Bedrock's stop reason, Gemini's finishReason).
+
+    litellm cannot tell: the chunks it hands on end with a finish_reason of its own, "stop" when
+    the provider sent none, and its flag for the provider's (`received_finish_reason`) is never
+    set for Gemini, whose parser marks every chunk "not finished", the last one included. So the
+    chunks are looked at where litellm's wrapper takes each one from the provider's parser
+    (`chunk_creator`). Gemini's parser (Google AI Studio and Vertex) is looked into too: it puts
+    a finish_reason on every chunk ("stop" where Gemini sent no finishReason), so for it the
+    provider's own JSON is read as it is parsed (`chunk_parser`), on a stream opened at once or
+    lazily on the first read (`make_call`).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.seen = False
+        self._raw_json_read = False
+        create = stream.chunk_creator
+
+        def look_then_create(chunk: Any) -> Any:
+            if not self._raw_json_read:
+                self.seen = self.seen or _carries_finish_reason(chunk)
+            return create(chunk=chunk)
+
+        stream.chunk_creator = look_then_create
+        if getattr(stream, "completion_stream", None) is not None:
+            self._read_gemini_json(stream.completion_stream)
+        elif (make_call := getattr(stream, "make_call", None)) is not None:
+
+            def open_then_look(*args: Any, **kwargs: Any) -> Any:
+                opened = make_call(*args, **kwargs)
+                self._read_gemini_json(opened)
+                return opened
+
+            stream.make_call = open_then_look
+
+    def _read_gemini_json(self, parser: Any) -> None:
+        if not isinstance(parser, GeminiStreamParser):
+            return
+        self._raw_json_read = True
+        parse = parser.chunk_parser
+
+        def look_then_parse(chunk: Any) -> Any:
+            candidates = chunk.get("candidates") if isinstance(chunk, dict) else None
+            said = any(
+                isinstance(candidate, dict) and candidate.get("finishReason")
+                for candidate in candidates or ()
+            )
+            self.seen = self.seen or said
+            return parse(chunk=chunk)
+
+        parser.chunk_parser = look_then_parse  # type: ignore[method-assign]
+
+
+def _carries_finish_reason(chunk: Any) -> bool:
+    """A provider chunk as litellm's parsers yield it: a stream chunk object with choices, or
+    a dict (litellm's generic chunk: `finish_reason`, `is_finished`)."""
+    if isinstance(chunk, dict):
+        return bool(chunk.get("finish_reason") or chunk.get("is_finished"))
+    return any(
+        getattr(choice, "finish_reason", None) for choice in getattr(chunk, "choices", None) or ()
+    )
 
 
 def _name_tool_calls(chunks: list[Any]) -> None:
