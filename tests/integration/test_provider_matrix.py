@@ -4,18 +4,17 @@ format (tests/support/providers.py): a plain answer, a tool step through the age
 tool (consolidation's), an error and a rate limit before the answer and in the middle of a
 stream, a stream cut off, and the usage with its cache tokens as the spend counters take it.
 
-Retries do not sleep here (`RETRY_FIRST_PAUSE` is 0): the matrix runs in seconds.
+Retries do not sleep here (the `provider` fixture, tests/integration/conftest.py): the matrix
+runs in seconds.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from nanobot_lambda.adapters.llm import litellm_model
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.core.agent import AgentLoop
 from nanobot_lambda.core.consolidation import SAVE_MEMORY, SAVE_MEMORY_TOOL
@@ -27,32 +26,11 @@ from nanobot_lambda.settings import LlmSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
 from tests.support.provider_servers import Answer
-from tests.support.providers import PROVIDERS, Provider
+from tests.support.providers import Provider
 
 STREAMED = [pytest.param(False, id="whole"), pytest.param(True, id="streamed")]
 USER = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi?"}]
 NOTE = "hi from the note"
-
-
-@pytest.fixture(scope="module")
-def providers() -> Iterator[dict[str, Provider]]:
-    started = {name: kind() for name, kind in PROVIDERS.items()}
-    yield started
-    for provider in started.values():
-        provider.stop()
-
-
-@pytest.fixture(params=list(PROVIDERS))
-def provider(
-    request: pytest.FixtureRequest,
-    providers: dict[str, Provider],
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Provider]:
-    monkeypatch.setattr(litellm_model, "RETRY_FIRST_PAUSE", 0.0)
-    chosen = providers[request.param]
-    chosen.reset()
-    yield chosen
-    assert chosen.refusals() == []  # nothing the provider would have refused was sent
 
 
 def model_of(provider: Provider, retries: int = 1, model: str | None = None) -> LitellmChatModel:

@@ -14,8 +14,9 @@ and message_stop. A fault mid-stream is Anthropic's error event (`overloaded_err
 `rate_limit_error`), a dropped connection or a body that ends early (see `Answer`).
 
 As Anthropic does, a request with thinking enabled is refused (400, the reason in `refused`)
-when the assistant message of the tool step it continues does not start with a thinking block;
-and any request is refused whose thinking blocks are not exactly ones this server gave.
+when the assistant message of the tool step it continues does not start with a thinking block,
+when it forces a tool, sets a temperature other than 1 or a max_tokens not above the thinking
+budget; and any request is refused whose thinking blocks are not exactly ones this server gave.
 
 `cache_breakpoints(body)` lists where a recorded body carries `cache_control`.
 """
@@ -30,6 +31,7 @@ from tests.support.provider_servers import (
     TEXT_PIECE_CHARS,
     Answer,
     ProviderServer,
+    Thought,
     pieces,
     sse,
 )
@@ -75,11 +77,18 @@ class AnthropicServer(ProviderServer):
         messages = body.get("messages") or []
         for message in messages:
             for block in _blocks_of(message):
-                signature = block.get("signature")
-                if block.get("type") == "thinking" and signature not in self.signatures:
+                given = Thought(block.get("thinking"), block.get("signature"))
+                if block.get("type") == "thinking" and given not in self.thoughts:
                     return "Invalid `signature` in `thinking` block"
         if (body.get("thinking") or {}).get("type") not in ("enabled", "adaptive"):
             return None
+        if (body.get("tool_choice") or {}).get("type") in ("any", "tool"):
+            return "Thinking may not be enabled when tool_choice forces tool use."
+        if body.get("temperature", 1) != 1:
+            return "`temperature` may only be set to 1 when thinking is enabled."
+        budget = (body.get("thinking") or {}).get("budget_tokens", 0)
+        if budget >= body.get("max_tokens", 0):
+            return "`max_tokens` must be greater than `thinking.budget_tokens`."
         continuing = len(messages) >= 2 and any(
             block.get("type") == "tool_result" for block in _blocks_of(messages[-1])
         )

@@ -17,7 +17,8 @@ left gets a 500 and is recorded in `unexpected`.
 
 Each refuses a request as its provider does when thinking goes back wrong (a 400, the reason
 in `refused`): a signature this server never gave, or (Bedrock's Claude with thinking on) a
-tool step continued without its thinking, or (Gemini) a function call of the step continued
+tool step continued without its thinking, a forced tool or a max_tokens not above the thinking
+budget, or (Gemini) a function call of the step continued
 without the thought signature given with it.
 """
 
@@ -76,7 +77,7 @@ class ProviderServer(BackgroundHttpServer):
         self.headers: list[dict[str, str]] = []
         self.unexpected: list[dict[str, Any]] = []
         self.refused: list[str] = []
-        self.signatures: set[str] = set()  # the thought signatures given so far
+        self.thoughts: set[Thought] = set()  # the thinking given so far, with its signatures
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         super().__init__(self._handler())
@@ -100,7 +101,7 @@ class ProviderServer(BackgroundHttpServer):
                 self.unexpected.append(body)
                 return None
             answer = self.answers.popleft()
-            self.signatures.update(thought.signature for thought in answer.thinking)
+            self.thoughts.update(answer.thinking)
             return answer
 
     def refusal(self, body: dict[str, Any]) -> str | None:
@@ -226,14 +227,15 @@ class GeminiServer(ProviderServer):
         for content in contents:
             for part in content.get("parts") or []:
                 signature = part.get("thoughtSignature")
-                if signature is not None and signature not in self.signatures:
+                given = {thought.signature for thought in self.thoughts}
+                if signature is not None and signature not in given:
                     return "Corrupted thought signature."
         answering = len(contents) >= 2 and any(
             "functionResponse" in part for part in contents[-1].get("parts") or []
         )
         step = contents[-2].get("parts") or [] if answering else []
         calls = [part for part in step if "functionCall" in part]
-        if answering and self.signatures and calls and "thoughtSignature" not in calls[0]:
+        if answering and self.thoughts and calls and "thoughtSignature" not in calls[0]:
             return "Function call is missing a thought_signature in functionCall parts."
         return None
 
@@ -335,11 +337,20 @@ class BedrockServer(ProviderServer):
         for message in messages:
             for block in message.get("content") or []:
                 reasoning = (block.get("reasoningContent") or {}).get("reasoningText")
-                if reasoning is not None and reasoning.get("signature") not in self.signatures:
+                if reasoning is None:
+                    continue
+                if Thought(reasoning.get("text"), reasoning.get("signature")) not in self.thoughts:
                     return "The thinking block's signature is invalid."
         thinking = (body.get("additionalModelRequestFields") or {}).get("thinking") or {}
         if thinking.get("type") not in ("enabled", "adaptive"):
             return None
+        choice = (body.get("toolConfig") or {}).get("toolChoice") or {}
+        if "any" in choice or "tool" in choice:
+            return "Thinking may not be enabled when tool_choice forces tool use."
+        if thinking.get("budget_tokens", 0) >= (body.get("inferenceConfig") or {}).get(
+            "maxTokens", 0
+        ):
+            return "max_tokens must be greater than thinking.budget_tokens."
         continuing = len(messages) >= 2 and any(
             "toolResult" in block for block in messages[-1].get("content") or []
         )

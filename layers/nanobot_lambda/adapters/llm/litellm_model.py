@@ -307,15 +307,20 @@ def reasoning_options(
     "off" is what turns thinking off where the model allows it: "none" (Anthropic, Bedrock's
     Claude, gpt-5.1 and later), "disable" (Gemini: a budget of 0, or the lowest level of
     Gemini 3); where it does not, the least it allows ("minimal": gpt-5, Gemini 2.5 Pro; "low":
-    o-series). A model litellm knows as no reasoning model gets nothing: it has no thinking to
-    turn off, and an OpenAI-compatible server may refuse an effort it does not know. Claude
-    refuses thinking with a forced tool call (consolidation), so it is not asked to think then.
+    o-series). A model litellm knows as one that does not reason gets nothing. A model it does
+    not know (a local server's) gets the effort asked, which it may use (vLLM's gpt-oss) or
+    ignore, but nothing for "off": there is no common word for it, and such a server may refuse
+    one it does not know. Claude refuses thinking with a forced tool call (consolidation), so it
+    is not asked to think then.
     """
-    if effort is None or not litellm.supports_reasoning(model):
+    if effort is None:
         return {}
+    reasons = litellm.supports_reasoning(model)
     forced = tool_choice not in (None, "auto", "none")
     if effort == "off" or (forced and _is_claude(model)):
-        return {"reasoning_effort": _least_effort(model)}
+        return {"reasoning_effort": _least_effort(model)} if reasons else {}
+    if not reasons and _model_info(model):
+        return {}  # litellm knows it: a model that does not reason
     return {"reasoning_effort": effort, "thinking_budget": THINKING_BUDGETS[effort]}
 
 
@@ -477,7 +482,41 @@ def _read_stream(
     response: Any = litellm.stream_chunk_builder(chunks, messages=messages)
     message = response.choices[0].message
     message.content = message.content or None  # "" when only tools were called
+    if thinking := _streamed_thinking_blocks(chunks):
+        message.thinking_blocks = thinking
     return response
+
+
+def _streamed_thinking_blocks(chunks: list[Any]) -> list[dict[str, Any]]:
+    """The thinking blocks of a streamed reply, each as the provider sent it.
+
+    A block must go back to the provider unchanged (its signature covers its text), but
+    litellm's stream_chunk_builder joins every piece of thinking the chunks carry, and its
+    Anthropic parser sends the whole text again with the signature: each block would go back
+    with its text twice, and Anthropic would refuse the next call of the tool loop. So the
+    pieces are joined here: a block ends with its signature, whose chunk carries either the
+    last piece or the whole text once more; a redacted block comes whole.
+    """
+    blocks: list[dict[str, Any]] = []
+    text = ""
+    for chunk in chunks:
+        delta = chunk.choices[0].delta if chunk.choices else None
+        for block in getattr(delta, "thinking_blocks", None) or []:
+            block = dict(block)
+            if block.get("type") != "thinking":
+                blocks.append(block)
+                continue
+            piece = str(block.get("thinking") or "")
+            whole_again = block.get("signature") and text and piece.startswith(text)
+            text = piece if whole_again else text + piece
+            if block.get("signature"):
+                blocks.append(
+                    {"type": "thinking", "thinking": text, "signature": block["signature"]}
+                )
+                text = ""
+    if text:  # thinking without a signature (Gemini's thoughts): kept as litellm keeps it
+        blocks.append({"type": "thinking", "thinking": text})
+    return blocks
 
 
 class _ProviderEnding:
