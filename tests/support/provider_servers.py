@@ -226,16 +226,16 @@ class GeminiServer(ProviderServer):
         contents = body.get("contents") or []
         for content in contents:
             for part in content.get("parts") or []:
-                signature = part.get("thoughtSignature")
+                signature = part.get("thoughtSignature", part.get("thought_signature"))
                 given = {thought.signature for thought in self.thoughts}
                 if signature is not None and signature not in given:
                     return "Corrupted thought signature."
         answering = len(contents) >= 2 and any(
-            "functionResponse" in part for part in contents[-1].get("parts") or []
+            _has(part, "functionResponse") for part in contents[-1].get("parts") or []
         )
         step = contents[-2].get("parts") or [] if answering else []
-        calls = [part for part in step if "functionCall" in part]
-        if answering and self.thoughts and calls and "thoughtSignature" not in calls[0]:
+        calls = [part for part in step if _has(part, "functionCall")]
+        if answering and self.thoughts and calls and not _has(calls[0], "thoughtSignature"):
             return "Function call is missing a thought_signature in functionCall parts."
         return None
 
@@ -308,6 +308,13 @@ class GeminiServer(ProviderServer):
     def error(self, status: int) -> dict[str, Any]:
         kind = {429: "RESOURCE_EXHAUSTED", 400: "INVALID_ARGUMENT"}.get(status, "INTERNAL")
         return {"error": {"code": status, "message": f"scripted {kind}", "status": kind}}
+
+
+def _has(part: dict[str, Any], field: str) -> bool:
+    """Whether a Gemini part has `field`: Gemini's JSON takes its fields in camel case or in
+    snake case (litellm writes function_call, function_response)."""
+    snake = "".join(f"_{char.lower()}" if char.isupper() else char for char in field)
+    return field in part or snake in part
 
 
 # -- Bedrock Converse --------------------------------------------------------------------------
