@@ -241,3 +241,27 @@ def test_a_thinking_tool_loop_across_steps_and_turns(provider: Provider, streame
         assert not any(thought in text for text in seen_by_user)
     if streamed:
         assert shown and shown[-1] == "Still hi."
+
+
+@pytest.mark.parametrize("provider", ["openai"], indirect=True)
+@pytest.mark.parametrize("streamed", STREAMED)
+def test_an_openai_reasoning_models_tool_loop_thinks_at_each_step(
+    provider: Provider, streamed: bool
+) -> None:
+    """OpenAI keeps its reasoning to itself in chat completions: nothing goes back, and each
+    step is asked for the same effort, within the answer's tokens plus the thinking budget."""
+    provider.script(
+        Answer(text=None, tool_calls=[("read_file", {"path": "notes.md"})]),
+        Answer(text="The note says hi."),
+    )
+    workspace = MemoryWorkspace({"notes.md": NOTE})
+    loop = AgentLoop(Thinking(model_of(provider), "high"), ToolRegistry(file_tools(workspace)), 4)
+    outcome = loop.run(
+        [SYSTEM, {"role": "user", "content": "What does the note say?"}],
+        on_text=(lambda text: None) if streamed else None,
+    )
+    assert outcome.reply == "The note says hi."
+    for body in provider.requests:
+        assert body["model"] == "o4-mini" and body["reasoning_effort"] == "high"
+        assert body["max_completion_tokens"] == 4096 + 4096
+    assert NOTE in json.dumps(provider.requests[1])
