@@ -41,6 +41,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
 
 import litellm
+from litellm import constants as litellm_constants
 from litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini import (
     ModelResponseIterator as GeminiStreamParser,
 )
@@ -136,9 +137,7 @@ class LitellmChatModel:
             if budget is not None and budget <= 0:
                 failures.append(f"{model}: no time left")
                 break
-            thinking = reasoning_options(
-                model, reasoning_effort, tool_choice, self._options["max_tokens"]
-            )
+            thinking = reasoning_options(model, reasoning_effort, tool_choice)
             try:
                 if on_text is None:
                     response = self._completion(
@@ -294,12 +293,14 @@ def _retryable(error: Exception) -> bool:
 
 # litellm's thinking budgets for its reasoning efforts (Anthropic, Bedrock, Gemini 2.5): they
 # count against max_tokens, so they are added to it (LLM_MAX_TOKENS stays the answer's).
-THINKING_BUDGETS = {"low": 1024, "medium": 2048, "high": 4096}
+THINKING_BUDGETS = {
+    "low": litellm_constants.DEFAULT_REASONING_EFFORT_LOW_THINKING_BUDGET,
+    "medium": litellm_constants.DEFAULT_REASONING_EFFORT_MEDIUM_THINKING_BUDGET,
+    "high": litellm_constants.DEFAULT_REASONING_EFFORT_HIGH_THINKING_BUDGET,
+}
 
 
-def reasoning_options(
-    model: str, effort: str | None, tool_choice: ToolChoice, max_tokens: int
-) -> dict[str, Any]:
+def reasoning_options(model: str, effort: str | None, tool_choice: ToolChoice) -> dict[str, Any]:
     """litellm's options for `effort` with `model` (`thinking_budget` is the adapter's own: it is
     added to max_tokens, since litellm caps nothing: "high" is a budget of 4096, and Anthropic
     refuses a max_tokens of 4096 that is not greater than it).
