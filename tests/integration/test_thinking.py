@@ -265,3 +265,28 @@ def test_an_openai_reasoning_models_tool_loop_thinks_at_each_step(
         assert body["model"] == "o4-mini" and body["reasoning_effort"] == "high"
         assert body["max_completion_tokens"] == 4096 + 4096
     assert NOTE in json.dumps(provider.requests[1])
+
+
+@pytest.mark.parametrize("provider", ["anthropic"], indirect=True)
+@pytest.mark.parametrize("streamed", STREAMED)
+def test_redacted_thinking_goes_back_with_the_thinking_in_its_place(
+    provider: Provider, streamed: bool
+) -> None:
+    """Anthropic encrypts some thinking (redacted_thinking): it goes back as it came, in order."""
+    thinking = step("PRIVATE read first", "sig-a")
+    thinking.redacted = ["EncryptedThinkingData=="]
+    provider.script(thinking, Answer(text="Done."))
+    workspace = MemoryWorkspace({"notes.md": NOTE})
+    loop = AgentLoop(Thinking(model_of(provider), "low"), ToolRegistry(file_tools(workspace)), 4)
+    outcome = loop.run(
+        [SYSTEM, {"role": "user", "content": "Read it."}],
+        on_text=(lambda text: None) if streamed else None,
+    )
+    assert outcome.reply == "Done."
+    step_sent = provider.requests[1]["messages"][-2]
+    assert [block["type"] for block in step_sent["content"]] == [
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+    ]
+    assert step_sent["content"][1]["data"] == "EncryptedThinkingData=="

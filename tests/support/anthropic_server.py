@@ -9,14 +9,16 @@ the other providers' stand-ins); a request with no answer left gets a 500 and is
 
 A request with `"stream": true` is answered with Anthropic's server-sent events: message_start
 (with the input usage), a content block per thinking, text or tool use (start, deltas, stop; a
-thinking block's signature as a signature_delta), message_delta (stop reason and output tokens)
+thinking block's signature as a signature_delta; a redacted thinking block whole in its start),
+message_delta (stop reason and output tokens)
 and message_stop. A fault mid-stream is Anthropic's error event (`overloaded_error`,
 `rate_limit_error`), a dropped connection or a body that ends early (see `Answer`).
 
 As Anthropic does, a request with thinking enabled is refused (400, the reason in `refused`)
 when the assistant message of the tool step it continues does not start with a thinking block,
 when it forces a tool, sets a temperature other than 1 or a max_tokens not above the thinking
-budget; and any request is refused whose thinking blocks are not exactly ones this server gave.
+budget; and any request is refused whose thinking blocks (redacted ones too) are not exactly
+ones this server gave.
 
 `cache_breakpoints(body)` lists where a recorded body carries `cache_control`.
 """
@@ -80,6 +82,8 @@ class AnthropicServer(ProviderServer):
                 given = Thought(block.get("thinking"), block.get("signature"))
                 if block.get("type") == "thinking" and given not in self.thoughts:
                     return "Invalid `signature` in `thinking` block"
+                if block.get("type") == "redacted_thinking" and block["data"] not in self.redacted:
+                    return "Invalid `data` in `redacted_thinking` block"
         if (body.get("thinking") or {}).get("type") not in ("enabled", "adaptive"):
             return None
         if (body.get("tool_choice") or {}).get("type") in ("any", "tool"):
@@ -92,7 +96,8 @@ class AnthropicServer(ProviderServer):
         continuing = len(messages) >= 2 and any(
             block.get("type") == "tool_result" for block in _blocks_of(messages[-1])
         )
-        if continuing and (_blocks_of(messages[-2]) or [{}])[0].get("type") != "thinking":
+        first = (_blocks_of(messages[-2]) or [{}])[0].get("type") if continuing else None
+        if continuing and first not in ("thinking", "redacted_thinking"):
             return "Expected `thinking` or `redacted_thinking`, but found `tool_use`"
         return None
 
@@ -101,6 +106,7 @@ class AnthropicServer(ProviderServer):
             {"type": "thinking", "thinking": thought.text, "signature": thought.signature}
             for thought in answer.thinking
         ]
+        blocks += [{"type": "redacted_thinking", "data": data} for data in answer.redacted]
         if answer.text:
             blocks.append({"type": "text", "text": answer.text})
         blocks += [
@@ -129,7 +135,9 @@ class AnthropicServer(ProviderServer):
         opening["usage"] = {**message["usage"], "output_tokens": 1}
         events = [sse({"type": "message_start", "message": opening}, "message_start")]
         for index, block in enumerate(message["content"]):
-            if block["type"] == "tool_use":
+            if block["type"] == "redacted_thinking":
+                start, deltas = block, []  # whole in its start
+            elif block["type"] == "tool_use":
                 start = {**block, "input": {}}
                 deltas = [
                     {"type": "input_json_delta", "partial_json": piece}

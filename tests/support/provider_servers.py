@@ -53,6 +53,7 @@ class Answer:
     text: str | None = "ok"
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (name, input)
     thinking: list[Thought] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)  # Anthropic's redacted thinking (its data)
     input_tokens: int = 100  # neither read from nor written to the cache
     output_tokens: int = 20
     cache_read_tokens: int = 0
@@ -78,6 +79,7 @@ class ProviderServer(BackgroundHttpServer):
         self.unexpected: list[dict[str, Any]] = []
         self.refused: list[str] = []
         self.thoughts: set[Thought] = set()  # the thinking given so far, with its signatures
+        self.redacted: set[str] = set()  # the redacted thinking given so far
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         super().__init__(self._handler())
@@ -102,6 +104,7 @@ class ProviderServer(BackgroundHttpServer):
                 return None
             answer = self.answers.popleft()
             self.thoughts.update(answer.thinking)
+            self.redacted.update(answer.redacted)
             return answer
 
     def refusal(self, body: dict[str, Any]) -> str | None:
