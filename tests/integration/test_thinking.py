@@ -28,7 +28,7 @@ from tests.support.provider_servers import Answer, Thought
 from tests.support.providers import Provider
 
 STREAMED = [pytest.param(False, id="whole"), pytest.param(True, id="streamed")]
-THINKING = ["anthropic", "bedrock", "gemini", "local"]  # a model that shows its thinking
+THINKING = ["anthropic", "bedrock", "gemini", "local", "compatible"]  # shows its thinking
 SYSTEM = {"role": "system", "content": "You are terse."}
 NOTE = "hi from the note"
 
@@ -195,11 +195,14 @@ def answer(text: str, thought: str, signature: str) -> Answer:
 
 def expected_thinking(provider: Provider, thought: str, signature: str) -> list[tuple[str, str]]:
     """How `thought` goes back to `provider`: Gemini takes only the signature; vLLM nothing
-    (litellm leaves reasoning_content out for it: vLLM reads none)."""
+    (litellm leaves reasoning_content out for it: vLLM reads none); another OpenAI-compatible
+    server the text (reasoning_content, as DeepSeek's)."""
     if provider.name == "gemini":
         return [("", signature)]
     if provider.name == "local":
         return []
+    if provider.name == "compatible":
+        return [(thought, "")]
     return [(thought, signature)]
 
 

@@ -1,11 +1,11 @@
 """The provider matrix's providers: each a stand-in of its wire format on 127.0.0.1 and the
 litellm model that reaches it, scripted with the same `Answer`s (tests/support/provider_servers.py).
 
-`PROVIDERS` names them: OpenAI's chat completions and an OpenAI-compatible local server (vLLM's
-`hosted_vllm/…`) on `ScriptedModelServer`, Anthropic's Messages API on `AnthropicServer`, Gemini
-(AI Studio) on `GeminiServer`, Bedrock's Converse on `BedrockServer`. Each also reads back from a
-request body what the provider-specific parts of a test look at: the tool forced, the thinking
-sent back, the tool results.
+`PROVIDERS` names them: OpenAI's chat completions and OpenAI-compatible local servers (vLLM's
+`hosted_vllm/…`, any other as `openai/…`) on `ScriptedModelServer`, Anthropic's Messages API on
+`AnthropicServer`, Gemini (AI Studio) on `GeminiServer`, Bedrock's Converse on `BedrockServer`.
+Each also reads back from a request body what the provider-specific parts of a test look at:
+the tool forced, the thinking sent back.
 """
 
 from __future__ import annotations
@@ -168,6 +168,16 @@ class _AnswerProvider(Provider):
         return self.server.refused
 
 
+class CompatibleProvider(OpenAiProvider):
+    """Any OpenAI-compatible server through litellm's OpenAI client (`openai/…` with api_base:
+    Ollama's /v1, LM Studio, llama.cpp), a model litellm does not know."""
+
+    name = "compatible"
+    model = "openai/llama3.2"
+    reasoning_model = "openai/qwen3"
+    priced = False
+
+
 class AnthropicProvider(_AnswerProvider):
     name = "anthropic"
     model = AnthropicServer.MODEL
@@ -242,5 +252,6 @@ PROVIDERS: dict[str, type[Provider]] = {
         GeminiProvider,
         BedrockProvider,
         LocalProvider,
+        CompatibleProvider,
     )
 }
