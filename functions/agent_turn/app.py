@@ -2,7 +2,7 @@
 
 A record that raises is reported as a batch item failure: SQS retries it (after a short
 backoff) and, after maxReceiveCount attempts, moves it to the dead-letter queue; see
-nanobot_lambda.entry.agent_turn.records. Other chats' records go on (`skip_group_on_error`);
+nanobot_lambda.entry.agent_turn.sqs_records. Other chats' records go on (`skip_group_on_error`);
 later records of the failing chat wait, preserving order.
 """
 
@@ -35,10 +35,13 @@ from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.sandbox import LambdaSandbox
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
+from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
 from nanobot_lambda.adapters.aws.workspace import S3Workspace, scope_workspaces
+from nanobot_lambda.adapters.llm.catalog import LitellmModelCatalog
+from nanobot_lambda.adapters.llm.images import image_generator_for
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.speech import speaker_for
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
@@ -46,16 +49,17 @@ from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
-from nanobot_lambda.entry.agent_turn.ports import Services, Stores, TurnPorts
-from nanobot_lambda.entry.agent_turn.records import RecordRunner
-from nanobot_lambda.entry.agent_turn.service import TurnService
-from nanobot_lambda.settings import AgentSettings, fetch_from_aws
+from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
+from nanobot_lambda.entry.agent_turn.sqs_records import RecordRunner
+from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
+from nanobot_lambda.settings import AgentSettings
 
 logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
 telemetry.use(tracer)
 
-settings = AgentSettings.from_env()
+# A secret given as a reference (X_PARAM, X_SECRET_ARN) is read from SSM / Secrets Manager.
+settings = AgentSettings.from_env(fetch=fetch_secret)
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 
 
@@ -81,10 +85,13 @@ def build_records() -> RecordRunner:
         albums=DynamoAlbumBook(settings.sessions_table, lambda: dynamodb),
         pairing=DynamoPairingStore(settings.sessions_table, lambda: dynamodb),
     )
+    model = LitellmChatModel(settings)
     services = Services(
         channel=telegram,
         media=telegram,
-        model=LitellmChatModel(settings),
+        model=model,
+        models=LitellmModelCatalog(settings, default=model),  # /model and /think
+        images=image_generator_for(settings),  # None unless IMAGE_MODEL is set
         heartbeat_model=_model_for(settings.heartbeat_model),
         consolidation_model=_model_for(settings.consolidation_model),
         tokens=LitellmTokenCounter(settings.llm_model),
@@ -98,7 +105,7 @@ def build_records() -> RecordRunner:
         transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
         speaker=speaker_for(settings),
         remote_servers=mcp_servers(
-            settings.mcp_servers, settings.web_fetch_allow_networks, fetch_from_aws
+            settings.mcp_servers, settings.web_fetch_allow_networks, fetch_secret
         ),
         sandbox=(
             LambdaSandbox(settings.sandbox_function, lambda_client())
@@ -107,7 +114,7 @@ def build_records() -> RecordRunner:
         ),  # None unless TTS_MODEL is set
     )
     # Skills check their `requires.env` against the environment.
-    turns = TurnService(settings, TurnPorts(stores, services, EMF), environ=os.environ)
+    turns = Dispatcher(settings, TurnPorts(stores, services, EMF), environ=os.environ)
     return RecordRunner(
         turns,
         queue,

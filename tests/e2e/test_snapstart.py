@@ -30,7 +30,7 @@ def test_a_restored_agent_turn_answers_with_new_clients(
     assert handler.records is not before
     assert handler.records._queue._sqs is not before._queue._sqs
     channel, old_channel = (
-        records._turns.parts.ports.services.channel for records in (handler.records, before)
+        records._turns.deps.ports.services.channel for records in (handler.records, before)
     )
     assert channel._session is not old_channel._session
 

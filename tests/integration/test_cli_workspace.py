@@ -232,3 +232,27 @@ def test_a_manifest_naming_paths_outside_is_refused(
     assert run("workspace", "push", pulled, "--delete", "--stack", stack) == 2
     assert "'../../victim.md', outside the workspace" in capsys.readouterr().err
     assert run("workspace", "pull", pulled, "--stack", stack) == 2
+
+
+def test_versions_and_restore_a_scope_s_memory(
+    stack: str, bucket: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The operator's way to undo a bad consolidation: list MEMORY.md's versions, restore one."""
+    alice = S3Workspace(bucket, boto3.client("s3"), "scopes/people/222222222/")
+    alice.write("memory/MEMORY.md", b"# Memory\n- allergic to nuts\n")
+    alice.write("memory/MEMORY.md", b"# Memory\n")
+
+    assert run("workspace", "versions", "--scope", "people/222222222", "--stack", stack) == 0
+    listing = capsys.readouterr().out
+    assert "Versions of memory/MEMORY.md" in listing
+    assert "1. " in listing and "2. " in listing and "+2 −0 lines" in listing
+
+    args = ("--scope", "people/222222222", "--stack", stack)
+    assert run("workspace", "restore", "2", *args) == 0
+    assert "Restored memory/MEMORY.md" in capsys.readouterr().out
+    assert text(alice, "memory/MEMORY.md") == "# Memory\n- allergic to nuts\n"
+
+    assert run("workspace", "restore", "9", *args) == 1
+    assert "There is no version 9" in capsys.readouterr().out
+    assert run("workspace", "versions", "../../workspace/SOUL.md", *args) == 2
+    assert "not a workspace path" in capsys.readouterr().err

@@ -91,3 +91,40 @@ def test_file_tools_cannot_leave_the_workspace(workspace: S3Workspace, bucket: s
         assert "private" not in result and "evil" not in result
     registry.execute(ToolCall("1", "write_file", json.dumps({"path": "../x", "content": "y"})))
     assert keys(bucket) == ["outside.txt", "workspace_evil/x.md"]
+
+
+def test_memory_versions_come_from_the_versioned_bucket_and_restore_brings_one_back(
+    workspace: S3Workspace, bucket: str
+) -> None:
+    """The template versions the bucket: /memory lists MEMORY.md's versions in a scope (and not
+    another file's that shares its name as a prefix), and a restore writes one back."""
+    from zoneinfo import ZoneInfo
+
+    from nanobot_lambda.adapters.aws.workspace import scope_workspaces
+    from nanobot_lambda.core.memory_versions import (
+        describe_versions,
+        restore_version,
+        versions_text,
+    )
+    from nanobot_lambda.core.scopes import Scope
+
+    alice = scope_workspaces(bucket, s3_client())(Scope("people/222"))
+    alice.write("memory/MEMORY.md", b"# Memory\n- likes tea\n")
+    alice.write("memory/MEMORY.md", b"# Memory\n")
+    alice.write("memory/MEMORY.md.bak", b"not memory")
+    workspace.write("memory/MEMORY.md", b"the owner's memory\n")
+
+    lines = describe_versions(alice)
+    assert [(line.number, line.added, line.removed) for line in lines] == [(1, 0, 1), (2, 2, 0)]
+    assert "(current)" in versions_text(lines, ZoneInfo("Europe/Lisbon"))
+
+    assert "Restored" in restore_version(alice, "2", request="update:9")
+    restored = alice.read("memory/MEMORY.md", fresh=True)
+    assert restored is not None and restored.text == "# Memory\n- likes tea\n"
+    assert len(alice.versions("memory/MEMORY.md", 10)) == 3
+    owner = workspace.read("memory/MEMORY.md", fresh=True)
+    assert owner is not None and owner.text == "the owner's memory\n"  # another scope untouched
+    assert alice.read_version("memory/MEMORY.md", "no-such-version") is None
+    # Delivered again: the restored version's note says this request wrote it.
+    assert "Restored" in restore_version(alice, "2", request="update:9")
+    assert len(alice.versions("memory/MEMORY.md", 10)) == 3

@@ -97,8 +97,44 @@ def test_blocked_by_user_is_a_403_error_without_retry(api: FaultyBotApi) -> None
     sleeps: list[float] = []
     with pytest.raises(TelegramError) as error:
         bot(api, sleeps).send_text(42, "hello")
-    assert error.value.status == 403
+    assert error.value.status == 403 and error.value.blocked and error.value.refused
     assert sleeps == []
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "refused"),
+    [
+        (ApiError(429, "Too Many Requests: retry after 3", retry_after=3), "rate_limited", False),
+        (ApiError(403, "Forbidden: bot was blocked by the user"), "blocked", True),
+        (ApiError(400, "Bad Request: TEXTDRAFT_PEER_INVALID"), "refused", True),
+        (ApiError(502, "Bad Gateway"), "unavailable", False),
+    ],
+)
+def test_a_failure_says_what_it_means_so_callers_read_no_status(
+    api: FaultyBotApi, fault: ApiError, kind: str, refused: bool
+) -> None:
+    """Entry code asks `rate_limited`, `blocked`, `refused` (issue 29); the adapter answers
+    them from Telegram's status, on the last attempt of the call."""
+    api.fail("sendMessage", *[fault] * 4)
+    with pytest.raises(TelegramError) as error:
+        bot(api).send_text(42, "hello")
+    assert (error.value.kind, error.value.refused) == (kind, refused)
+    assert error.value.rate_limited is (kind == "rate_limited")
+    assert error.value.retry_after == (3.0 if kind == "rate_limited" else None)
+
+
+def test_an_unreachable_bot_api_is_unavailable() -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    unreachable = TelegramBot(SecretStr(TOKEN), f"http://127.0.0.1:{port}", sleep=lambda _: None)
+    with pytest.raises(TelegramError) as error:
+        unreachable.send_text(42, "hello")
+    assert (error.value.status, error.value.kind, error.value.refused) == (
+        None,
+        "unavailable",
+        False,
+    )
 
 
 def test_refused_html_is_resent_as_plain_text(api: FaultyBotApi) -> None:

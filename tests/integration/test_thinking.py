@@ -293,3 +293,27 @@ def test_redacted_thinking_goes_back_with_the_thinking_in_its_place(
         "tool_use",
     ]
     assert step_sent["content"][1]["data"] == "EncryptedThinkingData=="
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"], indirect=True)
+def test_a_chats_think_choice_is_asked_as_a_calls(provider: Provider) -> None:
+    """/think reaches the model as its own option (adapters/llm/catalog.py): the same words per
+    provider as a call's reasoning_effort; a call's own effort goes first."""
+    settings = LlmSettings.model_validate({**provider.env(), "LLM_NUM_RETRIES": "0"})
+    chosen = {
+        effort: LitellmChatModel(settings, provider.model, options={"reasoning_effort": effort})
+        for effort in ("high", "off")
+    }
+    provider.script(*(Answer(text="ok") for _ in range(3)))
+    for model in (chosen["high"], chosen["off"]):
+        model.complete([{"role": "user", "content": "Hi?"}], [])
+    chosen["off"].complete([{"role": "user", "content": "Hi?"}], [], reasoning_effort="low")
+    high, off, low = provider.requests
+    if provider.name == "anthropic":
+        assert high["thinking"]["budget_tokens"] == 4096 and high["max_tokens"] == 8192
+        assert "thinking" not in off
+        assert low["thinking"]["budget_tokens"] == 1024
+    else:  # Gemini 2.5 Flash thinks unless told not to: "off" tells it
+        assert high["generationConfig"]["thinkingConfig"]["thinkingBudget"] == 4096
+        assert off["generationConfig"]["thinkingConfig"]["thinkingBudget"] == 0
+        assert low["generationConfig"]["thinkingConfig"]["thinkingBudget"] == 1024

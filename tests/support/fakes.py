@@ -5,28 +5,36 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
+from nanobot_lambda.adapters.aws.jobs import SUBAGENT_RECORD_SECONDS
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
-from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
+from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
+from nanobot_lambda.core.feedback import Edit, Reaction
+from nanobot_lambda.core.hooks import Hook
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
-from nanobot_lambda.core.model import ModelReply, Speech, TextStream, ToolCall
+from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
+from nanobot_lambda.core.model import Embeddings, ModelReply, Speech, TextStream, ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
 from nanobot_lambda.core.ports import (
     Channel,
     ChatModel,
+    Embedder,
     JobStore,
     MediaSource,
     MetricsPort,
+    RecallIndexObjects,
     Schedules,
     SessionStore,
     StopFlags,
@@ -37,14 +45,17 @@ from nanobot_lambda.core.ports import (
     UsageStore,
     Workspace,
 )
+from nanobot_lambda.core.recall_index import StoredIndex
+from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.sessions import (
     RECENT_TURNS,
+    ChatPreferences,
     Message,
     SessionConflict,
     SessionHistory,
     align_to_user_turn,
 )
-from nanobot_lambda.core.usage import Tally, UsageSummary
+from nanobot_lambda.core.usage_counts import Tally, UsageSummary
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
 
@@ -59,6 +70,8 @@ class MemoryWorkspace:
         self.reads = 0
         self.writes = 0
         self.conflicts_to_inject = 0
+        self.history: dict[str, list[bytes]] = {path: [data] for path, data in self.files.items()}
+        self.restores: dict[tuple[str, str], str] = {}  # (path, version): the restore's request
 
     @staticmethod
     def _etag(data: bytes) -> str:
@@ -83,11 +96,36 @@ class MemoryWorkspace:
                 self.conflicts_to_inject -= 1
                 self.files[path] = (current or b"") + b"\nconcurrent line"
                 raise WriteConflict(path)
-            if current is None or self._etag(current) != if_match:
+            if current is None:  # S3: 404 NoSuchKey, the version named is gone
+                raise NotFound(path)
+            if self._etag(current) != if_match:
                 raise WriteConflict(path)
         self.writes += 1
         self.files[path] = data
+        self.history.setdefault(path, []).append(data)
         return self._etag(data)
+
+    def versions(self, path: str, limit: int) -> list[FileVersion]:
+        """Every write is a version (the seeded files' first), like a versioned bucket's."""
+        kept = self.history.get(path) or ([self.files[path]] if path in self.files else [])
+        start = datetime(2026, 1, 1, tzinfo=UTC)
+        listed = [
+            FileVersion(f"v{n}", start + timedelta(hours=n), len(data))
+            for n, data in enumerate(kept)
+        ]
+        return listed[::-1][:limit]
+
+    def restored_by(self, path: str, version_id: str) -> str | None:
+        return self.restores.get((path, version_id))
+
+    def write_restored(self, path: str, data: bytes, *, request: str, if_match: str | None) -> None:
+        self.write(path, data, if_match=if_match, if_none_match=if_match is None)
+        self.restores[(path, f"v{len(self.history[path]) - 1}")] = request
+
+    def read_version(self, path: str, version_id: str) -> bytes | None:
+        kept = self.history.get(path) or ([self.files[path]] if path in self.files else [])
+        index = int(version_id[1:])
+        return kept[index] if index < len(kept) else None
 
     def list_dir(self, path: str) -> list[Entry]:
         prefix = f"{path}/" if path else ""
@@ -111,6 +149,70 @@ class MemoryWorkspace:
             for name, data in sorted(self.files.items())
             if name.startswith(prefix)
         ]
+
+
+class MemoryRecallIndexObjects:
+    """Recall index objects in a dict, with ETags, conditional reads and writes like S3's."""
+
+    def __init__(self) -> None:
+        self.objects: dict[Scope, bytes] = {}
+        self.gets = 0
+        self.bodies_sent = 0  # reads that returned the object's bytes (not "unchanged")
+        self.puts = 0
+        # Called once before the next put's condition is checked: another writer's turn.
+        self.before_put: Callable[[], None] | None = None
+        self._etags: dict[int, tuple[bytes, str]] = {}
+
+    def etag(self, data: bytes) -> str:
+        known = self._etags.get(id(data))
+        if known is None or known[0] is not data:  # S3 keeps an object's ETag: no rehashing
+            known = (data, '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"')
+            self._etags[id(data)] = known
+        return known[1]
+
+    def get(self, scope: Scope, *, unless_etag: str | None = None) -> StoredIndex | None:
+        self.gets += 1
+        data = self.objects.get(scope)
+        if data is None:
+            return None
+        if unless_etag == self.etag(data):
+            return StoredIndex(unless_etag, None)
+        self.bodies_sent += 1
+        return StoredIndex(self.etag(data), data)
+
+    def put(self, scope: Scope, data: bytes, *, if_match: str | None) -> str:
+        if self.before_put is not None:
+            hook, self.before_put = self.before_put, None
+            hook()
+        current = self.objects.get(scope)
+        if (if_match is None and current is not None) or (
+            if_match is not None and (current is None or self.etag(current) != if_match)
+        ):
+            raise WriteConflict(f"recall index {scope.name}")
+        self.puts += 1
+        self.objects[scope] = data
+        return self.etag(data)
+
+
+class StandInEmbedder:
+    """The stand-in embedding of tests/support/embedding_server.py, in process; `failures`
+    makes the next calls raise ModelError."""
+
+    def __init__(self, model: str = "stand-in", cost_per_call: float | None = 0.0001) -> None:
+        self.model = model
+        self.cost_per_call = cost_per_call
+        self.calls: list[list[str]] = []
+        self.failures = 0
+
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        from tests.support.embedding_server import embed
+
+        self.calls.append(list(texts))
+        if self.failures:
+            self.failures -= 1
+            raise ModelError("embedding failed (stand-in, status 500)")
+        vectors = tuple(tuple(embed(text)) for text in texts)
+        return Embeddings(vectors, self.model, self.cost_per_call)
 
 
 class ApproxTokenCounter:
@@ -201,7 +303,8 @@ class MemoryJobStore:
         self.private_chat: int | None = None
 
     def put(self, job: CronJob) -> None:
-        assert (job.chat_id, job.job_id) not in self.jobs
+        if (job.chat_id, job.job_id) in self.jobs:  # DynamoDB: the put's condition fails
+            raise StorageError("DynamoJobStore.put: ConditionalCheckFailedException")
         self.jobs[(job.chat_id, job.job_id)] = job
 
     def get(self, chat_id: int, job_id: str) -> CronJob | None:
@@ -228,7 +331,8 @@ class MemoryJobStore:
         return self.firing_parts.get((chat_id, job_id, scheduled_time), 0)
 
     def record_firing_part(self, chat_id: int, job_id: str, scheduled_time: str, part: int) -> None:
-        assert self.fired.get((chat_id, job_id)) == scheduled_time
+        if self.fired.get((chat_id, job_id)) != scheduled_time:  # not this firing's claim
+            raise StorageError("DynamoJobStore.record_firing_part: ConditionalCheckFailedException")
         self.firing_parts[(chat_id, job_id, scheduled_time)] = part
 
     def release_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> None:
@@ -240,13 +344,15 @@ class MemoryJobStore:
             self.jobs[(job.chat_id, job.job_id)] = replace(job, last_run=at, last_status=status)
 
     def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None:
-        self.subagents[(chat_id, subagent_id)] = now
+        self.subagents[(chat_id, subagent_id)] = now + SUBAGENT_RECORD_SECONDS  # its expiry
 
     def finish_subagent(self, chat_id: int, subagent_id: str) -> None:
         self.subagents.pop((chat_id, subagent_id), None)
 
     def running_subagents(self, chat_id: int, *, now: int) -> int:
-        return sum(1 for chat, _ in self.subagents if chat == chat_id)
+        return sum(
+            1 for (chat, _), expires in self.subagents.items() if chat == chat_id and expires > now
+        )
 
     def remember_private_chat(self, chat_id: int) -> None:
         self.private_chat = chat_id
@@ -345,7 +451,7 @@ class RecordingChannel:
 
     def get_file(self, file_id: str) -> tuple[str, int | None]:
         if file_id not in self.files:
-            raise ChannelError("getFile", 400, "Bad Request: invalid file_id")
+            raise ChannelError("getFile", 400, "Bad Request: invalid file_id", kind="refused")
         return file_id, len(self.files[file_id])
 
     def download(self, file_path: str, max_bytes: int) -> bytes:
@@ -386,16 +492,18 @@ OVERALL = 0  # MemoryUsageStore's key for all chats together
 
 
 class MemoryUsageStore:
-    """A UsageStore in a dict: (chat, period) -> Tally, periods in UTC. Its `updates` are
-    writes a MemorySessionStore applies with the turn it saves."""
+    """A UsageStore in a dict: (chat, period) -> Tally, days and months those of `timezone`
+    (TIMEZONE, as DynamoUsageStore's). Its `updates` are writes a MemorySessionStore applies
+    with the turn it saves."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, timezone: str = "UTC") -> None:
         self.tallies: dict[tuple[int, str], Tally] = {}
         self.notices: dict[tuple[int, str], str] = {}  # (chat, key) -> the turn that told it
+        self.zone = ZoneInfo(timezone)
 
-    @staticmethod
-    def _periods(at: datetime) -> tuple[str, str, str]:
-        return f"day#{at:%Y-%m-%d}", f"month#{at:%Y-%m}", "total"
+    def _periods(self, at: datetime) -> tuple[str, str, str]:
+        local = at.astimezone(self.zone)
+        return f"day#{local:%Y-%m-%d}", f"month#{local:%Y-%m}", "total"
 
     def updates(
         self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False
@@ -468,11 +576,16 @@ class MemoryStopFlags:
         return self.flags.pop(session_key, None) is not None
 
 
-class MemoryAlbumBook:
-    """AlbumBook in a dict; `now_ms` is the clock parts are recorded by, `fail` makes
-    add_part raise (the webhook records on a best-effort basis)."""
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
-    def __init__(self, now_ms: Callable[[], int] = lambda: 0, fail: bool = False) -> None:
+
+class MemoryAlbumBook:
+    """AlbumBook in a dict; `now_ms` is the clock parts are recorded by (the wall clock, as
+    DynamoAlbumBook's), `fail` makes add_part raise (the webhook records on a best-effort
+    basis)."""
+
+    def __init__(self, now_ms: Callable[[], int] = wall_clock_ms, fail: bool = False) -> None:
         self.albums: dict[str, AlbumRecord] = {}
         self.now_ms = now_ms
         self.fail = fail
@@ -496,8 +609,98 @@ class MemoryAlbumBook:
         return self.albums[key]
 
 
+class MemoryHookStore:
+    """HookStore and HookInbox in dicts; `fail` makes every call raise (DynamoDB unreachable)."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, Hook] = {}
+        self.slots: dict[tuple[str, str], int] = {}
+        self.remembered: dict[tuple[str, str], datetime] = {}
+        self.fail = False
+
+    def _check(self) -> None:
+        if self.fail:
+            raise StorageError("DynamoHookStore: unreachable")
+
+    def hook(self, name: str) -> Hook | None:
+        self._check()
+        return self.stored.get(name)
+
+    def hooks(self) -> list[Hook]:
+        self._check()
+        return sorted(self.stored.values(), key=lambda hook: hook.name)
+
+    def add(self, hook: Hook) -> bool:
+        self._check()
+        if hook.name in self.stored:
+            return False
+        self.stored[hook.name] = hook
+        return True
+
+    def remove(self, name: str) -> bool:
+        self._check()
+        return self.stored.pop(name, None) is not None
+
+    def take_slot(self, name: str, minute: str, limit: int) -> bool:
+        self._check()
+        count = self.slots.get((name, minute), 0)
+        if count >= limit:
+            return False
+        self.slots[(name, minute)] = count + 1
+        return True
+
+    def seen(self, name: str, keys: Sequence[str]) -> bool:
+        self._check()
+        return any((name, key) in self.remembered for key in keys)
+
+    def remember(self, name: str, keys: Sequence[str], until: datetime) -> None:
+        self._check()
+        for key in keys:
+            self.remembered[(name, key)] = until
+
+
+class MemoryFeedbackBook:
+    """FeedbackBook in dicts (the newest reaction per message and person, the newest edit per
+    message); `fail` makes every call raise."""
+
+    def __init__(self) -> None:
+        self.reacted: dict[tuple[int, int, int], Reaction] = {}
+        self.edits: dict[tuple[str, int], Edit] = {}
+        self.fail = False
+
+    def record_reaction(self, reaction: Reaction) -> None:
+        if self.fail:
+            raise StorageError("DynamoFeedbackBook.record_reaction: unreachable")
+        key = (reaction.chat_id, reaction.message_id, reaction.person_id)
+        old = self.reacted.get(key)
+        if old is None or old.date <= reaction.date:
+            self.reacted[key] = reaction
+
+    def reactions(self, chat_id: int) -> list[Reaction]:
+        return [self.reacted[key] for key in sorted(self.reacted) if key[0] == chat_id]
+
+    def record_edit(self, edit: Edit) -> None:
+        if self.fail:
+            raise StorageError("DynamoFeedbackBook.record_edit: unreachable")
+        old = self.edits.get((edit.session_key, edit.message_id))
+        if old is None or old.edit_date <= edit.edit_date:
+            self.edits[(edit.session_key, edit.message_id)] = edit
+
+    def latest_edit(self, session_key: str, message_id: int) -> Edit | None:
+        return self.edits.get((session_key, message_id))
+
+
+def _whole_seconds(at: datetime) -> datetime:
+    """A time as DynamoDB keeps it (epoch seconds) and reads it back: in UTC, to the second."""
+    return datetime.fromtimestamp(int(at.timestamp()), UTC)
+
+
+EPOCH = datetime.fromtimestamp(0, UTC)
+
+
 class MemoryPairingStore:
-    """PairingStore in dicts; `fail` makes every call raise (DynamoDB unreachable)."""
+    """PairingStore in dicts, keeping times and listing order as DynamoPairingStore does;
+    `fail` makes every call raise (DynamoDB unreachable)."""
 
     def __init__(self) -> None:
         self.persons: dict[int, Person] = {}
@@ -515,7 +718,8 @@ class MemoryPairingStore:
         return self.persons.get(user_id)
 
     def people(self) -> list[Person]:
-        return list(self.persons.values())
+        # By sort key, as the partition's Query returns them: `person#<user id>`, as text.
+        return [self.persons[user_id] for user_id in sorted(self.persons, key=str)]
 
     def ask_record(self, user_id: int) -> AskRecord | None:
         self._check()
@@ -530,27 +734,30 @@ class MemoryPairingStore:
     def open_code(self, pairing: PairingCode, day: str, count: int) -> bool:
         if pairing.code in self.codes:
             return False
-        self.codes[pairing.code] = pairing
-        self.asks[pairing.asker.user_id] = AskRecord(pairing.code, pairing.expires, day, count)
+        stored = replace(pairing, expires=_whole_seconds(pairing.expires))
+        self.codes[pairing.code] = stored
+        self.asks[pairing.asker.user_id] = AskRecord(stored.code, stored.expires, day, count)
         return True
 
     def code(self, code: str) -> PairingCode | None:
         return self.codes.get(code)
 
     def open_codes(self) -> list[PairingCode]:
-        return list(self.codes.values())
+        return [self.codes[code] for code in sorted(self.codes)]
 
     def approve(self, pairing: PairingCode, at: datetime) -> bool:
         if self.codes.pop(pairing.code, None) is None:
             return False
         self.asks.pop(pairing.asker.user_id, None)
-        self.persons[pairing.asker.user_id] = Person(pairing.asker, at)
+        self.persons[pairing.asker.user_id] = Person(pairing.asker, _whole_seconds(at))
         return True
 
     def deny(self, pairing: PairingCode, until: datetime) -> bool:
         if self.codes.pop(pairing.code, None) is None:
             return False
-        self.asks[pairing.asker.user_id] = AskRecord(None, until, "", 0, denied_until=until)
+        # The refusal replaces the ask: no code, no count, only how long it holds.
+        refused = AskRecord(None, EPOCH, "", 0, denied_until=_whole_seconds(until))
+        self.asks[pairing.asker.user_id] = refused
         return True
 
     def remove(self, user_id: int) -> bool:
@@ -667,6 +874,7 @@ class MemorySessionStore:
         self.messages: dict[str, list[Message]] = {}
         self.cursors: dict[str, int] = {}
         self.recent: dict[str, tuple[str, ...]] = {}
+        self.preferences: dict[str, ChatPreferences] = {}
         self.journal = journal
         self.advance_failures = 0  # advance_cursor dies this many times (a crash, mid-way)
         self.append_failures: list[BaseException] = []  # the next appends raise these, in turn
@@ -678,11 +886,12 @@ class MemorySessionStore:
         window = messages[cursor:][-limit:] if limit > 0 else []
         return SessionHistory(
             key,
-            align_to_user_turn(list(window)),
+            align_to_user_turn(copy.deepcopy(window)),  # a store returns copies, never its own
             next_seq=len(messages),
             consolidated_upto=cursor,
             recent_turns=self.recent.get(key, ()),
             open_turns=self.journal.open_turns(key) if self.journal is not None else {},
+            preferences=self.preferences.get(key, ChatPreferences()),
         )
 
     def append(
@@ -709,7 +918,13 @@ class MemorySessionStore:
 
     def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
         messages = self.messages.get(key, [])
-        return [(seq, messages[seq]) for seq in range(max(0, start), min(end, len(messages)))]
+        return [
+            (seq, copy.deepcopy(messages[seq]))
+            for seq in range(max(0, start), min(end, len(messages)))
+        ]
+
+    def set_preferences(self, key: str, preferences: ChatPreferences) -> None:
+        self.preferences[key] = preferences
 
     def advance_cursor(self, key: str, expected: int, new: int) -> bool:
         self.advances.append((key, expected, new))
@@ -726,6 +941,7 @@ if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` check
 
     def _fakes_implement_the_ports() -> None:
         workspace: Workspace = MemoryWorkspace()
+        versioned: VersionedFiles = MemoryWorkspace()
         journal = MemoryTurnJournal()
         turn_journal: TurnJournal = journal
         sessions: SessionStore = MemorySessionStore(journal)
@@ -739,5 +955,9 @@ if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` check
         media: MediaSource = RecordingChannel()
         model: ChatModel = ScriptedModel()
         metrics: MetricsPort = RecordingMetrics()
-        del workspace, turn_journal, sessions, jobs, schedules, usage, stop_flags, queue, ledger
+        recall_indexes: RecallIndexObjects = MemoryRecallIndexObjects()
+        embedder: Embedder = StandInEmbedder()
+        del recall_indexes, embedder
+        del workspace, versioned, turn_journal, sessions, jobs, schedules, usage, stop_flags
+        del queue, ledger
         del channel, media, model, metrics

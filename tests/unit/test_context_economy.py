@@ -37,9 +37,7 @@ class Clock:
 
 
 def bot_with_clock(model: ScriptedModel, **settings: str) -> Bot:
-    bot = Bot(model, settings=dict(settings))
-    bot.service.parts.clock = Clock()
-    return bot
+    return Bot(model, settings=dict(settings), clock=Clock())
 
 
 def requests(model: ScriptedModel) -> list[list[dict[str, Any]]]:
@@ -111,7 +109,7 @@ def test_a_continued_turn_sends_the_request_its_first_run_sent() -> None:
     bot.process(message("write two parts"), lambda: 40_000 - 20_000 * len(model.requests))
     (continuation,) = bot.queue.jobs
     assert isinstance(continuation, ContinuationJob)
-    bot.service.parts.clock.now += timedelta(minutes=30)  # type: ignore[attr-defined]
+    bot.clock.now += timedelta(minutes=30)  # type: ignore[union-attr]
 
     bot.process(continuation)
 
@@ -263,7 +261,7 @@ def test_the_loop_keeps_every_model_call_within_the_window() -> None:
 
 def test_the_history_budget_follows_the_context_window_unless_set() -> None:
     small = bot_with_clock(ScriptedModel(), CONTEXT_WINDOW_TOKENS="16000")
-    assert small.service.parts.consolidator._budget.max_tokens == (int(16_000 * 0.95) - 4096) // 4
+    assert small.service.deps.consolidator._budget.max_tokens == (int(16_000 * 0.95) - 4096) // 4
     large = bot_with_clock(ScriptedModel())  # the fake counter's window: 128,000
-    assert large.service.parts.consolidator._budget.max_tokens == 24_000
+    assert large.service.deps.consolidator._budget.max_tokens == 24_000
     assert texts.load("empty_reply")  # texts still load with the new settings

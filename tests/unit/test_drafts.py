@@ -10,7 +10,7 @@ from typing import Any
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.core.journal import TurnProgress
-from nanobot_lambda.entry.agent_turn.drafts import DraftStream, draft_id
+from nanobot_lambda.entry.agent_turn.draft_stream import DraftStream, draft_id
 from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
 from tests.conftest import telegram_update
 from tests.support.fakes import MemoryTurnJournal, RecordingChannel, ScriptedModel, text, tool
@@ -98,7 +98,11 @@ def test_settle_waits_for_a_draft_being_sent_and_drops_the_one_not_yet_sent() ->
 
 def test_a_rate_limited_draft_delays_the_next_by_what_telegram_asks() -> None:
     channel = TimedChannel()
-    channel.failures = [ChannelError("sendMessageDraft", 429, "Too Many Requests", retry_after=0.4)]
+    channel.failures = [
+        ChannelError(
+            "sendMessageDraft", 429, "Too Many Requests", kind="rate_limited", retry_after=0.4
+        )
+    ]
     stream = DraftStream(channel, CHAT, None, "update-1", interval=0.05)
     stream.show(1, "one")
     wait_for(lambda: len(channel.draft_times) == 1)
@@ -115,7 +119,7 @@ def test_a_rate_limited_draft_delays_the_next_by_what_telegram_asks() -> None:
 def test_a_chat_that_refuses_drafts_gets_no_more() -> None:
     channel = TimedChannel()
     channel.failures = [
-        ChannelError("sendMessageDraft", 400, "Bad Request: TEXTDRAFT_PEER_INVALID")
+        ChannelError("sendMessageDraft", 400, "Bad Request: TEXTDRAFT_PEER_INVALID", kind="refused")
     ]
     refused: list[bool] = []
     stream = DraftStream(
@@ -130,6 +134,24 @@ def test_a_chat_that_refuses_drafts_gets_no_more() -> None:
 
     assert refused == [True]
     assert len(channel.draft_times) == 1 and channel.drafts == []
+
+
+def test_a_text_shown_while_the_refused_draft_was_in_flight_is_not_sent() -> None:
+    """The model goes on writing while Telegram refuses the first draft: the text it wrote
+    meanwhile goes nowhere (e2e: test_drafts_refused_by_telegram_fall_back_to_typing_silently)."""
+    channel = TimedChannel()
+    channel.failures = [ChannelError("sendMessageDraft", 404, "Not Found", kind="refused")]
+    channel.hold = threading.Event()
+    stream = DraftStream(channel, CHAT, None, "update-1", interval=0.01)
+    stream.show(1, "one")
+    assert channel.draft_started.wait(5)
+    stream.show(1, "one two")  # while the first draft is in flight
+    channel.hold.set()
+    wait_for(lambda: stream.refused)
+    time.sleep(0.05)  # several intervals: time for a second draft, were one to go
+    stream.close()
+
+    assert len(channel.draft_times) == 1
 
 
 def test_other_draft_failures_skip_that_draft_only() -> None:
@@ -245,7 +267,9 @@ def test_no_drafts_in_a_group() -> None:
 
 def test_a_refused_chat_keeps_typing_and_gets_its_answer() -> None:
     bot = Bot(ScriptedModel(text("Hello"), text("Again")))
-    bot.channel.fail_drafts_with = ChannelError("sendMessageDraft", 404, "Not Found")
+    bot.channel.fail_drafts_with = ChannelError(
+        "sendMessageDraft", 404, "Not Found", kind="refused"
+    )
     # The first turn's model "writes" until its draft was tried (the worker thread races the
     # final send otherwise, which drops a draft not yet shown).
     tried = threading.Event()

@@ -424,6 +424,23 @@ def test_text_document_is_readable_with_read_file() -> None:
     assert "- café" in result
 
 
+def test_each_documents_stored_text_is_told_for_recall() -> None:
+    bot, workspace, told = FakeBot(), MemoryWorkspace(), []
+    bot.add("BQACAgQAAxkBAAIBDoc", PDF, "documents/file_5.pdf")
+    bot.add("txt", b"- milk\n- caf\xc3\xa9\n", "documents/file_6.txt")
+    text_file = {"file_id": "txt", "file_unique_id": "AgADt1", "file_name": "notes.txt"}
+    media = MediaResolver(
+        bot, workspace, settings(), on_document=lambda path, text: told.append((path, text))
+    )
+    media.resolve(message("document_pdf"), 111111111)
+    media.resolve(message("document_pdf", document=text_file, caption=None), 111111111)
+    pdf_text = workspace.files[f"{MONTH}/AgADd1.pdf.txt"].decode()
+    assert told == [
+        (f"{MONTH}/AgADd1.pdf.txt", pdf_text),
+        (f"{MONTH}/AgADt1.txt", "- milk\n- café\n"),
+    ]
+
+
 def test_document_type_is_sniffed_for_images() -> None:
     bot = FakeBot()
     bot.add("img", PNG, "documents/file_7")

@@ -105,7 +105,9 @@ def test_a_file_over_telegrams_upload_limit_is_refused_before_it_is_read() -> No
 def test_an_image_telegram_refuses_as_a_photo_goes_as_a_document() -> None:
     bot = bot_sending("scan.png")
     bot.workspace.files["scan.png"] = PNG
-    bot.channel.fail_with = ChannelError("sendPhoto", 400, "Bad Request: IMAGE_PROCESS_FAILED")
+    bot.channel.fail_with = ChannelError(
+        "sendPhoto", 400, "Bad Request: IMAGE_PROCESS_FAILED", kind="refused"
+    )
     bot.process(message("send the scan"))
 
     ((_, sent, _),) = bot.channel.files_sent
@@ -116,7 +118,9 @@ def test_an_image_telegram_refuses_as_a_photo_goes_as_a_document() -> None:
 def test_another_refusal_is_told_to_the_model() -> None:
     bot = bot_sending("report.pdf")
     bot.workspace.files["report.pdf"] = b"%PDF"
-    bot.channel.fail_with = ChannelError("sendDocument", 400, "Bad Request: file is empty")
+    bot.channel.fail_with = ChannelError(
+        "sendDocument", 400, "Bad Request: file is empty", kind="refused"
+    )
     bot.process(message("send it"))
 
     assert bot.channel.files_sent == []

@@ -16,7 +16,7 @@ from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text
 from nanobot_lambda.core.jobs import HeartbeatJob, TelegramUpdateJob
 from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.spend import LimitReached, SpendLimits, first_reached, remaining
-from nanobot_lambda.core.usage import Tally, UsageSummary
+from nanobot_lambda.core.usage_counts import Tally, UsageSummary
 from nanobot_lambda.settings import AgentSettings
 from tests.conftest import telegram_update
 from tests.support.fakes import OVERALL, RecordingSpeaker, ScriptedModel, tool
@@ -95,10 +95,12 @@ def said_in(bot: Bot, chat_id: int) -> list[str]:
 
 def limited_bot(*replies: ModelReply, **limits: str) -> Bot:
     settings = {f"SPEND_LIMIT_{name.upper()}_USD": value for name, value in limits.items()}
-    bot = Bot(ScriptedModel(*replies), settings={**settings, "ALLOW_FROM": f"{ADA},{BOB}"})
-    bot.service.parts.meter._clock = lambda: NOON  # the periods of this test
-    bot.service.parts.spend_notices._clock = lambda: NOON
-    return bot
+    # The periods of this test: noon.
+    return Bot(
+        ScriptedModel(*replies),
+        settings={**settings, "ALLOW_FROM": f"{ADA},{BOB}"},
+        clock=lambda: NOON,
+    )
 
 
 def from_bob(text: str, update_id: int) -> TelegramUpdateJob:
@@ -216,9 +218,9 @@ def test_speech_costs_count_and_stop_at_a_limit() -> None:
         ScriptedModel(priced("Milk is on the list.", "0.01"), priced("Noted.", "0.01")),
         speaker=RecordingSpeaker(cost_usd=0.05),
         settings={"SPEND_LIMIT_PERSON_DAILY_USD": "0.065"},
+        clock=lambda: NOON,
     )
     voiced.channel.files["AwACAgQAAxkBAAIBVoice"] = b"OggS voice of the user"
-    voiced.service.parts.meter._clock = lambda: NOON
     voice = TelegramUpdateJob(update=telegram_update("voice"))
     voiced.process(voice)
     assert len(voiced.channel.files_sent) == 1  # the voice reply

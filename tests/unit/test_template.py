@@ -41,6 +41,7 @@ REFS = {
     "ScheduleGroup": "ScheduleGroup-X",
     "SchedulerFunction": "nanobot-SchedulerFunction-X",
     "WebhookFunction": "nanobot-WebhookFunction-X",
+    "ServerlessHttpApi": "api-x",  # SAM's implicit HTTP API (the hooks' URL in agent_turn)
     "AgentTurnFunction": "nanobot-AgentTurnFunction-X",
     "SandboxFunction": "nanobot-sandbox",
     "SandboxLogGroup": "/aws/lambda/nanobot-sandbox",
@@ -411,12 +412,20 @@ def test_functions_may_read_exactly_the_ssm_parameters_they_reference(
 
 def test_webhook_route_matches_the_webhook_url_output(template: dict[str, Any]) -> None:
     events = properties(template, "WebhookFunction")["Events"]
-    (route,) = [event["Properties"] for event in events.values() if event["Type"] == "HttpApi"]
-    assert (route["Method"], route["Path"]) == ("POST", "/webhook")
-    assert str(route.get("PayloadFormatVersion", "2.0")) == "2.0"
+    routes = [event["Properties"] for event in events.values() if event["Type"] == "HttpApi"]
+    assert [(route["Method"], route["Path"]) for route in routes] == [
+        ("POST", "/webhook"),
+        ("POST", "/hooks/{name}"),  # the event hooks (entry/hooks.py)
+    ]
+    assert all(str(route.get("PayloadFormatVersion", "2.0")) == "2.0" for route in routes)
     url = template["Outputs"]["WebhookUrl"]["Value"]["Fn::Sub"]
     assert url.startswith("https://${ServerlessHttpApi}.execute-api.")
-    assert url.endswith(route["Path"])
+    assert url.endswith("/webhook")
+    hooks_url = template["Outputs"]["HooksUrl"]["Value"]["Fn::Sub"]
+    assert hooks_url == url.removesuffix("/webhook") + "/hooks"
+    # /hooks shows each hook's URL under it.
+    agent = properties(template, "AgentTurnFunction")["Environment"]["Variables"]
+    assert agent["HOOKS_URL"] == {"Fn::Sub": hooks_url}
 
 
 def test_env_example_sets_only_variables_the_template_declares(template: dict[str, Any]) -> None:
@@ -432,7 +441,8 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
     template: dict[str, Any],
 ) -> None:
     """The webhook raises /stop flags, records album parts and queued updates, reads and writes
-    pairing; it must not read conversations, nor write into one: its sessions-table items are
+    pairing, reads hooks and records their requests, records reactions and edits; it must not
+    read conversations, nor write into one: its sessions-table items are
     its own partitions."""
     context = make_context(template)
     policies = context.evaluate(properties(template, "WebhookFunction")["Policies"])
@@ -459,6 +469,13 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
                 ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"],
                 ["pairing"],
             ),
+            (sessions, ["dynamodb:GetItem"], ["hooks"]),  # adapters/aws/hooks.py: a hook
+            (  # a hook's rate and the deliveries it queued
+                sessions,
+                ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+                ["hook#*"],
+            ),
+            (sessions, ["dynamodb:PutItem"], ["feedback#*", "edit#*"]),  # adapters/aws/feedback
             (
                 idempotency,
                 [
@@ -601,6 +618,7 @@ def test_every_function_is_traced(template: dict[str, Any]) -> None:
 BUCKET_ARN = ATTRIBUTES[("WorkspaceBucket", "Arn")]
 WORKSPACE_OBJECTS = f"{BUCKET_ARN}/workspace/*"
 SCOPE_OBJECTS = f"{BUCKET_ARN}/scopes/*"
+RECALL_INDEXES = f"{BUCKET_ARN}/recall/*"
 QUEUE_ARN = ATTRIBUTES[("TurnQueue", "Arn")]
 SESSIONS_ARN = ATTRIBUTES[("SessionsTable", "Arn")]
 JOBS_ARN = ATTRIBUTES[("JobsTable", "Arn")]
@@ -628,6 +646,8 @@ EXPECTED_DATA_ACCESS = {
         (WORKSPACE_OBJECTS, "s3:PutObject"),  # .write (conditional)
         (SCOPE_OBJECTS, "s3:GetObject"),  # the same, in a person's or a group's scope
         (SCOPE_OBJECTS, "s3:PutObject"),
+        (RECALL_INDEXES, "s3:GetObject"),  # recall_index.S3RecallIndexObjects.get
+        (RECALL_INDEXES, "s3:PutObject"),  # .put (conditional)
         (BUCKET_ARN, "s3:ListBucket"),  # .refresh, .list_dir, .list_files
         (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements, continuations
         (QUEUE_ARN, "sqs:ChangeMessageVisibility"),  # records: a failed turn's retry delay
@@ -653,8 +673,13 @@ EXPECTED_DATA_ACCESS = {
 DATA_SERVICES = ("s3:", "sqs:", "dynamodb:")
 
 
-def allowed_pairs(template: dict[str, Any], logical_id: str) -> set[tuple[str, str]]:
-    context = make_context(template, LlmApiKeyParameter="/k", TranscriptionApiKeyParameter="/t")
+def allowed_pairs(
+    template: dict[str, Any], logical_id: str, **parameters: str
+) -> set[tuple[str, str]]:
+    """(resource, action) allowed to the function, with the key parameters and `parameters`."""
+    context = make_context(
+        template, LlmApiKeyParameter="/k", TranscriptionApiKeyParameter="/t", **parameters
+    )
     policies = context.evaluate(properties(template, logical_id).get("Policies", []))
     return {
         (resource, action)
@@ -691,9 +716,11 @@ def test_function_policies_are_explicit_statements_without_wildcards(
         assert resource not in ("*", "arn:aws:s3:::*"), (logical_id, action, resource)
         # A wildcard only ever ends a resource scoped to this stack's own bucket or schedules.
         if "*" in resource:
-            assert resource in (WORKSPACE_OBJECTS, SCOPE_OBJECTS) or resource.endswith(
-                f":schedule/{REFS['ScheduleGroup']}/*"
-            ), (logical_id, resource)
+            assert resource in (
+                WORKSPACE_OBJECTS,
+                SCOPE_OBJECTS,
+                RECALL_INDEXES,
+            ) or resource.endswith(f":schedule/{REFS['ScheduleGroup']}/*"), (logical_id, resource)
 
 
 def test_tables_and_queues_are_encrypted_at_rest(template: dict[str, Any]) -> None:
@@ -713,19 +740,8 @@ def test_with_mcp_servers_agent_turn_may_read_only_their_header_secrets(
     template: dict[str, Any],
 ) -> None:
     without = allowed_pairs(template, "AgentTurnFunction")
-    context = make_context(
-        template,
-        LlmApiKeyParameter="/k",
-        TranscriptionApiKeyParameter="/t",
-        McpServers='[{"name": "x", "url": "https://x.example/mcp"}]',
-    )
-    policies = context.evaluate(properties(template, "AgentTurnFunction")["Policies"])
-    added = {
-        (resource, action)
-        for statement in iam_statements(policies)
-        for action in as_list(statement["Action"])
-        for resource in as_list(statement["Resource"])
-    } - without
+    servers = '[{"name": "x", "url": "https://x.example/mcp"}]'
+    added = allowed_pairs(template, "AgentTurnFunction", McpServers=servers) - without
     assert added == {
         (f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/nanobot/mcp/*", "ssm:GetParameter"),
         (
@@ -786,3 +802,31 @@ def test_agent_turn_may_invoke_the_sandbox_and_nothing_else_of_lambda(
     assert off.function_environment("AgentTurnFunction")["SANDBOX_FUNCTION"] == ""
     policies = off.evaluate(properties(template, "AgentTurnFunction")["Policies"])
     assert not [s for s in iam_statements(policies) if "lambda:" in str(s.get("Action"))]
+
+
+BEDROCK_MODEL = "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-5-v1:0"
+BEDROCK_PROFILE = (
+    f"arn:aws:bedrock:us-east-1:{ACCOUNT}:inference-profile/us.anthropic.claude-sonnet-4-5-v1:0"
+)
+BEDROCK_INVOKE = {"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"}
+
+
+def test_bedrock_models_may_be_invoked_by_agent_turn_only_and_only_those_named(
+    template: dict[str, Any],
+) -> None:
+    """BedrockModelArns (issue 27): empty grants nothing; set, agent_turn's role may invoke
+    exactly those models and inference profiles, and no other role anything of Bedrock."""
+    without = allowed_pairs(template, "AgentTurnFunction")
+    assert not [pair for pair in without if pair[1].startswith("bedrock:")]
+    assert not make_context(template).condition("HasBedrockModels")
+
+    arns = f"{BEDROCK_MODEL}, {BEDROCK_PROFILE}"
+    granted = allowed_pairs(template, "AgentTurnFunction", BedrockModelArns=arns)
+    assert granted - without == {
+        (arn, action) for arn in (BEDROCK_MODEL, BEDROCK_PROFILE) for action in BEDROCK_INVOKE
+    }
+    # Every other function and role, in either branch of any condition: no Bedrock at all.
+    for logical_id, resource in template["Resources"].items():
+        if logical_id == "AgentTurnFunction":
+            continue
+        assert "bedrock" not in json.dumps(resource).lower(), logical_id

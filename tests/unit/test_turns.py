@@ -27,9 +27,9 @@ from nanobot_lambda.core.jobs import (
 )
 from nanobot_lambda.core.model import ModelReply
 from nanobot_lambda.core.scopes import Scope
-from nanobot_lambda.core.usage import Tally
-from nanobot_lambda.entry.agent_turn.ports import Services, Stores, TurnPorts
-from nanobot_lambda.entry.agent_turn.service import TurnService
+from nanobot_lambda.core.usage_counts import Tally
+from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
+from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
 from nanobot_lambda.settings import AgentSettings
 from tests.conftest import telegram_update
 from tests.support.fakes import (
@@ -61,7 +61,7 @@ HINTS = {"SEND_PROGRESS": "true", "SEND_TOOL_HINTS": "true"}
 
 @dataclass
 class Bot:
-    """A TurnService on fakes, and the fakes, for the assertions."""
+    """A Dispatcher on fakes, and the fakes, for the assertions."""
 
     model: ScriptedModel
     channel: RecordingChannel = field(default_factory=RecordingChannel)
@@ -80,6 +80,8 @@ class Bot:
     consolidation_model: ScriptedModel | None = None  # CONSOLIDATION_MODEL
     speaker: RecordingSpeaker | None = None  # TTS_MODEL
     sandbox: Any = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
+    models: Any = None  # the models /model and /think choose from (core/model_choice.py)
+    images: Any = None  # IMAGE_MODEL: the generate_image tool
     clock: Callable[[], datetime] | None = None  # default: the real time
     settings: dict[str, str] = field(default_factory=dict)
 
@@ -112,15 +114,17 @@ class Bot:
                 consolidation_model=self.consolidation_model,
                 speaker=self.speaker,
                 sandbox=self.sandbox,
+                models=self.models,
+                images=self.images,
             ),
             self.metrics,
         )
         environment = {**AGENT_ENV, "ALLOW_FROM": str(ADA), **self.settings}
         settings = AgentSettings.from_env(environment)
         if self.clock is None:
-            self.service = TurnService(settings, ports, environ={})
+            self.service = Dispatcher(settings, ports, environ={})
         else:
-            self.service = TurnService(settings, ports, environ={}, clock=self.clock)
+            self.service = Dispatcher(settings, ports, environ={}, clock=self.clock)
 
     def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None:
         self.service.process(job, remaining_ms)
@@ -201,7 +205,9 @@ def test_a_model_outage_gets_one_apology_and_saves_nothing() -> None:
 
 def test_a_user_who_blocked_the_bot_ends_the_turn_without_saving() -> None:
     bot = Bot(ScriptedModel(text("You will not see this.")))
-    bot.channel.fail_with = ChannelError("sendMessage", 403, "Forbidden: bot was blocked")
+    bot.channel.fail_with = ChannelError(
+        "sendMessage", 403, "Forbidden: bot was blocked", kind="blocked"
+    )
     bot.process(message("hi"))
 
     assert bot.said == []

@@ -23,7 +23,8 @@ from nanobot_lambda.core.jobs import (
     TelegramUpdateJob,
 )
 from nanobot_lambda.core.model import Usage
-from nanobot_lambda.core.usage import Tally, describe
+from nanobot_lambda.core.usage import describe
+from nanobot_lambda.core.usage_counts import Tally
 
 
 def test_a_calls_usage_becomes_a_tally() -> None:
@@ -93,7 +94,7 @@ PRESS = TelegramUpdateJob(
         (UPDATE, {"job_kind": "telegram_update", "chat_id": -100, "update_id": 42}),
         # A press: the chat of the message the button was under.
         (PRESS, {"job_kind": "telegram_update", "chat_id": -100, "update_id": 43}),
-        # No chat to name: the job is refused (records.py), its other ids still logged.
+        # No chat to name: the job is refused (sqs_records.py), its other ids still logged.
         (
             TelegramUpdateJob(update={"update_id": 44, "my_chat_member": {}}),
             {"job_kind": "telegram_update", "update_id": 44},

@@ -80,7 +80,9 @@ def test_a_voice_note_telegram_refuses_is_dropped_not_retried() -> None:
     voiced.channel.fail_with = None
 
     def refuse(*args: object, **kwargs: object) -> int:
-        raise ChannelError("sendVoice", 400, "Bad Request: VOICE_MESSAGES_FORBIDDEN")
+        raise ChannelError(
+            "sendVoice", 400, "Bad Request: VOICE_MESSAGES_FORBIDDEN", kind="refused"
+        )
 
     voiced.channel.send_file = refuse  # type: ignore[method-assign]
     voiced.process(voice_note())

@@ -11,6 +11,8 @@ BOT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("new", "save our conversation to memory and start a fresh one"),
     ("stop", "stop what I'm working on (what I did so far is kept)"),
     ("usage", "tokens, turns and cost of this chat (today, this month, all time)"),
+    ("model", "which model answers this chat; /model NAME switches"),
+    ("think", "how hard I think: /think off, low, medium or high"),
     ("help", "the commands, and what I can do"),
 )
 

@@ -11,13 +11,14 @@ error: when the request would not fit the model's window, the turn's largest too
 cut, newest first (a result cut before it is first sent keeps the history byte-stable), and only
 then, as a last resort, the oldest history is left out of that request. (Summarising the oldest
 exchanges, the better remedy, happens first, at the start of a turn whose request would not fit:
-see entry/agent_turn/parts.py.)
+see entry/agent_turn/turn_deps.py.)
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,9 +100,15 @@ class RequestFitter:
     """Keeps each request within `max_tokens`: the model's context window less room for the
     reply (see the module's docstring)."""
 
-    def __init__(self, counter: TokenCounter, max_tokens: int) -> None:
+    def __init__(self, counter: TokenCounter, max_tokens: int | Callable[[], int]) -> None:
+        """`max_tokens`: a number, or what gives it for each request (the chat's model, chosen
+        with /model, has a window of its own)."""
         self._counter = counter
-        self.max_tokens = max_tokens
+        self._max_tokens = max_tokens
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens if isinstance(self._max_tokens, int) else self._max_tokens()
 
     def tokens(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> int:
         bound = upper_bound(messages, tools)

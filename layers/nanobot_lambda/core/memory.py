@@ -78,7 +78,7 @@ def find_marker(workspace: Workspace, prefix: str) -> str | None:
     """The first marker starting with `prefix` in HISTORY.md or the newest archive."""
     pattern = re.compile(r"<!-- (" + re.escape(prefix) + r"[^>]*?) -->")
     for path in (HISTORY_FILE, _newest_archive(workspace)):
-        text = _text(workspace, path) if path else ""
+        text = text_of(workspace, path) if path else ""
         match = pattern.search(text)
         if match:
             return match.group(1)
@@ -86,10 +86,11 @@ def find_marker(workspace: Workspace, prefix: str) -> str | None:
 
 
 def _marked(workspace: Workspace, marker: str, path: str | None) -> bool:
-    return path is not None and f"<!-- {marker} -->" in _text(workspace, path)
+    return path is not None and f"<!-- {marker} -->" in text_of(workspace, path)
 
 
-def _text(workspace: Workspace, path: str) -> str:
+def text_of(workspace: Workspace, path: str) -> str:
+    """The file's text; "" when it is missing or not text."""
     file = workspace.read(path)
     if file is None:
         return ""

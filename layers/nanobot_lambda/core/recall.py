@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 
 from nanobot_lambda.core.memory import HistoryEntry, history_files, split_entries
 from nanobot_lambda.core.ports import Workspace
@@ -40,6 +40,10 @@ _KANA = re.compile(r"[\u3040-\u30ff]")
 def tokenize(text: str) -> list[str]:
     tokens: list[str] = []
     for word in _WORD.findall(text.casefold()):
+        if word.isascii():  # the usual word: no CJK run to look for
+            if len(word) > 1 and word not in _STOPWORDS and not word.isdigit():
+                tokens.append(word)
+            continue
         for run in _CJK.findall(word):
             if len(run) > 1:
                 tokens += [run[i : i + 2] for i in range(len(run) - 1)]
@@ -53,11 +57,57 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-@dataclass(frozen=True)
-class _Indexed:
-    entry: HistoryEntry
-    terms: Counter[str]
-    length: int
+class Bm25:
+    """BM25 over a fixed list of texts, with an inverted index: a query costs in proportion to
+    the postings of its words, not to the number of texts (10,000 chunks stay fast)."""
+
+    def __init__(
+        self, texts: Sequence[str], terms_of: Callable[[str], Counter[str]] | None = None
+    ) -> None:
+        """`terms_of`: a text's terms (default: `tokenize`d and counted), e.g. from a cache
+        that keeps them across rebuilds."""
+        self.texts = list(texts)
+        self._lengths: list[int] = []
+        self._postings: dict[str, list[tuple[int, int]]] = {}  # term -> [(text, count)]
+        count_terms = terms_of or (lambda text: Counter(tokenize(text)))
+        for position, text in enumerate(self.texts):
+            terms = count_terms(text)
+            self._lengths.append(sum(terms.values()))
+            for term, count in terms.items():
+                self._postings.setdefault(term, []).append((position, count))
+        self._average = (sum(self._lengths) / len(self._lengths) if self._lengths else 0) or 1.0
+
+    def ranked(self, query: str) -> list[tuple[float, int]]:
+        """(score, position) of every text sharing a meaningful word with `query`, best first;
+        ties: the later text (the newer entry) first."""
+        total = len(self.texts)
+        scores: dict[int, float] = {}
+        for term in set(tokenize(query)):
+            postings = self._postings.get(term)
+            if not postings:
+                continue
+            idf = math.log((total - len(postings) + 0.5) / (len(postings) + 0.5) + 1)
+            for position, count in postings:
+                norm = count + K1 * (1 - B + B * self._lengths[position] / self._average)
+                scores[position] = scores.get(position, 0.0) + idf * count * (K1 + 1) / norm
+        return sorted(
+            ((score, position) for position, score in scores.items()),
+            key=lambda item: (-item[0], -item[1]),
+        )
+
+
+def fit_budget(texts: Iterable[str], limit: int, max_chars: int) -> list[str]:
+    """The first `limit` texts within `max_chars` together (the last one cut with "…" when
+    more than 40 characters remain for it)."""
+    chosen: list[str] = []
+    budget = max_chars
+    for text in texts:
+        if len(chosen) >= limit or budget <= 40:
+            break
+        shown = text if len(text) <= budget else text[: max(0, budget - 1)] + "…"
+        chosen.append(shown)
+        budget -= len(shown)
+    return chosen
 
 
 class HistoryRecall:
@@ -67,10 +117,14 @@ class HistoryRecall:
         self._workspace = workspace
         self._limit = limit
         self._max_chars = max_chars
-        self._files: dict[str, tuple[str, list[_Indexed]]] = {}  # path -> (etag, entries)
+        self._files: dict[str, tuple[str, list[HistoryEntry]]] = {}  # path -> (etag, entries)
+        self._bm25: tuple[tuple[str, ...], Bm25] | None = None  # (the files' ETags, index)
 
-    def _index(self) -> list[_Indexed]:
-        indexed: list[_Indexed] = []
+    def entries(self) -> tuple[tuple[str, ...], list[HistoryEntry]]:
+        """(the history files' ETags, their entries oldest first); only a file whose ETag
+        changed is read and split again."""
+        etags: list[str] = []
+        entries: list[HistoryEntry] = []
         for path in history_files(self._workspace):
             file = self._workspace.read(path)
             if file is None:
@@ -78,54 +132,24 @@ class HistoryRecall:
             cached = self._files.get(path)
             if cached is None or cached[0] != file.etag:
                 try:
-                    entries = split_entries(file.text, path)
+                    cached = (file.etag, split_entries(file.text, path))
                 except NotText:
-                    entries = []
-                items = []
-                for entry in entries:
-                    terms = tokenize(entry.text)
-                    items.append(_Indexed(entry, Counter(terms), len(terms)))
-                cached = (file.etag, items)
+                    cached = (file.etag, [])
                 self._files[path] = cached
-            indexed.extend(cached[1])
-        return indexed
+            etags.append(file.etag)
+            entries.extend(cached[1])
+        return tuple(etags), entries
 
     def search(self, query: str, shown: str = "") -> list[str]:
         """The most relevant entries' texts, best first, within the character budget; an entry
         whose text is in `shown` (the runtime blocks the request already sends) is not repeated."""
-        if self._max_chars <= 0:
+        if self._max_chars <= 0 or not tokenize(query):
             return []
-        wanted = set(tokenize(query))
-        if not wanted:
-            return []
-        documents = self._index()
-        if not documents:
-            return []
-        average = sum(document.length for document in documents) / len(documents) or 1.0
-        frequency = Counter(
-            term for document in documents for term in wanted & document.terms.keys()
+        etags, entries = self.entries()
+        if self._bm25 is None or self._bm25[0] != etags:
+            self._bm25 = (etags, Bm25([entry.text for entry in entries]))
+        texts = self._bm25[1].texts
+        ranked = (texts[position] for _, position in self._bm25[1].ranked(query))
+        return fit_budget(
+            (text for text in ranked if text not in shown), self._limit, self._max_chars
         )
-        scored = []
-        for position, document in enumerate(documents):
-            if document.entry.text in shown:
-                continue
-            score = 0.0
-            for term in wanted & document.terms.keys():
-                idf = math.log(
-                    (len(documents) - frequency[term] + 0.5) / (frequency[term] + 0.5) + 1
-                )
-                count = document.terms[term]
-                norm = count + K1 * (1 - B + B * document.length / average)
-                score += idf * count * (K1 + 1) / norm
-            if score > 0:
-                scored.append((score, position, document.entry.text))
-        scored.sort(key=lambda item: (-item[0], -item[1]))  # ties: the newer entry first
-        chosen: list[str] = []
-        budget = self._max_chars
-        for _, _, text in scored[: self._limit]:
-            shown = text if len(text) <= budget else text[: max(0, budget - 1)] + "…"
-            if budget <= 40:
-                break
-            chosen.append(shown)
-            budget -= len(shown)
-        return chosen

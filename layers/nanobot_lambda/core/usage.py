@@ -1,13 +1,13 @@
 """What the assistant uses, per chat: turns, model and tool calls, tokens, and money.
 
-Every model call of agent_turn goes through `MeteredModel` (speech and transcription through
-`MeteredSpeaker` and `MeteredTranscriber`, counted by cost only), so the chat's turns, the
-heartbeat's decision, consolidation and background tasks are all counted, each attributed to
-the chat of the job that made it (`UsageMeter.job`, given the job's subject: core/subjects.py,
-which every job has, a button press included). A job counts as one turn when the agent loop got
-at least one answer from the model (a turn continued in another invocation counts once); a
-command such as /new, or a heartbeat that decided to skip, is not a turn, though its model calls
-are counted. Cost is litellm's `completion_cost`, known only for models in its price
+Every model call of agent_turn goes through `MeteredModel` (speech, transcription and embeddings
+through `MeteredSpeaker`, `MeteredTranscriber` and `MeteredEmbedder`, counted by cost only), so
+the chat's turns, the heartbeat's decision, consolidation and background tasks are all counted,
+each attributed to the chat of the job that made it (`UsageMeter.job`, given the job's subject:
+core/subjects.py, which every job has, a button press included). A job counts as one turn when
+the agent loop got at least one answer from the model (a turn continued in another invocation
+counts once); a command such as /new, or a heartbeat that decided to skip, is not a turn, though
+its model calls are counted. Cost is litellm's `completion_cost`, known only for models in its price
 list: calls without a price are counted as `unpriced_calls`.
 
 The store keeps a day's, a month's and the total figures per chat, each changed atomically, so
@@ -26,89 +26,37 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
+from nanobot_lambda.core.images import GeneratedImage, ImageGenerator
 from nanobot_lambda.core.model import (
+    ChatModel,
+    Embedder,
+    Embeddings,
     ModelReply,
+    Speaker,
     Speech,
     TextStream,
     ToolChoice,
-    Transcript,
-    Usage,
-)
-from nanobot_lambda.core.ports import (
-    ChatModel,
-    MetricsPort,
-    Speaker,
-    StoredWrite,
     Transcriber,
-    UsageStore,
+    Transcript,
 )
 from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits, first_reached, remaining
+from nanobot_lambda.core.stored_writes import StoredWrite
 from nanobot_lambda.core.subjects import Subject
+from nanobot_lambda.core.telemetry import MetricsPort
+from nanobot_lambda.core.usage_counts import Tally, UsageStore, UsageSummary
 
 logger = logging.getLogger(__name__)
 
 UNKNOWN_TOOL = "unknown"  # a call to a tool the model was not offered (bounds the dimension)
-
-
-@dataclass(frozen=True)
-class Tally:
-    """Counts that add up. Each field is an attribute of the usage items."""
-
-    turns: int = 0
-    model_calls: int = 0
-    tool_calls: int = 0
-    prompt_tokens: int = 0  # cached tokens included
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: Decimal = Decimal(0)  # of the calls with a known price
-    unpriced_calls: int = 0  # model calls litellm had no price for
-
-    def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            **{item.name: getattr(self, item.name) + getattr(other, item.name) for item in FIELDS}
-        )
-
-    @property
-    def empty(self) -> bool:
-        return self == Tally()
-
-    @property
-    def cost_known(self) -> bool:
-        return self.model_calls > self.unpriced_calls
-
-    @classmethod
-    def of_call(cls, usage: Usage) -> Tally:
-        priced = usage.cost_usd is not None
-        return cls(
-            model_calls=1,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cached_tokens=usage.cached_tokens,
-            cost_usd=Decimal(repr(usage.cost_usd)) if usage.cost_usd is not None else Decimal(0),
-            unpriced_calls=0 if priced else 1,
-        )
-
-
-FIELDS = fields(Tally)  # the attributes a store keeps per period
-
-
-@dataclass(frozen=True)
-class UsageSummary:
-    chat_id: int
-    day: str
-    month: str
-    today: Tally
-    this_month: Tally
-    total: Tally
 
 
 # -- the texts -------------------------------------------------------------------------------
@@ -195,8 +143,14 @@ class UsageMeter:
     def metered_speaker(self, speaker: Speaker | None) -> Speaker | None:
         return None if speaker is None else MeteredSpeaker(speaker, self)
 
+    def metered_images(self, images: ImageGenerator | None) -> ImageGenerator | None:
+        return None if images is None else MeteredImages(images, self)
+
     def metered_transcriber(self, transcriber: Transcriber | None) -> Transcriber | None:
         return None if transcriber is None else MeteredTranscriber(transcriber, self)
+
+    def metered_embedder(self, embedder: Embedder | None) -> Embedder | None:
+        return None if embedder is None else MeteredEmbedder(embedder, self)
 
     @contextmanager
     def job(self, subject: Subject, *, continued: bool = False) -> Iterator[None]:
@@ -275,9 +229,9 @@ class UsageMeter:
             counted += Tally(turns=turn, tool_calls=len(reply.tool_calls))
         self._count(counted)
 
-    def audio(self, cost_usd: float | None) -> None:
-        """Speech or a transcription was made: its cost counts (calls without a price do not,
-        and neither counts as a model call)."""
+    def paid(self, cost_usd: float | None) -> None:
+        """Speech, a transcription, embeddings or an image were made: the cost counts (calls
+        without a price do not, and none counts as a model call)."""
         if cost_usd is not None:
             self._count(Tally(cost_usd=Decimal(repr(cost_usd))))
 
@@ -369,8 +323,22 @@ class MeteredSpeaker:
     def speak(self, text: str) -> Speech:
         self._meter.check_spend()
         speech = self._speaker.speak(text)
-        self._meter.audio(speech.cost_usd)
+        self._meter.paid(speech.cost_usd)
         return speech
+
+
+class MeteredImages:
+    """An `ImageGenerator` whose images are counted, and which makes none past a limit."""
+
+    def __init__(self, images: ImageGenerator, meter: UsageMeter) -> None:
+        self._images = images
+        self._meter = meter
+
+    def generate(self, prompt: str, *, source: bytes | None = None) -> GeneratedImage:
+        self._meter.check_spend()
+        image = self._images.generate(prompt, source=source)
+        self._meter.paid(image.cost_usd)
+        return image
 
 
 class MeteredTranscriber:
@@ -383,5 +351,20 @@ class MeteredTranscriber:
     def transcribe(self, filename: str, data: bytes) -> Transcript:
         self._meter.check_spend()
         transcript = self._transcriber.transcribe(filename, data)
-        self._meter.audio(transcript.cost_usd)
+        self._meter.paid(transcript.cost_usd)
         return transcript
+
+
+class MeteredEmbedder:
+    """An `Embedder` whose costs are counted (litellm's price for the model), and which embeds
+    no more past a spending limit (recall then falls back to words, core/hybrid_recall.py)."""
+
+    def __init__(self, embedder: Embedder, meter: UsageMeter) -> None:
+        self._embedder = embedder
+        self._meter = meter
+
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        self._meter.check_spend()
+        embeddings = self._embedder.embed(texts)
+        self._meter.paid(embeddings.cost_usd)
+        return embeddings

@@ -157,7 +157,9 @@ def correlated(logger: Logger, record: SQSRecord) -> Iterator[None]:
     try:
         keys = correlation_ids(parse_job(record.body), turn_id=record.message_id)
     except ValueError:
-        keys = {"turn_id": record.message_id}  # not a job: entry/agent_turn/records.py reports it
+        keys = {
+            "turn_id": record.message_id
+        }  # not a job: entry/agent_turn/sqs_records.py reports it
     logger.append_keys(**keys)
     try:
         yield

@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, error_code
 from nanobot_lambda.core.errors import NotFound
+from nanobot_lambda.core.memory_versions import FileVersion
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
@@ -35,6 +36,8 @@ SCOPES_PREFIX = "scopes/"
 # Workspace paths up to and including the skills/ folder are listed by refresh().
 LISTED_UNTIL = "skills/\U0010ffff"
 MAX_CACHED_FILE_BYTES = 2_000_000
+# User metadata of a version written back by /memory restore: the request that wrote it.
+RESTORE_REQUEST = "restore-request"
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,74 @@ class S3Workspace:
                 if name and not name.endswith("/"):
                     files.append(Entry(name, item["Size"], False))
         return files
+
+    @aws_errors
+    def versions(self, path: str, limit: int) -> list[FileVersion]:
+        """The bucket is versioned (template): its versions of the file, newest first."""
+        key = self._key(path)
+        found: list[FileVersion] = []
+        arguments = {"Bucket": self._bucket, "Prefix": key, "MaxKeys": max(limit, 1) + 10}
+        while len(found) < limit:
+            page = self._s3.list_object_versions(**arguments)  # type: ignore[arg-type]
+            found += [
+                FileVersion(item["VersionId"], item["LastModified"], item.get("Size", 0))
+                for item in page.get("Versions", [])
+                if item["Key"] == key
+            ]
+            found += [
+                FileVersion(item["VersionId"], item["LastModified"], 0, deleted=True)
+                for item in page.get("DeleteMarkers", [])
+                if item["Key"] == key
+            ]
+            if not page.get("IsTruncated"):
+                break
+            arguments["KeyMarker"] = page["NextKeyMarker"]
+            arguments["VersionIdMarker"] = page["NextVersionIdMarker"]
+        found.sort(key=lambda version: version.modified, reverse=True)
+        return found[:limit]
+
+    @aws_errors
+    def restored_by(self, path: str, version_id: str) -> str | None:
+        try:
+            head = self._s3.head_object(
+                Bucket=self._bucket, Key=self._key(path), VersionId=version_id
+            )
+        except ClientError as error:
+            if error_code(error) in ("NoSuchKey", "NoSuchVersion", "404", "400", "405"):
+                return None  # expired, or a delete marker (HEAD of one is 405)
+            raise
+        return head.get("Metadata", {}).get(RESTORE_REQUEST)
+
+    @aws_errors
+    def write_restored(self, path: str, data: bytes, *, request: str, if_match: str | None) -> None:
+        condition = {"IfMatch": if_match} if if_match is not None else {"IfNoneMatch": "*"}
+        try:
+            response = self._s3.put_object(
+                Bucket=self._bucket,
+                Key=self._key(path),
+                Body=data,
+                ContentType=_content_type(path),
+                Metadata={RESTORE_REQUEST: request},
+                **condition,  # type: ignore[arg-type]
+            )
+        except ClientError as error:
+            if error_code(error) in ("PreconditionFailed", "ConditionalRequestConflict", "412"):
+                self._forget(path)
+                raise WriteConflict(path) from None
+            raise
+        self._remember(WorkspaceFile(path, data, response["ETag"]))
+
+    @aws_errors
+    def read_version(self, path: str, version_id: str) -> bytes | None:
+        try:
+            response = self._s3.get_object(
+                Bucket=self._bucket, Key=self._key(path), VersionId=version_id
+            )
+        except ClientError as error:
+            if error_code(error) in ("NoSuchKey", "NoSuchVersion", "404", "400"):
+                return None
+            raise
+        return response["Body"].read()
 
 
 def _content_type(path: str) -> str:

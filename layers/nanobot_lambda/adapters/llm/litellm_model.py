@@ -32,6 +32,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 # Before litellm is imported: use the bundled cost map instead of fetching it over the network.
@@ -46,6 +47,7 @@ from litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini import (
     ModelResponseIterator as GeminiStreamParser,
 )
 
+from nanobot_lambda.adapters.llm.model_errors import connection_refused, setup_problem
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import (
     REASONING_EFFORTS,
@@ -55,6 +57,7 @@ from nanobot_lambda.core.model import (
     ToolChoice,
     Usage,
 )
+from nanobot_lambda.core.redaction import Redactor
 from nanobot_lambda.settings import LlmSettings
 
 litellm.suppress_debug_info = True
@@ -93,10 +96,22 @@ def provider_of(model: str) -> str:
 
 
 class LitellmChatModel:
-    def __init__(self, settings: LlmSettings, model: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: LlmSettings,
+        model: str | None = None,
+        *,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
         """LLM_MODEL with its fallbacks; or `model` (a cheaper one for background work, e.g.
-        HEARTBEAT_MODEL), falling back to LLM_MODEL and its fallbacks."""
+        HEARTBEAT_MODEL, or a chat's /model preset), falling back to LLM_MODEL and its
+        fallbacks. `options` are `model`'s own call options (a preset's temperature, max_tokens,
+        reasoning_effort, api_base); the fallbacks are called without them."""
         self._model = model or settings.llm_model
+        self._own_options = dict(options or {})
+        # The model's own thinking level (a /think choice) is asked like a call's (see
+        # `reasoning_options`), not passed to litellm as it is.
+        self._own_effort: str | None = self._own_options.pop("reasoning_effort", None)
         self._fallbacks = tuple(
             name
             for name in dict.fromkeys((settings.llm_model, *settings.llm_fallback_models))
@@ -115,6 +130,9 @@ class LitellmChatModel:
             self._credentials["api_base"] = settings.llm_api_base
         if settings.llm_api_key is not None:
             self._credentials["api_key"] = settings.llm_api_key.get_secret_value()
+        # Masks the key in error descriptions, by the rules of the logs (core/redaction.py).
+        self._redactor = Redactor()
+        self._redactor.add([self._credentials.get("api_key", "")])
 
     def complete(
         self,
@@ -126,18 +144,24 @@ class LitellmChatModel:
         on_text: TextStream | None = None,
         reasoning_effort: str | None = None,
     ) -> ModelReply:
-        if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
-            raise ValueError(
-                f"reasoning_effort {reasoning_effort!r} is none of {', '.join(REASONING_EFFORTS)}"
-            )
+        for asked in (reasoning_effort, self._own_effort):
+            if asked is not None and asked not in REASONING_EFFORTS:
+                raise ValueError(
+                    f"reasoning_effort {asked!r} is none of {', '.join(REASONING_EFFORTS)}"
+                )
         deadline = None if timeout is None else time.monotonic() + timeout
-        failures = []
+        failures: list[str] = []
+        problems: list[str | None] = []  # each failed model's setup problem, if it has one
         for model in (self._model, *self._fallbacks):
             budget = None if deadline is None else deadline - time.monotonic()
             if budget is not None and budget <= 0:
                 failures.append(f"{model}: no time left")
+                problems.append(None)
                 break
-            thinking = reasoning_options(model, reasoning_effort, tool_choice)
+            effort = reasoning_effort
+            if effort is None and model == self._model:
+                effort = self._own_effort
+            thinking = reasoning_options(model, effort, tool_choice)
             try:
                 if on_text is None:
                     response = self._completion(
@@ -150,14 +174,17 @@ class LitellmChatModel:
             except _TextStreamError as failed:
                 raise failed.error from None
             except Exception as error:
-                failures.append(f"{model}: {self._describe(error)}")
+                failures.append(f"{model}: {self._describe(error, model)}")
+                problems.append(setup_problem(model, error))
                 if model != (self._fallbacks or (self._model,))[-1]:
                     logger.warning("model %s failed; trying the next fallback", model)
                 continue
             if model != self._model:
                 logger.warning("answered by fallback model %s", model)
             return self._reply(response)
-        raise ModelError("; ".join(failures))
+        # A setup problem only if no model may answer later: the first model's is the owner's.
+        permanent = all(problems)
+        raise ModelError("; ".join(failures), setup_problem=problems[0] if permanent else None)
 
     def _completion(
         self,
@@ -171,12 +198,14 @@ class LitellmChatModel:
     ) -> Any:
         retries = self._num_retries if retries is None else retries
         options = dict(self._options, **extra)
+        if provider_of(model) == self._keyed_provider:
+            options.update(self._credentials)
+        if model == self._model:
+            options.update(self._own_options)
         if "thinking_budget" in options:  # see reasoning_options
             options["max_tokens"] += options.pop("thinking_budget")
             if _is_claude(model):
                 options.pop("temperature", None)  # Claude thinks only at its default (1)
-        if provider_of(model) == self._keyed_provider:
-            options.update(self._credentials)
         if tool_choice is not None:
             options["tool_choice"] = tool_choice
         if uses_prompt_cache_markers(model):
@@ -270,18 +299,29 @@ class LitellmChatModel:
             thinking_blocks=tuple(dict(block) for block in blocks),
         )
 
-    def _describe(self, error: Exception) -> str:
+    def _describe(self, error: Exception, model: str | None = None) -> str:
         """Kind, status and the start of the provider's explanation, with the API key masked.
 
         The explanation is what tells an operator to fix a key or a model name; it is cut short
-        because some providers quote part of the request in it.
+        because some providers quote part of the request in it. Nothing listening at the
+        address is said as such (with LLM_API_BASE, if `model` is sent there): litellm gives it
+        a status 500 of its own.
         """
-        status = getattr(error, "status_code", None)
-        detail = " ".join(str(error).split())[:MAX_ERROR_DETAIL_CHARS]
-        key = self._credentials.get("api_key")
-        if key:
-            detail = detail.replace(key, "<api-key>")
-        return f"{type(error).__name__} (status {status}): {detail}"
+        if connection_refused(error):
+            where = self._credentials.get("api_base")
+            if where and model is not None and provider_of(model) == self._keyed_provider:
+                at = f" at {self._redactor.redact(where)}"
+            else:
+                at = ""
+            return f"connection refused{at} (is the server running?)"
+        status, kind = getattr(error, "status_code", None), type(error).__name__
+        # litellm starts its messages with the kind, once or twice ("litellm.NotFoundError:
+        # NotFoundError: OpenAIException - …"): said once, before the status.
+        detail = " ".join(str(error).split())
+        detail = detail.removeprefix(f"litellm.{kind}: ").removeprefix(f"{kind}: ")
+        # Masked before it is cut: a key cut in two would be no whole value to mask.
+        detail = self._redactor.redact(detail)[:MAX_ERROR_DETAIL_CHARS]
+        return f"{kind} (status {status}): {detail}"
 
 
 def _retryable(error: Exception) -> bool:

@@ -30,7 +30,7 @@ from pydantic import SecretStr
 from nanobot_lambda.adapters.telegram.drafts import render_draft
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.adapters.telegram.models import User
-from nanobot_lambda.core.errors import ChannelError
+from nanobot_lambda.core.errors import ChannelError, ChannelFailure
 from nanobot_lambda.core.outgoing import OutgoingFile
 
 logger = logging.getLogger(__name__)
@@ -53,8 +53,37 @@ def request_may_have_arrived(error: requests.RequestException) -> bool:
     return not isinstance(reason, urllib3.exceptions.NewConnectionError)
 
 
+BLOCKED_STATUS = 403  # "Forbidden: bot was blocked by the user" and its kin
+RATE_LIMITED_STATUS = 429
+
+
+def failure_kind(status: int | None) -> ChannelFailure:
+    """What a Bot API status means for the caller (core/errors.py): the one place entry code's
+    questions (rate-limited? blocked? refused?) are answered from a status number."""
+    if status == RATE_LIMITED_STATUS:
+        return "rate_limited"
+    if status == BLOCKED_STATUS:
+        return "blocked"
+    if status is not None and 400 <= status < 500:
+        return "refused"
+    return "unavailable"
+
+
 class TelegramError(ChannelError):
-    """A Bot API call failed: the method, Telegram's status and description (never a URL)."""
+    """A Bot API call failed: the method, Telegram's status and description (never a URL), and
+    what that means (`kind`, from the status)."""
+
+    def __init__(
+        self,
+        method: str,
+        status: int | None,
+        description: str,
+        *,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(
+            method, status, description, kind=failure_kind(status), retry_after=retry_after
+        )
 
     @property
     def is_parse_error(self) -> bool:
@@ -285,7 +314,7 @@ class TelegramBot:
             return self.call(method, text=html_to_plain_text(html), **params)
 
     def draft_parts(self, text: str) -> list[str]:
-        """The Telegram HTML drafts Markdown still being written shows as (see drafts.py)."""
+        """The Telegram HTML drafts Markdown still being written shows as (see ./drafts.py)."""
         return render_draft(text)
 
     def send_draft(

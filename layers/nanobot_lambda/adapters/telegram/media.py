@@ -305,12 +305,15 @@ class MediaResolver:
         settings: InputSettings,
         transcriber: Transcriber | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_document: Callable[[str, str], None] | None = None,
     ) -> None:
         self._bot = bot
         self._workspace = workspace
         self._settings = settings
         self._transcriber = transcriber
         self._clock = clock
+        # Told (path, text) of each document whose text was stored: recall indexes it later.
+        self._on_document = on_document
 
     def resolve(self, message: Message, chat_id: int) -> UserContent:
         return self.resolve_album([message], chat_id)
@@ -398,6 +401,8 @@ class MediaResolver:
             resolved.images.append(image_part(data, mime))
             resolved.notes.append(texts.render("media_document_image", **facts))
         elif looks_like_text(data):
+            if self._on_document is not None:
+                self._on_document(path, data.decode("utf-8"))
             resolved.notes.append(texts.render("media_document_text", **facts))
         else:
             resolved.notes.append(texts.render("media_document_binary", **facts))
@@ -422,6 +427,8 @@ class MediaResolver:
             return texts.render("media_document_unreadable", **facts, reason=extracted.reason)
         beside = f"{facts['path']}.txt"
         self._workspace.write(beside, extracted.text.encode())
+        if self._on_document is not None:
+            self._on_document(beside, extracted.text)
         shown = extracted.text[:DOCUMENT_CONTEXT_CHARS]
         more = ""
         if len(shown) < len(extracted.text) or extracted.cut:

@@ -1,5 +1,6 @@
-"""Bot commands: /start, /help, /new, /stop, /usage; and the owner's /approve, /deny and /people
-(pairing, see core/pairing.py).
+"""Bot commands: /start, /help, /new, /stop, /usage, /model and /think (the chat's model and how
+hard it thinks, core/model_choice.py); and the owner's /approve, /deny and /people (pairing, see
+core/pairing.py).
 
 Their answers are not journaled: answering a command twice is harmless.
 
@@ -13,38 +14,48 @@ running: it says so and clears it). Flags expire after an hour either way.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.errors import ChannelError
+from nanobot_lambda.core.model_choice import ModelMenu
 from nanobot_lambda.core.pairing import Pairing
-from nanobot_lambda.core.ports import Channel, StopFlags
+from nanobot_lambda.core.ports import Channel, SessionStore, StopFlags
 from nanobot_lambda.core.usage import UsageMeter
-from nanobot_lambda.entry.agent_turn.outbox import deliver
+from nanobot_lambda.entry.agent_turn.outbox import send_unjournaled
 
 logger = logging.getLogger(__name__)
 
 PAIRING_COMMANDS = ("approve", "deny", "people")
 
 
+@dataclass(frozen=True, kw_only=True)
+class CommandDeps:
+    """What the commands answer from."""
+
+    channel: Channel
+    stop_flags: StopFlags
+    consolidator: Consolidator
+    meter: UsageMeter
+    pairing: Pairing
+    owner: int | None
+    sessions: SessionStore  # where a chat's /model and /think choices are kept
+    menu: ModelMenu  # the operator's presets and who may switch
+
+
 class Commands:
-    def __init__(
-        self,
-        channel: Channel,
-        stop_flags: StopFlags,
-        consolidator: Consolidator,
-        meter: UsageMeter,
-        pairing: Pairing,
-        owner: int | None,
-    ) -> None:
-        self._channel = channel
-        self._stop_flags = stop_flags
-        self._consolidator = consolidator
-        self._meter = meter
-        self._pairing = pairing
-        self._owner = owner
+    def __init__(self, deps: CommandDeps) -> None:
+        self._channel = deps.channel
+        self._stop_flags = deps.stop_flags
+        self._consolidator = deps.consolidator
+        self._meter = deps.meter
+        self._pairing = deps.pairing
+        self._owner = deps.owner
+        self._sessions = deps.sessions
+        self._menu = deps.menu
 
     def handle(self, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -66,6 +77,8 @@ class Commands:
             self._answer(inbound, self._meter.report(inbound.chat_id, everyone=everyone))
         elif command in PAIRING_COMMANDS:
             self._pairing_command(inbound, command)
+        elif command in ("model", "think"):
+            self._choose(inbound, command)
         else:
             return False
         return True
@@ -89,14 +102,35 @@ class Commands:
         else:
             self._answer(inbound, self._pairing.people())
 
+    def _choose(self, inbound: InboundMessage, command: str) -> None:
+        """/model and /think: the chat's choice, kept with its session (core/model_choice.py).
+        Setting it again to the same is harmless, so a command delivered twice changes
+        nothing more."""
+        argument = " ".join(inbound.text.split()[1:2])
+        preferences = self._sessions.load(inbound.session_key, 0).preferences
+        allowed = self._menu.may_change(inbound.sender_id, self._owner)
+        choose = self._menu.model_command if command == "model" else self._menu.think_command
+        answer, chosen = choose(argument, preferences, allowed=allowed)
+        if chosen is not None:
+            self._sessions.set_preferences(inbound.session_key, chosen)
+            logger.info(
+                "chat model chosen",
+                extra={
+                    "chat_id": inbound.chat_id,
+                    "preset": chosen.model_preset,
+                    "thinking": chosen.thinking,
+                },
+            )
+        self._answer(inbound, answer)
+
     def _welcome(self, user_id: int) -> None:
         try:
-            deliver(self._channel, user_id, texts.load("pairing_welcome"))
+            send_unjournaled(self._channel, user_id, texts.load("pairing_welcome"))
         except ChannelError as error:  # e.g. they blocked the bot meanwhile: still approved
             logger.warning("could not welcome an approved person: %s", error)
 
     def _answer(self, inbound: InboundMessage, text: str) -> None:
-        deliver(self._channel, inbound.chat_id, text, inbound.thread_id)
+        send_unjournaled(self._channel, inbound.chat_id, text, inbound.thread_id)
 
     def _new_session(self, inbound: InboundMessage) -> None:
         """/new: archive the conversation into memory, then start afresh; keep it on failure."""

@@ -1,5 +1,8 @@
-"""The final answer of a turn: sent through the turn's outbox, once; and, to a voice note
-when voice replies are on, the answer read aloud after it.
+"""Delivering a turn's answer: the one step called "deliver" in agent_turn (turn.py's step 5).
+
+The answer goes through the run's outbox, once across runs of the turn; to a voice note, when
+voice replies are on, it is read aloud after it. A turn a spending limit ended says so instead,
+once per limit and period (spending.py): a notice the chat was given before is not repeated.
 
 A final answer in several parts, or followed by a voice note, is recorded (checkpointed)
 before its first part, so that a retry finishes that answer instead of asking the model for
@@ -15,41 +18,62 @@ from nanobot_lambda.core.agent import TurnOutcome
 from nanobot_lambda.core.errors import ChannelError, ModelError
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.ports import Speaker, TurnJournal
-from nanobot_lambda.entry.agent_turn.run import TurnRun, checkpoint
+from nanobot_lambda.entry.agent_turn.spending import SpendNotices
+from nanobot_lambda.entry.agent_turn.turn_run import TurnRun, checkpoint
 from nanobot_lambda.tools.chat import TurnScope
 
 logger = logging.getLogger(__name__)
 
-
-def deliver_reply(
-    journal: TurnJournal,
-    run: TurnRun,
-    scope: TurnScope,
-    outcome: TurnOutcome,
-    *,
-    more_follows: bool = False,
-) -> bool:
-    """The turn's final answer, unless the message tool already sent this very text here.
-    Its last part is recorded as sent by the transaction that saves the turn (or, for a turn
-    that saves no session, by the record that it is done); with `more_follows` (something is
-    sent after it, before the save), at once. False if the chat blocked the bot."""
-    text = outcome.reply
-    if (scope.chat_id, text.strip()) in scope.sent:
-        logger.info("final answer already sent with the message tool")
-        return True
-    several_parts = len(run.outbox.parts(text)) > 1
-    if (several_parts or more_follows) and run.progress.messages != outcome.new_messages:
-        # Recorded before its first part: a retry finishes this answer, not another one.
-        checkpoint(journal, run, outcome)
-    return run.outbox.send(
-        scope.chat_id, text, scope.thread_id, record=more_follows, buttons=scope.reply_buttons
-    )
-
-
 VOICE_REPLY_NAME = "answer.ogg"
 
 
-def send_voice_reply(speaker: Speaker, run: TurnRun, scope: TurnScope, text: str) -> None:
+class Delivery:
+    def __init__(
+        self, journal: TurnJournal, spend_notices: SpendNotices, speaker: Speaker | None
+    ) -> None:
+        self._journal = journal
+        self._spend_notices = spend_notices
+        self._speaker = speaker  # None: voice replies are off (TTS_MODEL)
+
+    def deliver(
+        self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, voice: bool = False
+    ) -> bool:
+        """The final answer; with `voice` (the user spoke) and voice replies on, read aloud
+        after it too. A turn a spending limit ended says so once (its turn is saved anyway).
+        False if the chat blocked the bot (nothing to save: the user saw nothing)."""
+        if outcome.limited is not None and not self._spend_notices.tell(
+            run, scope, outcome.limited
+        ):
+            return True
+        speaker = self._speaker if voice else None
+        if not self._send_answer(run, scope, outcome, more_follows=speaker is not None):
+            return False
+        if speaker is not None:
+            _send_voice(speaker, run, scope, outcome.reply)
+        return True
+
+    def _send_answer(
+        self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, more_follows: bool
+    ) -> bool:
+        """The turn's final answer, unless the message tool already sent this very text here.
+        Its last part is recorded as sent by the transaction that saves the turn (or, for a
+        turn that saves no session, by the record that it is done); with `more_follows`
+        (something is sent after it, before the save), at once. False if the chat blocked the
+        bot."""
+        text = outcome.reply
+        if (scope.chat_id, text.strip()) in scope.sent:
+            logger.info("final answer already sent with the message tool")
+            return True
+        several_parts = len(run.outbox.parts(text)) > 1
+        if (several_parts or more_follows) and run.progress.messages != outcome.new_messages:
+            # Recorded before its first part: a retry finishes this answer, not another one.
+            checkpoint(self._journal, run, outcome)
+        return run.outbox.send(
+            scope.chat_id, text, scope.thread_id, record=more_follows, buttons=scope.reply_buttons
+        )
+
+
+def _send_voice(speaker: Speaker, run: TurnRun, scope: TurnScope, text: str) -> None:
     """The answer read aloud, as a voice note after the text (which stays the record). It is
     journaled like any message; a speech failure, or Telegram refusing the audio, costs only
     the voice note."""
@@ -62,6 +86,6 @@ def send_voice_reply(speaker: Speaker, run: TurnRun, scope: TurnScope, text: str
     try:
         run.outbox.send_file(scope.chat_id, voice, scope.thread_id)
     except ChannelError as error:
-        if error.status is None or error.status >= 500 or error.status == 429:
+        if not error.refused:
             raise  # worth the job's retry: the text is recorded, only the voice goes again
         logger.warning("voice reply refused by the channel: %s", error)

@@ -16,7 +16,7 @@ The last part of the final answer is recorded by the transaction that saves the 
 (`record=False` here), which costs nothing extra. A file (`send_file`) is one message, recorded
 when the channel accepts it.
 
-While a draft stream is attached (drafts.py), the next message can be shown as it is being
+While a draft stream is attached (draft_stream.py), the next message can be shown as it is being
 written (`draft`); drafts are ephemeral and not journaled, and each send settles the stream
 first, so no draft of an earlier text arrives after the message.
 """
@@ -26,20 +26,27 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.journal import Shown, TurnProgress, identity, settled_length
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.ports import Channel, TurnJournal
 
-if TYPE_CHECKING:
-    from nanobot_lambda.entry.agent_turn.drafts import DraftStream
-
 logger = logging.getLogger(__name__)
 
 
-def deliver(channel: Channel, chat_id: int, text: str, thread_id: int | None = None) -> bool:
+class Drafts(Protocol):
+    """A run's draft stream, as the outbox uses it (draft_stream.DraftStream)."""
+
+    def show(self, number: int, text: str) -> None: ...
+
+    def settle(self) -> None: ...
+
+
+def send_unjournaled(
+    channel: Channel, chat_id: int, text: str, thread_id: int | None = None
+) -> bool:
     """Send a message, unjournaled; False when the user blocked the bot (nothing to retry)."""
     try:
         channel.send_text(chat_id, text, thread_id=thread_id)
@@ -76,10 +83,10 @@ class JournaledOutbox:
         self._progress = progress
         self.count = progress.sends  # messages sent up to the recorded point of the turn
         # Where in the turn's messages a message set aside now was shown: after the settled
-        # ones (never between a step's tool calls and their results). run.checkpoint moves it.
+        # ones (never between a step's tool calls and their results). turn_run.checkpoint moves it.
         self.boundary = settled_length(progress.messages)
         self._rendered: tuple[str, list[str]] = ("", [])
-        self.drafts: DraftStream | None = None  # attached while the run streams its replies
+        self.drafts: Drafts | None = None  # attached while the run streams its replies
 
     @property
     def drafting(self) -> bool:

@@ -22,7 +22,7 @@ from nanobot_lambda.core.journal import with_aside
 from nanobot_lambda.core.ports import SessionStore, StoredWrite, TurnJournal
 from nanobot_lambda.core.sessions import SessionConflict, SessionHistory
 from nanobot_lambda.core.usage import UsageMeter
-from nanobot_lambda.entry.agent_turn.run import TurnRun
+from nanobot_lambda.entry.agent_turn.turn_run import TurnRun
 
 logger = logging.getLogger(__name__)
 

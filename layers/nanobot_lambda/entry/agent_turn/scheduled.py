@@ -13,94 +13,125 @@ import logging
 import secrets
 
 from nanobot_lambda.core import heartbeat, texts
+from nanobot_lambda.core.agent import TurnOutcome
 from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.heartbeat import HEARTBEAT_GROUP, HEARTBEAT_OK
 from nanobot_lambda.core.jobs import CronTaskJob, HeartbeatJob
+from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.core.spend import SpendLimitReached
-from nanobot_lambda.entry.agent_turn.parts import TurnParts
-from nanobot_lambda.entry.agent_turn.run import RemainingMillis
-from nanobot_lambda.entry.agent_turn.saving import consolidate_quietly
+from nanobot_lambda.entry.agent_turn.turn import JobTurn, Request
+from nanobot_lambda.entry.agent_turn.turn_deps import TurnDeps
+from nanobot_lambda.entry.agent_turn.turn_run import Opening, TurnRun
+from nanobot_lambda.tools.chat import TurnScope
 
 logger = logging.getLogger(__name__)
 
 
-def heartbeat_turn(
-    parts: TurnParts, job: HeartbeatJob, remaining_ms: RemainingMillis | None
-) -> None:
-    if not parts.subject.scope.is_owner:
-        # HEARTBEAT.md holds the owner's tasks: never run or reported in another's chat (a
-        # chat remembered before scopes existed, or HEARTBEAT_CHAT_ID set to someone else).
-        logger.warning("heartbeat for a chat that is not the owner's: skipped")
-        return
-    run = parts.starter.outside_session(
-        job,
-        f"heartbeat-{job.fired_at}",
-        f"heartbeat:{job.chat_id}",
-        remaining_ms,
-        group=HEARTBEAT_GROUP,
-    )
-    if run is None:
-        return
-    runtime = parts.runtime_block(run, job.chat_id)
-    if not run.progress.resumed:
-        try:
-            tasks = heartbeat.due_tasks(parts.heartbeat_model, job.tasks, runtime)
-        except SpendLimitReached:
-            logger.info("heartbeat skipped: a spending limit is reached")
-            return
-        except ModelError as error:
-            logger.error("heartbeat decision failed: %s", error)
-            return
-        if tasks is None:
-            return
-    else:
-        tasks = job.tasks  # the decision was made by the run that started the turn
-    request = parts.context.messages([], texts.render("heartbeat_turn", tasks=tasks), runtime)
-    with parts.scope(run, "heartbeat") as scope:
-        outcome = parts.runner.run(parts.heartbeat_agent, request, scope, run, {}, apologise=False)
-        if outcome is None or heartbeat.nothing_to_report(outcome.reply):
+class HeartbeatTurn(JobTurn[HeartbeatJob]):
+    """Outside any session; its record is marked done whatever the model said."""
+
+    origin = "heartbeat"
+
+    def open(self) -> Opening | None:
+        if not self.deps.job_scope.subject.scope.is_owner:
+            # HEARTBEAT.md holds the owner's tasks: never run or reported in another's chat (a
+            # chat remembered before scopes existed, or HEARTBEAT_CHAT_ID set to someone else).
+            logger.warning("heartbeat for a chat that is not the owner's: skipped")
+            return None
+        job = self.job
+        return Opening(
+            f"heartbeat-{job.fired_at}",
+            f"heartbeat:{job.chat_id}",
+            in_session=False,
+            group=HEARTBEAT_GROUP,
+        )
+
+    def request(self, run: TurnRun, history: SessionHistory | None) -> Request | None:
+        """None when no standing task is due (asked of the model with a small forced tool
+        call, once: a resumed turn goes on with the decision its first run made)."""
+        deps = self.deps
+        runtime = deps.requests.runtime_block(run, self.job.chat_id)
+        tasks = self.job.tasks  # the decision was made by the run that started the turn
+        if not run.progress.resumed:
+            try:
+                due = heartbeat.due_tasks(deps.heartbeat_model, self.job.tasks, runtime)
+            except SpendLimitReached:
+                logger.info("heartbeat skipped: a spending limit is reached")
+                return None
+            except ModelError as error:
+                logger.error("heartbeat decision failed: %s", error)
+                return None
+            if due is None:
+                return None
+            tasks = due
+        prompt = texts.render("heartbeat_turn", tasks=tasks)
+        return Request(deps.context.messages([], prompt, runtime), deps.heartbeat_agent)
+
+    def unanswered(self, run: TurnRun) -> None:
+        logger.info("heartbeat: nothing to report")
+        self.deps.ports.stores.journal.mark_done(run.journal_key, run.progress)
+
+    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+        if heartbeat.nothing_to_report(outcome.reply):
             logger.info("heartbeat: nothing to report")
-        else:
-            parts.deliver_reply(run, scope, outcome)
-    parts.ports.stores.journal.mark_done(run.journal_key, run.progress)
+            return True
+        self.deps.delivery.deliver(run, scope, outcome)
+        return True  # marked done even when the chat blocked the bot: nobody to tell
 
 
-def cron_task_turn(
-    parts: TurnParts, job: CronTaskJob, remaining_ms: RemainingMillis | None
-) -> None:
-    key = f"cron:{job.job_id}"
-    # One firing, one turn (older queued jobs carry no firing time: a fresh id each run).
-    firing = job.fired_at or secrets.token_hex(6)
-    history, run = parts.starter.in_session(job, f"cron-{job.job_id}-{firing}", key, remaining_ms)
-    if run is None:
-        return
-    prompt = cron_task_prompt(job)
-    runtime = parts.runtime_block(run, job.chat_id, history=history.messages)
-    request = parts.request_that_fits(
-        history, lambda past: parts.context.messages(past, prompt, runtime)
-    )
-    log = {"job_id": job.job_id, "chat_id": job.chat_id}
-    with parts.scope(run, "cron", quiet=job.quiet) as scope:
-        outcome = parts.runner.run(parts.agent, request, scope, run, log, apologise=False)
-        status = "failed: model unavailable" if outcome is None else "done"
+class CronTaskTurn(JobTurn[CronTaskJob]):
+    """In its own session `cron:<job id>`; its run is recorded on the task (`record_run`)."""
+
+    origin = "cron"
+
+    @property
+    def quiet(self) -> bool:
+        return self.job.quiet
+
+    def __init__(self, deps: TurnDeps, job: CronTaskJob) -> None:
+        super().__init__(deps, job)
+        self.log = {"job_id": job.job_id, "chat_id": job.chat_id}
+        self.status = "done"  # recorded on the task when its turn is through
+
+    def open(self) -> Opening:
+        job = self.job
+        # One firing, one turn (older queued jobs carry no firing time: a fresh id each run).
+        firing = job.fired_at or secrets.token_hex(6)
+        return Opening(f"cron-{job.job_id}-{firing}", f"cron:{job.job_id}")
+
+    def request(self, run: TurnRun, history: SessionHistory | None) -> Request:
+        assert history is not None
+        deps, prompt = self.deps, cron_task_prompt(self.job)
+        runtime = deps.requests.runtime_block(run, self.job.chat_id, history=history.messages)
+        messages = deps.requests.that_fits(
+            history, lambda past: deps.context.messages(past, prompt, runtime)
+        )
+        saved = {"role": "user", "content": prompt, RUNTIME_FIELD: runtime}
+        return Request(messages, deps.agent, saved)
+
+    def unanswered(self, run: TurnRun) -> None:
+        self._record_run("failed: model unavailable")
+
+    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
         # A quiet task with nothing to report sends nothing, but its turn is saved all the same
         # (the next run compares with it; the save closes its journal record, so a retry of
         # the turn is skipped).
-        silent = outcome is not None and job.quiet and heartbeat.nothing_to_report(outcome.reply)
-        if silent:
-            logger.info("quiet task: nothing to report", extra=log)
-            status = "done: nothing to report"
-        if outcome is not None and (silent or parts.deliver_reply(run, scope, outcome)):
-            parts.saver.save(
-                history, {"role": "user", "content": prompt, RUNTIME_FIELD: runtime}, outcome, run
-            )
-    if parts.consolidator.due(history):
-        consolidate_quietly(parts.consolidator, key)
-    jobs = parts.ports.stores.jobs
-    record = jobs.get(job.chat_id, job.job_id)
-    if record is not None:
-        jobs.record_run(record, at=parts.clock().isoformat(timespec="seconds"), status=status)
+        if self.job.quiet and heartbeat.nothing_to_report(outcome.reply):
+            logger.info("quiet task: nothing to report", extra=self.log)
+            self.status = "done: nothing to report"
+            return True
+        return self.deps.delivery.deliver(run, scope, outcome)
+
+    def finished(self, run: TurnRun, outcome: TurnOutcome) -> None:
+        self._record_run(self.status)
+
+    def _record_run(self, status: str) -> None:
+        jobs, job = self.deps.ports.stores.jobs, self.job
+        record = jobs.get(job.chat_id, job.job_id)
+        if record is not None:
+            at = self.deps.clock().isoformat(timespec="seconds")
+            jobs.record_run(record, at=at, status=status)
 
 
 def cron_task_prompt(job: CronTaskJob) -> str:

@@ -1,15 +1,19 @@
 """The model's tools in agent_turn: the workspace tools (files and web), which background tasks
 get too, and the chat tools (cron, message, spawn), which act for the turn's chat. Built once per
-container, so the tool list the model is offered is byte-identical from turn to turn."""
+container, so the tool list the model is offered is byte-identical from turn to turn. And what
+the code sandbox has (`SandboxPrograms`), which skills' `requires.bins` are checked against."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import datetime
 
 from nanobot_lambda.adapters.web.netguard import FetchLimits
+from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.ports import JobStore, Schedules, TurnQueue, Workspace
+from nanobot_lambda.core.sandbox import Sandbox
 from nanobot_lambda.core.skills import builtin_skill_files
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.core.workspace import WithBuiltinFiles
@@ -24,6 +28,11 @@ from nanobot_lambda.tools.chat import (
 )
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.web import web_tools
+
+logger = logging.getLogger(__name__)
+
+# After the sandbox could not say which programs it has: seconds before it is asked again.
+SANDBOX_ASK_AGAIN_SECONDS = 60
 
 
 def agent_tools(
@@ -65,3 +74,28 @@ def agent_tools(
         ),
     ]
     return workspace_tools, chat_tools
+
+
+class SandboxPrograms:
+    """The programs the sandbox's runs find: asked once per container. If it could not be
+    asked, not again for a minute: one prompt checks every skill's `requires.bins`, and a
+    sandbox that is down must not be called for each."""
+
+    def __init__(self, sandbox: Sandbox, clock: Callable[[], datetime]) -> None:
+        self._sandbox = sandbox
+        self._clock = clock
+        self._found: frozenset[str] | None = None
+        self._retry_at = 0.0  # when to ask again after a failed ask (a timestamp)
+
+    def __call__(self) -> frozenset[str]:
+        if self._found is None:
+            now = self._clock().timestamp()
+            if now < self._retry_at:
+                return frozenset()
+            try:
+                self._found = self._sandbox.programs()
+            except ToolError as error:
+                logger.warning("sandbox programs unknown: %s", error)
+                self._retry_at = now + SANDBOX_ASK_AGAIN_SECONDS
+                return frozenset()
+        return self._found

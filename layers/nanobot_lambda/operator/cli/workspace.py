@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import secrets
 import sys
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.memory import MEMORY_FILE
+from nanobot_lambda.core.memory_versions import (
+    VERSIONS_SHOWN,
+    describe_versions,
+    restore_version,
+    versions_text,
+)
+from nanobot_lambda.core.paths import PathError, normalize_path
 from nanobot_lambda.core.scopes import OWNER, Scope
 from nanobot_lambda.core.workspace import default_workspace_files, seed_workspace
 from nanobot_lambda.operator.cli.common import add_command, add_stack_option, deployment
+from nanobot_lambda.operator.ops.deployment import OperatorError
 from nanobot_lambda.operator.ops.workspace_sync import (
     MANIFEST,
     SCOPE_FORMS,
@@ -113,6 +124,47 @@ def register(commands: Any) -> None:
     )
     push.add_argument("--dry-run", action="store_true", help="show what would be pushed")
 
+    versions = add_command(
+        actions,
+        "versions",
+        help="list a file's earlier versions (memory/MEMORY.md by default)",
+        description="List the newest versions of a workspace file, newest first (1 is the "
+        "current one), with when, how big and what each changed against the one before: the "
+        "bucket keeps every version for 30 days. What /memory shows in the chat.",
+        examples=[
+            "nanobot-lambda workspace versions --stack nanobot-lambda",
+            "nanobot-lambda workspace versions USER.md --scope people/222222222 --stack "
+            "nanobot-lambda",
+        ],
+        handler=versions_command,
+    )
+    restore = add_command(
+        actions,
+        "restore",
+        help="bring back version N of a file (as a new version)",
+        description="Write version N (as `versions` numbers them) of a workspace file back as "
+        "its current content. The version it replaces is kept, so a restore is undone the "
+        "same way. What /memory restore N does in the chat.",
+        examples=[
+            "nanobot-lambda workspace restore 2 --stack nanobot-lambda",
+            "nanobot-lambda workspace restore 3 USER.md --scope people/222222222 --stack "
+            "nanobot-lambda",
+        ],
+        handler=restore_command,
+    )
+    restore.add_argument("number", metavar="N", help="the version, as `versions` lists it")
+    for action in (versions, restore):
+        action.add_argument(
+            "path", metavar="PATH", nargs="?", default=MEMORY_FILE, help=f"default: {MEMORY_FILE}"
+        )
+        action.add_argument(
+            "--scope",
+            metavar="SCOPE",
+            help=f"a person's or a group's workspace instead of the owner's: {SCOPE_FORMS}",
+        )
+        add_stack_option(action)
+    versions.add_argument("--limit", type=int, default=VERSIONS_SHOWN, help="how many to list")
+
 
 def _progress(line: str) -> None:
     print(f"  {line}", flush=True)
@@ -162,6 +214,34 @@ def pull_command(arguments: argparse.Namespace) -> int:
         f"Pulled {len(report.transferred)} file(s), removed {len(report.deleted)}, "
         f"{report.unchanged} unchanged, {len(report.conflicts)} conflict(s).",
     )
+
+
+def _versioned(arguments: argparse.Namespace) -> tuple[S3Workspace, str]:
+    scope = _scope(arguments)  # first: a value that is no scope touches nothing
+    try:
+        path = normalize_path(arguments.path)
+    except PathError as error:
+        raise OperatorError(f"{arguments.path!r} is not a workspace path: {error}") from None
+    target = deployment(arguments)
+    (bucket,) = target.require("workspace_bucket")
+    return S3Workspace(bucket, target.client("s3"), workspace_prefix(scope)), path
+
+
+def versions_command(arguments: argparse.Namespace) -> int:
+    files, path = _versioned(arguments)
+    lines = describe_versions(files, path, max(1, arguments.limit))
+    print(versions_text(lines, UTC, path))
+    return 0
+
+
+def restore_command(arguments: argparse.Namespace) -> int:
+    files, path = _versioned(arguments)
+    # Each run of the command is its own request: running it again restores again.
+    answer = restore_version(
+        files, arguments.number, request=f"cli:{secrets.token_hex(8)}", path=path
+    )
+    print(answer)
+    return 0 if answer.startswith("Restored") else 1
 
 
 def push_command(arguments: argparse.Namespace) -> int:

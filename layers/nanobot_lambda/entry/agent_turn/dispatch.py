@@ -1,9 +1,10 @@
-"""agent_turn's logic: take one queued job, run its turn, reply in Telegram, save the turn.
+"""agent_turn's dispatcher: one queued job in, its subject entered, its kind's turn run.
 
-Jobs (core/jobs.py), each with its turn: a Telegram message (messages.py); the heartbeat and a
-scheduled task (scheduled.py); a background task and the announcement of its end to its chat
-(background.py). A continuation is the rest of a turn that ran out of Lambda time: it runs the
-turn of the job it carries, which resumes from its journal.
+Jobs (core/jobs.py), each with its kind of turn: a Telegram message (messages.py); the heartbeat
+and a scheduled task (scheduled.py); a background task and the announcement of its end to its
+chat (background.py). A continuation is the rest of a turn that ran out of Lambda time: it runs
+the turn of the job it carries, which resumes from its journal. Every kind's turn takes the same
+steps, in the order turn.py states them.
 
 The reply is sent before the turn is saved: if sending fails the job is retried by SQS and the
 session holds no answer the user never saw. A model failure gets the user a short apology and
@@ -37,31 +38,33 @@ from nanobot_lambda.core.jobs import (
     TelegramUpdateJob,
 )
 from nanobot_lambda.core.subjects import NoSubject
-from nanobot_lambda.entry.agent_turn import background, messages, scheduled
-from nanobot_lambda.entry.agent_turn.outbox import deliver
-from nanobot_lambda.entry.agent_turn.parts import TurnParts
-from nanobot_lambda.entry.agent_turn.ports import TurnPorts
-from nanobot_lambda.entry.agent_turn.run import RemainingMillis, TurnSuspended
+from nanobot_lambda.entry.agent_turn.background import AnnouncementTurn, SubagentTurn
+from nanobot_lambda.entry.agent_turn.messages import MessageTurn
+from nanobot_lambda.entry.agent_turn.outbox import send_unjournaled
+from nanobot_lambda.entry.agent_turn.scheduled import CronTaskTurn, HeartbeatTurn
+from nanobot_lambda.entry.agent_turn.turn import JobTurn, run_turn
+from nanobot_lambda.entry.agent_turn.turn_deps import TurnDeps, TurnPorts, build_turn_deps
+from nanobot_lambda.entry.agent_turn.turn_run import RemainingMillis
 from nanobot_lambda.settings import AgentSettings
 
 logger = logging.getLogger(__name__)
 
-Turn = Callable[[TurnParts, Any, RemainingMillis | None], None]
-"""The turn of one job kind: (parts, job of that kind, the invocation's time left)."""
+JobKindTurn = Callable[[TurnDeps, Any], JobTurn[Any]]
+"""What one job kind supplies to its turn, made for each job: (deps, job of that kind)."""
 
 # Jobs nobody sent just now: they run only while their chat may still talk to the bot.
 UNSENT_JOBS = (CronTaskJob, SubagentJob, AnnouncementJob)
 
-TURNS: dict[str, Turn] = {
-    "telegram_update": messages.telegram_turn,
-    "heartbeat": scheduled.heartbeat_turn,
-    "cron_task": scheduled.cron_task_turn,
-    "subagent": background.subagent_turn,
-    "announcement": background.announcement_turn,
+TURNS: dict[str, JobKindTurn] = {
+    "telegram_update": MessageTurn,
+    "heartbeat": HeartbeatTurn,
+    "cron_task": CronTaskTurn,
+    "subagent": SubagentTurn,
+    "announcement": AnnouncementTurn,
 }
 
 
-class TurnService:
+class Dispatcher:
     def __init__(
         self,
         settings: AgentSettings,
@@ -70,7 +73,7 @@ class TurnService:
         environ: Mapping[str, str],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self.parts = TurnParts(settings, ports, environ, clock)
+        self.deps = build_turn_deps(settings, ports, environ, clock)
 
     def process(self, job: AnyJob, remaining_ms: RemainingMillis | None = None) -> None:
         """Run the job's turn; `remaining_ms` is the invocation's time left (Lambda context).
@@ -78,31 +81,30 @@ class TurnService:
         The job's subject (its chat, topic, person and scope: core/subjects.py) is derived
         first, once: the turn works in its scope, answers in its chat, and its model calls are
         counted and limited for that chat. A job without one raises NoSubject before anything
-        runs (records.py: it goes to the dead-letter queue, nothing answered)."""
-        subject = subject_of(job, self.parts.settings.owner)
+        runs (sqs_records.py: it goes to the dead-letter queue, nothing answered)."""
+        deps = self.deps
+        subject = subject_of(job, deps.settings.owner)
         started = job.job if isinstance(job, ContinuationJob) else job
-        if isinstance(started, UNSENT_JOBS) and not self.parts.audience.still_heard(
-            subject.chat_id
-        ):
+        if isinstance(started, UNSENT_JOBS) and not deps.audience.still_heard(subject.chat_id):
             # Its person may no longer talk to the bot (taken out of ALLOW_FROM, or off the
             # approved list): their schedules and background work stop with them.
             logger.info("job of a chat no longer allowed: skipped", extra={"kind": started.kind})
             return
-        with self.parts.meter.job(subject, continued=isinstance(job, ContinuationJob)):
-            self.parts.enter_scope(subject)
+        with deps.meter.job(subject, continued=isinstance(job, ContinuationJob)):
+            deps.job_scope.enter(subject)
             if isinstance(job, ContinuationJob):
-                logger.info("continuing a turn", extra={"part": job.part, "job_kind": job.job.kind})
+                logger.info(
+                    "continuing a turn",
+                    extra={"continuation": job.part, "job_kind": job.job.kind},
+                )
                 job = job.job
-            try:
-                TURNS[job.kind](self.parts, job, remaining_ms)
-            except TurnSuspended:
-                return
+            run_turn(deps, TURNS[job.kind](deps, job), remaining_ms)
 
     def give_up(self, job: AnyJob) -> None:
         """The job failed for the last time (it goes to the dead-letter queue): tell the chat
         once (its subject's chat and topic), if a person is waiting for it. Never raises."""
         try:
-            subject = subject_of(job, self.parts.settings.owner)
+            subject = subject_of(job, self.deps.settings.owner)
         except NoSubject:
             return  # no chat to tell: it was never run either
         if isinstance(job, ContinuationJob):
@@ -113,8 +115,9 @@ class TurnService:
             waiting = isinstance(job, CronTaskJob | SubagentJob)
         if not waiting:
             return
-        channel = self.parts.ports.services.channel
+        channel = self.deps.ports.services.channel
         try:
-            deliver(channel, subject.chat_id, texts.load("could_not_process"), subject.thread_id)
+            text = texts.load("could_not_process")
+            send_unjournaled(channel, subject.chat_id, text, subject.thread_id)
         except Exception as error:
             logger.error("could not tell the chat its message failed (%s)", type(error).__name__)

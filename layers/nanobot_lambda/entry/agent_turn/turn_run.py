@@ -1,8 +1,11 @@
 """One run of a turn: its state for this invocation, and how it starts.
 
 A turn has a stable id from its job; it may run several times (SQS re-delivers a job whose
-invocation failed; a turn out of time continues in another invocation). `TurnStarter` finds
-what earlier runs recorded in the turn's journal, and skips a turn that was finished already.
+invocation failed; a turn out of time continues in another invocation). Its job kind says where
+it lives (`Opening`): a turn saved into a session (a message, a scheduled task, an announcement)
+keeps its record in that session's journal; a turn that saves no session (the heartbeat, a
+background task) has a journal key of its own. `TurnStarter` finds what earlier runs recorded
+there, and skips a turn that was finished already.
 """
 
 from __future__ import annotations
@@ -25,8 +28,16 @@ RemainingMillis = Callable[[], int]
 """The invocation's time left (Lambda's `context.get_remaining_time_in_millis`)."""
 
 
-class TurnSuspended(Exception):
-    """The turn was recorded and continues in another invocation: nothing more to do here."""
+@dataclass(frozen=True)
+class Opening:
+    """Where a turn lives: its id (from its job), its key (the session it is saved into, which
+    is also its queue group; or, for a turn that saves no session, its journal key), and the
+    queue group a turn outside a session continues in (None: its key)."""
+
+    turn_id: str
+    key: str
+    in_session: bool = True
+    group: str | None = None
 
 
 @dataclass
@@ -77,6 +88,18 @@ class TurnStarter:
         self._channel = channel
         self._metrics = metrics
         self._history_window = history_window
+
+    def start(
+        self, job: StartJob, opening: Opening, remaining_ms: RemainingMillis | None
+    ) -> tuple[SessionHistory | None, TurnRun | None]:
+        """The turn's session history (None for a turn outside a session) and its run (None
+        when the turn was done before)."""
+        if opening.in_session:
+            return self.in_session(job, opening.turn_id, opening.key, remaining_ms)
+        run = self.outside_session(
+            job, opening.turn_id, opening.key, remaining_ms, group=opening.group
+        )
+        return None, run
 
     def in_session(
         self, job: StartJob, turn_id: str, key: str, remaining_ms: RemainingMillis | None

@@ -12,9 +12,9 @@ Each message of the turn (by its number in the outbox) and each of its parts pas
 length limit has its own draft id, the same in every run of the turn, so a retried turn
 replaces the drafts of the run before it.
 
-Faults never reach the turn: a rate-limited draft (429) delays the next one by what Telegram
-asks; a chat that refuses drafts (a 4xx: a group, a Bot API without drafts) gets no more of
-them in this container and keeps "typing…"; any other failure skips that one draft.
+Faults never reach the turn: a rate-limited draft delays the next one by what Telegram asks;
+a chat that refuses drafts (a group, a Bot API without drafts) gets no more of them in this
+container and keeps "typing…"; any other failure skips that one draft.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from contextlib import contextmanager
 
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.ports import Channel
-from nanobot_lambda.entry.agent_turn.run import TurnRun
+from nanobot_lambda.entry.agent_turn.turn_run import TurnRun
 
 logger = logging.getLogger(__name__)
 
 DRAFT_INTERVAL_SECONDS = 0.3  # Telegram sustains about 5 drafts a second per chat
-RATE_LIMITED_DEFAULT_SECONDS = 1.0  # a 429 that does not say how long to wait
+RATE_LIMITED_DEFAULT_SECONDS = 1.0  # a rate limit that does not say how long to wait
 
 
 def draft_id(turn_id: str, number: int, part: int) -> int:
@@ -103,8 +103,8 @@ class DraftStream:
                 ):
                     wait = None if self._pending is None else self._next_at - time.monotonic()
                     self._changed.wait(wait)
-                if self._closed:
-                    return
+                if self._closed or self.refused:
+                    return  # a text shown meanwhile is not sent to a chat that refused one
                 assert self._pending is not None
                 (number, text), self._pending = self._pending, None
                 self._in_flight = True
@@ -138,11 +138,11 @@ class DraftStream:
         self.shown += 1
 
     def _failed(self, error: ChannelError) -> None:
-        if error.status == 429:
+        if error.rate_limited:
             wait = error.retry_after or RATE_LIMITED_DEFAULT_SECONDS
             logger.info("drafts rate-limited: the next one in %.1f s", wait)
             self._next_at = time.monotonic() + wait
-        elif error.status is not None and 400 <= error.status < 500:
+        elif error.refused:
             logger.info("drafts refused in this chat (%s): typing only", error.status)
             self.refused = True
             if self._on_refused is not None:

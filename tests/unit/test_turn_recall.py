@@ -1,0 +1,110 @@
+"""TurnRecall, what agent_turn holds: BM25 alone without EMBEDDING_MODEL, hybrid with it, each
+scope's own index, embeddings counted for the job's chat."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from nanobot_lambda.core.memory import HISTORY_FILE
+from nanobot_lambda.core.scopes import OWNER, Scope, ScopeSwitch
+from nanobot_lambda.core.subjects import Subject
+from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.entry.recall import TurnRecall
+from nanobot_lambda.settings import AgentSettings
+from tests.support.fakes import (
+    MemoryRecallIndexObjects,
+    MemoryUsageStore,
+    MemoryWorkspace,
+    RecordingMetrics,
+    StandInEmbedder,
+)
+from tests.support.settings import AGENT_ENV
+
+DENTIST = "[2026-10-05 18:40] Booked the dentist, Dr. Moreau, for December 3rd at 9am."
+LISBON = "[2026-10-02 09:15] Planned the trip to Lisbon with Ana; trains were rejected."
+PARAPHRASE = "When do I see someone about my teeth?"
+ANA = Scope("people/222")
+
+
+class Container:
+    def __init__(self, environ: dict[str, str]) -> None:
+        self.owner = MemoryWorkspace({HISTORY_FILE: f"# History\n\n{LISBON}\n"})
+        self.ana = MemoryWorkspace({HISTORY_FILE: f"# History\n\n{DENTIST}\n"})
+        self.switch = ScopeSwitch(self.owner, lambda scope: self.ana)
+        self.usage = MemoryUsageStore()
+        self.meter = UsageMeter(self.usage, RecordingMetrics())
+        self.embedder = StandInEmbedder("openai/text-embedding-3-small", cost_per_call=0.001)
+        self.objects = MemoryRecallIndexObjects()
+        settings = AgentSettings.from_env({**AGENT_ENV, **environ})
+        self.recall = TurnRecall(self.switch, settings, self.meter, self.embedder, self.objects)
+
+
+def test_without_an_embedding_model_recall_is_by_words_and_indexes_nothing() -> None:
+    container = Container({})
+    assert not container.recall.hybrid
+    container.switch.enter(ANA)
+    container.recall.document_stored("uploads/1/a.pdf.txt", "Some text.")
+    container.recall.after_reply()
+    assert container.recall.search("the dentist")[0] == DENTIST
+    assert container.recall.search(PARAPHRASE) == []
+    assert container.embedder.calls == [] and container.objects.objects == {}
+
+
+def test_with_one_a_paraphrase_is_recalled_in_the_scope_that_indexed_it_only() -> None:
+    container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
+    assert container.recall.hybrid
+    container.switch.enter(ANA)
+    with container.meter.job(Subject(222, None, 222, ANA)):
+        container.recall.after_reply()  # after the reply and any consolidation
+        assert container.recall.search(PARAPHRASE)[0] == DENTIST
+    assert set(container.objects.objects) == {ANA}
+    container.switch.enter(OWNER)
+    assert DENTIST not in container.recall.search(PARAPHRASE)
+    spent = container.usage.summary(222, datetime.now(UTC)).today.cost_usd
+    assert spent > 0  # the embeddings were counted for Ana's chat
+
+
+def test_a_document_is_indexed_in_the_current_scope() -> None:
+    container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
+    container.switch.enter(ANA)
+    container.recall.document_stored(
+        "uploads/222/2026-11/lease.pdf.txt", "The landlord wants rent."
+    )
+    assert container.embedder.calls == []  # noted on the reply path, not embedded there
+    container.recall.after_reply()
+    found = container.recall.search("what does the apartment contract say about payments")
+    assert found[0] == "(lease.pdf.txt) The landlord wants rent."
+    assert set(container.objects.objects) == {ANA}
+
+
+def test_a_failed_indexing_run_is_quiet_and_recall_still_answers() -> None:
+    container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
+    container.switch.enter(ANA)
+    container.embedder.failures = 1
+    container.recall.after_reply()  # logged, not raised
+    assert container.objects.objects == {}
+    assert container.recall.search("the dentist")[0] == DENTIST
+    container.recall.after_reply()  # the next job's end tries again
+    assert container.recall.search(PARAPHRASE)[0] == DENTIST
+
+
+def test_a_job_that_changed_nothing_embeds_nothing_at_its_end() -> None:
+    container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
+    container.switch.enter(ANA)
+    container.recall.after_reply()
+    calls, puts = len(container.embedder.calls), container.objects.puts
+    container.recall.after_reply()
+    assert (len(container.embedder.calls), container.objects.puts) == (calls, puts)
+    container.ana.files[HISTORY_FILE] += f"\n{LISBON}\n".encode()  # a consolidation wrote
+    container.recall.after_reply()
+    assert container.embedder.calls[-1] == [LISBON] and container.objects.puts == puts + 1
+
+
+def test_a_document_noted_by_a_job_that_failed_is_not_charged_to_the_next_chat() -> None:
+    container = Container({"EMBEDDING_MODEL": "openai/text-embedding-3-small"})
+    container.switch.enter(ANA)
+    container.recall.document_stored("uploads/222/a.txt", "Ana's private notes.")
+    container.switch.enter(OWNER)  # Ana's job died; the owner's job ends
+    container.recall.after_reply()
+    assert all("Ana's private notes." not in call for call in container.embedder.calls)
+    assert all(b"private notes" not in data for data in container.objects.objects.values())
