@@ -85,14 +85,15 @@ StackFactory = Callable[..., LocalStack]
 
 @pytest.fixture
 def stack_factory(moto_endpoint: str, model_server: ScriptedModelServer) -> Iterator[StackFactory]:
-    """Start stacks with template parameter overrides (e.g. HistoryWindow="4")."""
+    """Start stacks with template parameter overrides (e.g. HistoryWindow="4"), and another
+    model than the scripted one (`model_env`: LLM_MODEL, LLM_API_BASE, LLM_API_KEY)."""
     started: list[LocalStack] = []
 
-    def start(**parameters: str) -> LocalStack:
+    def start(model_env: dict[str, str] | None = None, **parameters: str) -> LocalStack:
         # The local user and Ada (111111111, the owner in the shared fixtures) are allowed.
         local = LocalStack(
             TEMPLATE,
-            model_env=model_server.env(),
+            model_env=model_env or model_server.env(),
             endpoint_url=moto_endpoint,
             telegram=LocalTelegram(allow_from=f"{LocalUser().id},111111111"),
             parameters=parameters,

@@ -2,206 +2,190 @@
 
 litellm talks to it over real HTTP (`LLM_MODEL=anthropic/claude-sonnet-4-5`,
 `LLM_API_BASE=<url>`: litellm posts to `<url>/v1/messages`). Each request is recorded (body and
-headers) and consumes the next scripted reply; a request with no reply left gets a 500 and is
-recorded in `unexpected`. A reply reports the usage it is given, prompt-cache reads and writes
-included (`cache_read_input_tokens`, `cache_creation_input_tokens`), as Anthropic does.
+headers) and consumes the next scripted `Answer` (tests/support/provider_servers.py, shared with
+the other providers' stand-ins); a request with no answer left gets a 500 and is recorded in
+`unexpected`. An answer reports the usage it is given, prompt-cache reads and writes included
+(`cache_read_input_tokens`, `cache_creation_input_tokens`), as Anthropic does.
 
 A request with `"stream": true` is answered with Anthropic's server-sent events: message_start
-(with the input usage), a content block per text or tool use (start, deltas, stop),
-message_delta (stop reason and output tokens) and message_stop. No faults mid-stream: the
-OpenAI-compatible `scripted_model` covers those.
+(with the input usage), a content block per thinking, text or tool use (start, deltas, stop; a
+thinking block's signature as a signature_delta; a redacted thinking block whole in its start),
+message_delta (stop reason and output tokens)
+and message_stop. A fault mid-stream is Anthropic's error event (`overloaded_error`,
+`rate_limit_error`), a dropped connection or a body that ends early (see `Answer`).
+
+As Anthropic does, a request with thinking enabled is refused (400, the reason in `refused`)
+when the assistant message of the tool step it continues does not start with a thinking block,
+when it forces a tool, sets a temperature other than 1 or a max_tokens not above the thinking
+budget; and any request is refused whose thinking blocks (redacted ones too) are not exactly
+ones this server gave.
 
 `cache_breakpoints(body)` lists where a recorded body carries `cache_control`.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
-from collections import deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Self
 
-from nanobot_lambda.operator.local.http import BackgroundHttpServer
+from tests.support.provider_servers import (
+    JSON_PIECE_CHARS,
+    TEXT_PIECE_CHARS,
+    Answer,
+    ProviderServer,
+    Thought,
+    pieces,
+    sse,
+)
 
-TEXT_PIECE_CHARS = 6  # a streamed text arrives in pieces this long
-JSON_PIECE_CHARS = 8  # and a tool call's input
-
-
-@dataclass
-class Reply:
-    text: str | None = "ok"
-    tool_uses: list[dict[str, Any]] = field(default_factory=list)  # {"id", "name", "input"}
-    status: int = 200  # non-200: an Anthropic error response
-    input_tokens: int = 100  # not read from or written to the cache
-    output_tokens: int = 20
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-
-    def usage(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_input_tokens": self.cache_read_input_tokens,
-            "cache_creation_input_tokens": self.cache_creation_input_tokens,
-        }
-
-    def blocks(self) -> list[dict[str, Any]]:
-        text = [{"type": "text", "text": self.text}] if self.text else []
-        return text + [{"type": "tool_use", **tool_use} for tool_use in self.tool_uses]
+_USAGE_NAMES = {  # Anthropic's names of the usage an answer reports
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_read_input_tokens": "cache_read_tokens",
+    "cache_creation_input_tokens": "cache_write_tokens",
+}
 
 
-class AnthropicServer(BackgroundHttpServer):
+class AnthropicServer(ProviderServer):
     MODEL = "anthropic/claude-sonnet-4-5"
-
-    def __init__(self) -> None:
-        self.replies: deque[Reply] = deque()
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.paths: list[str] = []
-        self.unexpected: list[dict[str, Any]] = []
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        super().__init__(self._handler())
-        self._server.daemon_threads = True
 
     def env(self, api_key: str = "test-key") -> dict[str, str]:
         return {"LLM_MODEL": self.MODEL, "LLM_API_BASE": self.url, "LLM_API_KEY": api_key}
 
     # -- scripting -------------------------------------------------------------------------
 
-    def reply(self, text: str, **usage: Any) -> AnthropicServer:
-        """Answer `text`; `usage`: input_tokens, output_tokens, cache_read_input_tokens,
-        cache_creation_input_tokens (see `Reply`)."""
-        self.replies.append(Reply(text=text, **usage))
+    def reply(self, text: str, **usage: int) -> Self:
+        """Answer `text`; `usage` in Anthropic's names: input_tokens, output_tokens,
+        cache_read_input_tokens, cache_creation_input_tokens."""
+        self.answers.append(Answer(text=text, **_usage(usage)))
         return self
 
     def call_tool(
-        self, name: str, arguments: dict[str, Any], *, text: str | None = None, **usage: Any
-    ) -> AnthropicServer:
-        tool_use = {"id": f"toolu_{next(self._ids):04d}", "name": name, "input": arguments}
-        self.replies.append(Reply(text=text, tool_uses=[tool_use], **usage))
+        self, name: str, arguments: dict[str, Any], *, text: str | None = None, **usage: int
+    ) -> Self:
+        self.answers.append(Answer(text=text, tool_calls=[(name, arguments)], **_usage(usage)))
         return self
 
-    def fail(self, status: int = 500, times: int = 1) -> AnthropicServer:
-        for _ in range(times):
-            self.replies.append(Reply(status=status))
+    def fail(self, status: int = 500, times: int = 1) -> Self:
+        self.answers.extend(Answer(status=status) for _ in range(times))
         return self
 
-    # -- serving ---------------------------------------------------------------------------
+    # -- the wire format -------------------------------------------------------------------
 
-    def _take(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply | None:
-        with self._lock:
-            self.paths.append(path)
-            self.requests.append(body)
-            self.headers.append(headers)
-            if not self.replies:
-                self.unexpected.append(body)
-                return None
-            return self.replies.popleft()
+    def is_stream(self, path: str, body: dict[str, Any]) -> bool:
+        return bool(body.get("stream"))
 
-    def _message(self, reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
+    def refusal(self, body: dict[str, Any]) -> str | None:
+        messages = body.get("messages") or []
+        for message in messages:
+            for block in _blocks_of(message):
+                given = Thought(block.get("thinking"), block.get("signature"))
+                if block.get("type") == "thinking" and given not in self.thoughts:
+                    return "Invalid `signature` in `thinking` block"
+                if block.get("type") == "redacted_thinking" and block["data"] not in self.redacted:
+                    return "Invalid `data` in `redacted_thinking` block"
+        if (body.get("thinking") or {}).get("type") not in ("enabled", "adaptive"):
+            return None
+        if (body.get("tool_choice") or {}).get("type") in ("any", "tool"):
+            return "Thinking may not be enabled when tool_choice forces tool use."
+        if body.get("temperature", 1) != 1:
+            return "`temperature` may only be set to 1 when thinking is enabled."
+        budget = (body.get("thinking") or {}).get("budget_tokens", 0)
+        if budget >= body.get("max_tokens", 0):
+            return "`max_tokens` must be greater than `thinking.budget_tokens`."
+        continuing = len(messages) >= 2 and any(
+            block.get("type") == "tool_result" for block in _blocks_of(messages[-1])
+        )
+        first = (_blocks_of(messages[-2]) or [{}])[0].get("type") if continuing else None
+        if continuing and first not in ("thinking", "redacted_thinking"):
+            return "Expected `thinking` or `redacted_thinking`, but found `tool_use`"
+        return None
+
+    def message(self, answer: Answer) -> dict[str, Any]:
+        blocks: list[dict[str, Any]] = [
+            {"type": "thinking", "thinking": thought.text, "signature": thought.signature}
+            for thought in answer.thinking
+        ]
+        blocks += [{"type": "redacted_thinking", "data": data} for data in answer.redacted]
+        if answer.text:
+            blocks.append({"type": "text", "text": answer.text})
+        blocks += [
+            {"type": "tool_use", "id": f"toolu_{self.call_id()}", "name": name, "input": arguments}
+            for name, arguments in answer.tool_calls
+        ]
         return {
-            "id": f"msg_{next(self._ids):04d}",
+            "id": f"msg_{self.call_id()}",
             "type": "message",
             "role": "assistant",
-            "model": request.get("model", "claude"),
-            "content": reply.blocks(),
-            "stop_reason": "tool_use" if reply.tool_uses else "end_turn",
+            "model": self.MODEL.split("/", 1)[1],  # litellm prices the reply by it
+            "content": blocks,
+            "stop_reason": "tool_use" if answer.tool_calls else "end_turn",
             "stop_sequence": None,
-            "usage": reply.usage(),
+            "usage": {
+                "input_tokens": answer.input_tokens,
+                "output_tokens": answer.output_tokens,
+                "cache_read_input_tokens": answer.cache_read_tokens,
+                "cache_creation_input_tokens": answer.cache_write_tokens,
+            },
         }
 
-    def _events(self, reply: Reply, request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        message = self._message(reply, request)
+    def events(self, answer: Answer) -> list[bytes]:
+        message = self.message(answer)
         opening = {**message, "content": [], "stop_reason": None}
-        opening["usage"] = {**reply.usage(), "output_tokens": 1}
-        events: list[tuple[str, dict[str, Any]]] = [
-            ("message_start", {"type": "message_start", "message": opening})
-        ]
+        opening["usage"] = {**message["usage"], "output_tokens": 1}
+        events = [sse({"type": "message_start", "message": opening}, "message_start")]
         for index, block in enumerate(message["content"]):
-            start: dict[str, Any]
-            if block["type"] == "text":
-                start = {"type": "text", "text": ""}
-                kind, key, whole = "text_delta", "text", block["text"]
-                size = TEXT_PIECE_CHARS
-            else:
+            if block["type"] == "redacted_thinking":
+                start, deltas = block, []  # whole in its start
+            elif block["type"] == "tool_use":
                 start = {**block, "input": {}}
-                kind, key, whole = "input_json_delta", "partial_json", json.dumps(block["input"])
-                size = JSON_PIECE_CHARS
-            events.append(
-                (
-                    "content_block_start",
-                    {"type": "content_block_start", "index": index, "content_block": start},
-                )
-            )
-            for offset in range(0, len(whole), size):
-                delta = {"type": kind, key: whole[offset : offset + size]}
-                events.append(
-                    (
-                        "content_block_delta",
-                        {"type": "content_block_delta", "index": index, "delta": delta},
-                    )
-                )
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+                deltas = [
+                    {"type": "input_json_delta", "partial_json": piece}
+                    for piece in pieces(json.dumps(block["input"]), JSON_PIECE_CHARS)
+                ]
+            else:
+                key = block["type"]  # "text" or "thinking"
+                start = {"type": key, key: ""}
+                deltas = [
+                    {"type": f"{key}_delta", key: piece}
+                    for piece in pieces(block[key], TEXT_PIECE_CHARS)
+                ]
+                if key == "thinking":
+                    deltas.append({"type": "signature_delta", "signature": block["signature"]})
+            started = {"type": "content_block_start", "index": index, "content_block": start}
+            events.append(sse(started, "content_block_start"))
+            for delta in deltas:
+                event = {"type": "content_block_delta", "index": index, "delta": delta}
+                events.append(sse(event, "content_block_delta"))
+            stop = {"type": "content_block_stop", "index": index}
+            events.append(sse(stop, "content_block_stop"))
+        ending = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+        usage = {"output_tokens": answer.output_tokens}
         events.append(
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                    "usage": {"output_tokens": reply.output_tokens},
-                },
-            )
+            sse({"type": "message_delta", "delta": ending, "usage": usage}, "message_delta")
         )
-        events.append(("message_stop", {"type": "message_stop"}))
+        events.append(sse({"type": "message_stop"}, "message_stop"))
         return events
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+    def fault_event(self, answer: Answer) -> bytes:
+        kind = "rate_limit_error" if answer.fault == "rate_limit" else "overloaded_error"
+        return sse(_error(kind, "scripted failure mid-stream"), "error")
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.rstrip("/").endswith("/v1/messages"):
-                    self._json(404, _error("not_found_error", f"no route {self.path}"))
-                    return
-                reply = server._take(self.path, dict(self.headers), body)
-                if reply is None:
-                    self._json(500, _error("api_error", "no scripted reply left"))
-                elif reply.status != 200:
-                    self._json(reply.status, _error("api_error", "scripted failure"))
-                elif body.get("stream"):
-                    self._stream(server._events(reply, body))
-                else:
-                    self._json(200, server._message(reply, body))
+    def error(self, status: int) -> dict[str, Any]:
+        if status == 400 and self.refused:
+            return _error("invalid_request_error", self.refused[-1])
+        kind = {429: "rate_limit_error", 400: "invalid_request_error"}.get(status, "api_error")
+        return _error(kind, "scripted failure")
 
-            def _json(self, status: int, payload: dict[str, Any]) -> None:
-                encoded = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(encoded)))
-                self.end_headers()
-                self.wfile.write(encoded)
 
-            def _stream(self, events: list[tuple[str, dict[str, Any]]]) -> None:
-                # HTTP/1.0: the body ends when the connection closes, after message_stop.
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.end_headers()
-                for name, data in events:
-                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                    self.wfile.flush()
-                self.close_connection = True
+def _usage(usage: dict[str, int]) -> dict[str, int]:
+    return {_USAGE_NAMES[name]: value for name, value in usage.items()}
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
 
-        return Handler
+def _blocks_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [block for block in blocks if isinstance(block, dict)]
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

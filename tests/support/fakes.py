@@ -252,6 +252,7 @@ class ScriptedModel:
         self.requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
         self.tool_choices: list[Any] = []
         self.timeouts: list[float | None] = []
+        self.reasoning_efforts: list[str | None] = []
 
     def complete(
         self,
@@ -261,10 +262,12 @@ class ScriptedModel:
         tool_choice: Any = None,
         timeout: float | None = None,
         on_text: TextStream | None = None,
+        reasoning_effort: str | None = None,
     ) -> ModelReply:
         self.requests.append(([dict(message) for message in messages], tools))
         self.tool_choices.append(tool_choice)
         self.timeouts.append(timeout)
+        self.reasoning_efforts.append(reasoning_effort)
         if not self.replies:
             raise AssertionError("the model was called more often than scripted")
         reply = self.replies.popleft()

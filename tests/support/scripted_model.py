@@ -73,6 +73,7 @@ class Step:
     # After that many pieces, send an error event as providers do mid-stream (`data: {"error":
     # {... "code": 500}}`), then end the body.
     error_after: int | None = None
+    error_code: int = 500  # the error event's code (429: a rate limit mid-stream, as OpenRouter's)
     # (A fault after more pieces than the answer has does not happen.)
 
 
@@ -306,7 +307,7 @@ class ScriptedModelServer(JsonHttpServer):
                 handler.connection.shutdown(socket.SHUT_RDWR)
                 return
             if end == "error":
-                _write_event(handler, json.dumps(STREAM_ERROR))
+                _write_event(handler, json.dumps(_stream_error(step.error_code)))
             elif end == "done":
                 _write_event(handler, "[DONE]")
             handler.wfile.write(b"0\r\n\r\n")  # the end of the chunked body
@@ -417,6 +418,12 @@ CONTEXT_TOO_LONG = {
         "code": "context_length_exceeded",
     }
 }
+
+
+def _stream_error(code: int) -> dict[str, Any]:
+    if code == 429:
+        return {"error": {"message": "Rate limit exceeded", "type": "rate_limit", "code": 429}}
+    return STREAM_ERROR
 
 
 def _failure(step: Step) -> dict[str, Any]:

@@ -124,6 +124,7 @@ def test_a_choice_becomes_the_model_call_s_options() -> None:
     assert call_options(ModelChoice(local, "off")) == {
         "temperature": 0.2,
         "api_base": "http://10.0.0.5:11434",
+        "reasoning_effort": "off",  # the adapter says "off" in the provider's words
     }
     assert call_options(ModelChoice(None, "high")) == {"reasoning_effort": "high"}
     assert call_options(ModelChoice()) == {}

@@ -64,6 +64,11 @@ class ModelReply:
 
 ToolChoice = str | dict[str, Any] | None
 
+REASONING_EFFORTS = ("off", "low", "medium", "high")
+"""How hard a reasoning model thinks before it answers, per call (`ChatModel.complete`):
+"off" is no thinking (or the least a model that always thinks allows); None (not one of these)
+leaves it to the provider's default."""
+
 TextStream = Callable[[str], None]
 """Receives the text of a reply as it is generated: the whole text so far, each time. A model
 call that is retried after its stream broke starts again from the beginning (shorter text)."""
@@ -116,11 +121,14 @@ class ChatModel(Protocol):
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
         on_text: TextStream | None = None,
+        reasoning_effort: str | None = None,
     ) -> ModelReply:
         """One completion, within `timeout` seconds when given (fallbacks included).
         With `on_text`, the reply is streamed and its text so far given to `on_text` as it
-        arrives; the reply returned is still the whole one. Raises ModelError when the
-        provider (and every fallback) fails, mid-stream included."""
+        arrives; the reply returned is still the whole one. `reasoning_effort` is one of
+        `REASONING_EFFORTS`, None for the model's own (its /think choice) or the provider's
+        default; thinking never reaches `on_text` or the reply's content. Raises ModelError
+        when the provider (and every fallback) fails, mid-stream included."""
         ...
 
 

@@ -272,9 +272,15 @@ class ModelSwitch:
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
         on_text: TextStream | None = None,
+        reasoning_effort: str | None = None,
     ) -> ModelReply:
         return self._model().complete(
-            messages, tools, tool_choice=tool_choice, timeout=timeout, on_text=on_text
+            messages,
+            tools,
+            tool_choice=tool_choice,
+            timeout=timeout,
+            on_text=on_text,
+            reasoning_effort=reasoning_effort,
         )
 
     def _tokens(self) -> TokenCounter:

@@ -293,12 +293,18 @@ class MeteredModel:
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
         on_text: TextStream | None = None,
+        reasoning_effort: str | None = None,
     ) -> ModelReply:
         self._meter.check_spend()
         with telemetry.span("model"):
             try:
                 reply = self._model.complete(
-                    messages, tools, tool_choice=tool_choice, timeout=timeout, on_text=on_text
+                    messages,
+                    tools,
+                    tool_choice=tool_choice,
+                    timeout=timeout,
+                    on_text=on_text,
+                    reasoning_effort=reasoning_effort,
                 )
             except ModelError:
                 self._meter.failed()

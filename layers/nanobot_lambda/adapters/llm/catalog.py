@@ -3,10 +3,10 @@
 One `LitellmChatModel` and one `LitellmTokenCounter` per distinct choice, made on first use and
 kept for the container's life (they hold no connection: litellm's clients are its own).
 A preset is called with its own options (temperature, max_tokens, api_base) and the thinking
-level as litellm's `reasoning_effort`; LLM_MODEL and its fallbacks stand behind it unchanged, so
-a chat on a failing preset is still answered. Thinking "off" sends no reasoning option at all:
-the provider's plain mode (Anthropic and Gemini then do not think; OpenAI's reasoning models
-think at their lowest level, the least they allow).
+level, which the adapter asks of each provider in its own words (`reasoning_options` in
+litellm_model.py: "off" is no thinking where the model allows it, Gemini 2.5 Flash included,
+which thinks unless told not to; else the least it allows); LLM_MODEL and its fallbacks stand
+behind it unchanged, so a chat on a failing preset is still answered.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def call_options(choice: ModelChoice) -> dict[str, Any]:
             value = getattr(preset, name)
             if value is not None:
                 options[name] = value
-    if choice.thinking not in (None, "off"):
+    if choice.thinking is not None:
         options["reasoning_effort"] = choice.thinking
     return options
 

@@ -8,7 +8,15 @@ they belong to: a fallback of another provider never receives `LLM_API_KEY`.
 
 Given `on_text`, a completion is streamed: a failure to open the stream is retried like any
 other, a stream that breaks midway (or ends without a finish_reason) is retried whole, and
-the time budget is checked between chunks.
+the time budget is checked between chunks. A stream is complete when the provider said so (a
+chunk of its own with a finish reason), whatever litellm makes of it (`_ProviderEnding`).
+
+`reasoning_effort` ("off", "low", "medium", "high"; None: the provider's default) becomes
+litellm's `reasoning_effort`, which each provider's translation turns into its own setting
+(Anthropic's and Bedrock's thinking budget, Gemini's thinkingConfig, OpenAI's reasoning_effort);
+see `reasoning_options` for what "off" is per provider and where litellm needs help. Thinking
+comes back apart from the text (`reasoning_content`, `thinking_blocks` with their signatures;
+Gemini's thought signature rides in the tool call's id) and never reaches `on_text`.
 
 Claude models (Anthropic, Bedrock, Vertex, OpenRouter) cache a prompt prefix only where the
 request says so, so each request to one carries cache breakpoints (`mark_cache_breakpoints`):
@@ -34,10 +42,21 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
 
 import litellm
+from litellm import constants as litellm_constants
+from litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini import (
+    ModelResponseIterator as GeminiStreamParser,
+)
 
 from nanobot_lambda.adapters.llm.model_errors import connection_refused, setup_problem
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, ToolChoice, Usage
+from nanobot_lambda.core.model import (
+    REASONING_EFFORTS,
+    ModelReply,
+    TextStream,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from nanobot_lambda.core.redaction import Redactor
 from nanobot_lambda.settings import LlmSettings
 
@@ -90,6 +109,9 @@ class LitellmChatModel:
         reasoning_effort, api_base); the fallbacks are called without them."""
         self._model = model or settings.llm_model
         self._own_options = dict(options or {})
+        # The model's own thinking level (a /think choice) is asked like a call's (see
+        # `reasoning_options`), not passed to litellm as it is.
+        self._own_effort: str | None = self._own_options.pop("reasoning_effort", None)
         self._fallbacks = tuple(
             name
             for name in dict.fromkeys((settings.llm_model, *settings.llm_fallback_models))
@@ -120,7 +142,13 @@ class LitellmChatModel:
         tool_choice: ToolChoice = None,
         timeout: float | None = None,
         on_text: TextStream | None = None,
+        reasoning_effort: str | None = None,
     ) -> ModelReply:
+        for asked in (reasoning_effort, self._own_effort):
+            if asked is not None and asked not in REASONING_EFFORTS:
+                raise ValueError(
+                    f"reasoning_effort {asked!r} is none of {', '.join(REASONING_EFFORTS)}"
+                )
         deadline = None if timeout is None else time.monotonic() + timeout
         failures: list[str] = []
         problems: list[str | None] = []  # each failed model's setup problem, if it has one
@@ -130,12 +158,18 @@ class LitellmChatModel:
                 failures.append(f"{model}: no time left")
                 problems.append(None)
                 break
+            effort = reasoning_effort
+            if effort is None and model == self._model:
+                effort = self._own_effort
+            thinking = reasoning_options(model, effort, tool_choice)
             try:
                 if on_text is None:
-                    response = self._completion(model, messages, tools, tool_choice, budget)
+                    response = self._completion(
+                        model, messages, tools, tool_choice, budget, **thinking
+                    )
                 else:
                     response = self._streamed(
-                        model, messages, tools, tool_choice, deadline, on_text
+                        model, messages, tools, tool_choice, deadline, on_text, thinking
                     )
             except _TextStreamError as failed:
                 raise failed.error from None
@@ -168,6 +202,10 @@ class LitellmChatModel:
             options.update(self._credentials)
         if model == self._model:
             options.update(self._own_options)
+        if "thinking_budget" in options:  # see reasoning_options
+            options["max_tokens"] += options.pop("thinking_budget")
+            if _is_claude(model):
+                options.pop("temperature", None)  # Claude thinks only at its default (1)
         if tool_choice is not None:
             options["tool_choice"] = tool_choice
         if uses_prompt_cache_markers(model):
@@ -207,6 +245,7 @@ class LitellmChatModel:
         tool_choice: ToolChoice,
         deadline: float | None,
         on_text: TextStream,
+        thinking: dict[str, Any],
     ) -> Any:
         """The completion streamed, its text so far given to `on_text` as it grows.
 
@@ -228,6 +267,7 @@ class LitellmChatModel:
                 retries,
                 stream=True,
                 stream_options={"include_usage": True},
+                **thinking,
             )
             try:
                 return _read_stream(stream, messages, deadline, on_text)
@@ -252,7 +292,7 @@ class LitellmChatModel:
         )
         blocks = getattr(message, "thinking_blocks", None) or []
         return ModelReply(
-            content=message.content,
+            content=message.content or None,  # "" from some providers when only tools were called
             tool_calls=tool_calls,
             usage=_usage(response),
             reasoning_content=getattr(message, "reasoning_content", None) or None,
@@ -289,6 +329,63 @@ def _retryable(error: Exception) -> bool:
     one of the transient ones. A refused key, a bad request or a missing model is not."""
     status = getattr(error, "status_code", None)
     return not isinstance(status, int) or status in _RETRYABLE_STATUSES or status >= 500
+
+
+# litellm's thinking budgets for its reasoning efforts (Anthropic, Bedrock, Gemini 2.5): they
+# count against max_tokens, so they are added to it (LLM_MAX_TOKENS stays the answer's).
+THINKING_BUDGETS = {
+    "low": litellm_constants.DEFAULT_REASONING_EFFORT_LOW_THINKING_BUDGET,
+    "medium": litellm_constants.DEFAULT_REASONING_EFFORT_MEDIUM_THINKING_BUDGET,
+    "high": litellm_constants.DEFAULT_REASONING_EFFORT_HIGH_THINKING_BUDGET,
+}
+
+
+def reasoning_options(model: str, effort: str | None, tool_choice: ToolChoice) -> dict[str, Any]:
+    """litellm's options for `effort` with `model` (`thinking_budget` is the adapter's own: it is
+    added to max_tokens, since litellm caps nothing: "high" is a budget of 4096, and Anthropic
+    refuses a max_tokens of 4096 that is not greater than it).
+
+    "off" is what turns thinking off where the model allows it: "none" (Anthropic, Bedrock's
+    Claude, gpt-5.1 and later), "disable" (Gemini: a budget of 0, or the lowest level of
+    Gemini 3); where it does not, the least it allows ("minimal": gpt-5, Gemini 2.5 Pro; "low":
+    o-series). A model litellm knows as one that does not reason gets nothing. A model it does
+    not know (a local server's) gets the effort asked, which it may use (vLLM's gpt-oss) or
+    ignore, but nothing for "off": there is no common word for it, and such a server may refuse
+    one it does not know. Claude refuses thinking with a forced tool call (consolidation), so it
+    is not asked to think then.
+    """
+    if effort is None:
+        return {}
+    reasons = litellm.supports_reasoning(model)
+    forced = tool_choice not in (None, "auto", "none")
+    if effort == "off" or (forced and _is_claude(model)):
+        return {"reasoning_effort": _least_effort(model)} if reasons else {}
+    if not reasons and _model_info(model):
+        return {}  # litellm knows it: a model that does not reason
+    return {"reasoning_effort": effort, "thinking_budget": THINKING_BUDGETS[effort]}
+
+
+def _least_effort(model: str) -> str:
+    provider, name = provider_of(model), model.lower()
+    if provider in ("gemini", "vertex_ai"):
+        return "minimal" if "gemini-2.5-pro" in name else "disable"
+    if provider == "openai":
+        info = _model_info(model)
+        if info.get("supports_none_reasoning_effort"):
+            return "none"
+        return "minimal" if info.get("supports_minimal_reasoning_effort") else "low"
+    return "none"
+
+
+def _model_info(model: str) -> dict[str, Any]:
+    try:
+        return dict(litellm.get_model_info(model))
+    except Exception:
+        return {}  # not in litellm's model map
+
+
+def _is_claude(model: str) -> bool:
+    return "claude" in model.lower()
 
 
 def uses_prompt_cache_markers(model: str) -> bool:
@@ -403,6 +500,7 @@ def _read_stream(
     when the stream ends without the provider's finish_reason (litellm then makes one up).
     """
     chunks, text = [], ""
+    ending = _ProviderEnding(stream)
     try:
         for chunk in stream:
             chunks.append(chunk)
@@ -419,13 +517,111 @@ def _read_stream(
         # litellm's stream has no close of its own; let go of the provider's connection.
         with contextlib.suppress(Exception):
             stream.completion_stream.close()
-    if not getattr(stream, "received_finish_reason", None):
+    if not ending.seen:
         raise IncompleteStreamError("the stream ended without a finish_reason")
     _name_tool_calls(chunks)
     response: Any = litellm.stream_chunk_builder(chunks, messages=messages)
     message = response.choices[0].message
     message.content = message.content or None  # "" when only tools were called
+    if thinking := _streamed_thinking_blocks(chunks):
+        message.thinking_blocks = thinking
     return response
+
+
+def _streamed_thinking_blocks(chunks: list[Any]) -> list[dict[str, Any]]:
+    """The thinking blocks of a streamed reply, each as the provider sent it.
+
+    A block must go back to the provider unchanged (its signature covers its text), but
+    litellm's stream_chunk_builder joins every piece of thinking the chunks carry, and its
+    Anthropic parser sends the whole text again with the signature: each block would go back
+    with its text twice, and Anthropic would refuse the next call of the tool loop. So the
+    pieces are joined here: a block ends with its signature, whose chunk carries either the
+    last piece or the whole text once more; a redacted block comes whole.
+    """
+    blocks: list[dict[str, Any]] = []
+    text = ""
+    for chunk in chunks:
+        delta = chunk.choices[0].delta if chunk.choices else None
+        for block in getattr(delta, "thinking_blocks", None) or []:
+            block = dict(block)
+            if block.get("type") != "thinking":
+                blocks.append(block)
+                continue
+            piece = str(block.get("thinking") or "")
+            whole_again = block.get("signature") and text and piece.startswith(text)
+            text = piece if whole_again else text + piece
+            if block.get("signature"):
+                blocks.append(
+                    {"type": "thinking", "thinking": text, "signature": block["signature"]}
+                )
+                text = ""
+    if text:  # thinking without a signature (Gemini's thoughts): kept as litellm keeps it
+        blocks.append({"type": "thinking", "thinking": text})
+    return blocks
+
+
+class _ProviderEnding:
+    """Whether a stream's provider said it had finished: a chunk it sent carried a finish
+    reason (OpenAI's finish_reason, Anthropic's and Bedrock's stop reason, Gemini's finishReason).
+
+    litellm cannot tell: the chunks it hands on end with a finish_reason of its own, "stop" when
+    the provider sent none, and its flag for the provider's (`received_finish_reason`) is never
+    set for Gemini, whose parser marks every chunk "not finished", the last one included. So the
+    chunks are looked at where litellm's wrapper takes each one from the provider's parser
+    (`chunk_creator`). Gemini's parser (Google AI Studio and Vertex) is looked into too: it puts
+    a finish_reason on every chunk ("stop" where Gemini sent no finishReason), so for it the
+    provider's own JSON is read as it is parsed (`chunk_parser`), on a stream opened at once or
+    lazily on the first read (`make_call`).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.seen = False
+        self._raw_json_read = False
+        create = stream.chunk_creator
+
+        def look_then_create(chunk: Any) -> Any:
+            if not self._raw_json_read:
+                self.seen = self.seen or _carries_finish_reason(chunk)
+            return create(chunk=chunk)
+
+        stream.chunk_creator = look_then_create
+        if getattr(stream, "completion_stream", None) is not None:
+            self._read_gemini_json(stream.completion_stream)
+        elif (make_call := getattr(stream, "make_call", None)) is not None:
+
+            def open_then_look(*args: Any, **kwargs: Any) -> Any:
+                opened = make_call(*args, **kwargs)
+                self._read_gemini_json(opened)
+                return opened
+
+            stream.make_call = open_then_look
+
+    def _read_gemini_json(self, parser: Any) -> None:
+        if not isinstance(parser, GeminiStreamParser):
+            return
+        self._raw_json_read = True
+        parse = parser.chunk_parser
+
+        def look_then_parse(chunk: Any) -> Any:
+            candidates = chunk.get("candidates") if isinstance(chunk, dict) else None
+            said = any(
+                isinstance(candidate, dict) and candidate.get("finishReason")
+                for candidate in candidates or ()
+            )
+            self.seen = self.seen or said
+            return parse(chunk=chunk)
+
+        parser.chunk_parser = look_then_parse  # type: ignore[method-assign]
+
+
+def _carries_finish_reason(chunk: Any) -> bool:
+    """A provider chunk as litellm's parsers yield it: a stream chunk object with choices, or
+    a dict (litellm's generic chunk: `finish_reason`, `is_finished`)."""
+    if isinstance(chunk, dict):
+        return bool(chunk.get("finish_reason") or chunk.get("is_finished"))
+    return any(
+        getattr(choice, "finish_reason", None) for choice in getattr(chunk, "choices", None) or ()
+    )
 
 
 def _name_tool_calls(chunks: list[Any]) -> None:
