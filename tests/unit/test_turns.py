@@ -87,12 +87,17 @@ class Bot:
         """A person's or a group's own workspace (core/scopes.py), kept for the assertions."""
         return self.scopes.setdefault(scope.name, MemoryWorkspace())
 
+    def any_workspace(self, scope: Scope) -> MemoryWorkspace:
+        """Any scope's workspace, the owner's included (/memory)."""
+        return self.workspace if scope.is_owner else self.scope_workspace(scope)
+
     def __post_init__(self) -> None:
         self.sessions = MemorySessionStore(self.journal)
         ports = TurnPorts(
             Stores(
                 workspace=self.workspace,
                 scope_workspace=self.scope_workspace,
+                versioned_workspace=self.any_workspace,
                 sessions=self.sessions,
                 journal=self.journal,
                 jobs=self.jobs,

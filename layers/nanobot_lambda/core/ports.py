@@ -111,8 +111,10 @@ class SessionStore(Protocol):
         """Messages with start <= seq < end, oldest first."""
         ...
 
-    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
-        """Move `consolidated_upto` from `expected` to `new`; False if it had moved already."""
+    def advance_cursor(self, key: str, expected: int, new: int, *, noticed: bool = False) -> bool:
+        """Move `consolidated_upto` from `expected` to `new`; False if it had moved already.
+        `noticed`: the caller tells the chat itself (/compact, /new): `noticed_upto` moves too;
+        otherwise it stays where it was (at `expected` if it had none), so a notice is due."""
         ...
 
 

@@ -7,6 +7,12 @@ turns saved (see core/journal.py). Appending a turn is one conditional write on 
 writers can never interleave or overwrite messages. The model is given only unconsolidated
 messages, at most `limit` of them, starting at a user message so that a tool call is never
 separated from its results. (`adapters/aws/sessions.py` keeps them in DynamoDB.)
+
+`noticed_upto` is how far the chat was told its conversation was summarised (the compaction
+notice, entry/agent_turn/turn.py): an automatic consolidation moves the cursor and leaves it
+behind (a notice is due), the next answered message turn says so and its save brings it up to
+the cursor; /compact and /new, which say so themselves, move both. A session that never had it
+(None) has nothing to announce.
 """
 
 from __future__ import annotations
@@ -33,10 +39,16 @@ class SessionHistory:
     consolidated_upto: int = 0
     recent_turns: tuple[str, ...] = ()
     open_turns: dict[str, TurnProgress] = field(default_factory=dict)  # by turn id
+    noticed_upto: int | None = None  # None: as far as the cursor (nothing to announce)
 
     @property
     def unconsolidated(self) -> int:
         return self.next_seq - self.consolidated_upto
+
+    @property
+    def summarised_unnoticed(self) -> bool:
+        """Consolidation summarised messages the chat was not told about yet."""
+        return self.noticed_upto is not None and self.noticed_upto < self.consolidated_upto
 
 
 def align_to_user_turn(messages: list[Message]) -> list[Message]:

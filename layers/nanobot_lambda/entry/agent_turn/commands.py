@@ -1,5 +1,5 @@
-"""Bot commands: /start, /help, /new, /stop, /usage; and the owner's /approve, /deny and /people
-(pairing, see core/pairing.py).
+"""Bot commands: /start, /help, /stop, /usage; the owner's /approve, /deny and /people
+(pairing, see core/pairing.py); /new, /compact and /memory (memory_commands.py).
 
 Their answers are not journaled: answering a command twice is harmless.
 
@@ -17,11 +17,11 @@ import logging
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import help_text
-from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import Channel, StopFlags
 from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.entry.agent_turn.memory_commands import MEMORY_COMMANDS, MemoryCommands
 from nanobot_lambda.entry.agent_turn.outbox import send_unjournaled
 
 logger = logging.getLogger(__name__)
@@ -34,17 +34,18 @@ class Commands:
         self,
         channel: Channel,
         stop_flags: StopFlags,
-        consolidator: Consolidator,
         meter: UsageMeter,
         pairing: Pairing,
         owner: int | None,
+        *,
+        memory: MemoryCommands,
     ) -> None:
         self._channel = channel
         self._stop_flags = stop_flags
-        self._consolidator = consolidator
         self._meter = meter
         self._pairing = pairing
         self._owner = owner
+        self._memory = memory
 
     def handle(self, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -53,8 +54,6 @@ class Commands:
             self._answer(inbound, texts.load("start"))
         elif command == "help":
             self._answer(inbound, help_text())
-        elif command == "new":
-            self._new_session(inbound)
         elif command == "stop":
             # A turn that was stopped cleared the flag and told the user; a flag still here
             # means nothing was running.
@@ -66,6 +65,8 @@ class Commands:
             self._answer(inbound, self._meter.report(inbound.chat_id, everyone=everyone))
         elif command in PAIRING_COMMANDS:
             self._pairing_command(inbound, command)
+        elif command in MEMORY_COMMANDS:
+            self._memory.handle(inbound, command)
         else:
             return False
         return True
@@ -97,14 +98,3 @@ class Commands:
 
     def _answer(self, inbound: InboundMessage, text: str) -> None:
         send_unjournaled(self._channel, inbound.chat_id, text, inbound.thread_id)
-
-    def _new_session(self, inbound: InboundMessage) -> None:
-        """/new: archive the conversation into memory, then start afresh; keep it on failure."""
-        with self._channel.typing(inbound.chat_id, thread_id=inbound.thread_id):
-            try:
-                self._consolidator.consolidate(inbound.session_key, everything=True)
-            except ConsolidationError as error:
-                logger.warning("/new: archiving failed, session kept: %s", error)
-                self._answer(inbound, texts.load("new_session_failed"))
-                return
-        self._answer(inbound, texts.load("new_session"))

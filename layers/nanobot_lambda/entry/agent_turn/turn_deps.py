@@ -22,15 +22,18 @@ from nanobot_lambda.core.allowlist import Audience
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder
+from nanobot_lambda.core.memory_versions import VersionedFiles
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import (
     AlbumBook,
     Channel,
     ChatModel,
+    Embedder,
     JobStore,
     MediaSource,
     MetricsPort,
     PairingStore,
+    RecallIndexObjects,
     Schedules,
     SessionStore,
     Speaker,
@@ -42,7 +45,6 @@ from nanobot_lambda.core.ports import (
     UsageStore,
     Workspace,
 )
-from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.remote_tools import RemoteToolServer
 from nanobot_lambda.core.sandbox import Sandbox, describe_programs
 from nanobot_lambda.core.scopes import Scope, ScopeSwitch
@@ -54,11 +56,13 @@ from nanobot_lambda.entry.agent_turn.continuation import Continuation
 from nanobot_lambda.entry.agent_turn.delivery import Delivery
 from nanobot_lambda.entry.agent_turn.draft_stream import Drafts
 from nanobot_lambda.entry.agent_turn.job_scope import JobScope
+from nanobot_lambda.entry.agent_turn.memory_commands import MemoryCommands
 from nanobot_lambda.entry.agent_turn.saving import TurnSaver
 from nanobot_lambda.entry.agent_turn.spending import SpendNotices
 from nanobot_lambda.entry.agent_turn.toolbox import SandboxPrograms, agent_tools
 from nanobot_lambda.entry.agent_turn.turn_request import TurnRequests
 from nanobot_lambda.entry.agent_turn.turn_run import TurnStarter
+from nanobot_lambda.entry.recall import TurnRecall
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import CurrentTurn
 from nanobot_lambda.tools.remote import RemoteToolbox
@@ -71,6 +75,8 @@ class Stores:
 
     workspace: Workspace  # the owner's
     scope_workspace: Callable[[Scope], Workspace]  # a person's or a group's own (core/scopes.py)
+    # Any scope's files with their versions, the owner's too (/memory: core/memory_versions.py).
+    versioned_workspace: Callable[[Scope], VersionedFiles]
     sessions: SessionStore
     journal: TurnJournal
     jobs: JobStore
@@ -78,6 +84,7 @@ class Stores:
     stop_flags: StopFlags
     albums: AlbumBook  # parts of albums, recorded by the webhook
     pairing: PairingStore  # people the owner approved, codes strangers were given
+    recall_indexes: RecallIndexObjects | None = None  # each scope's recall index (hybrid recall)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +104,7 @@ class Services:
     # Models for background work (HEARTBEAT_MODEL, CONSOLIDATION_MODEL); None: `model`.
     heartbeat_model: ChatModel | None = None
     consolidation_model: ChatModel | None = None
+    embedder: Embedder | None = None  # EMBEDDING_MODEL: hybrid recall; None: words only
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,7 @@ class TurnDeps:
     delivery: Delivery
     saver: TurnSaver
     consolidator: Consolidator
+    recall: TurnRecall  # BM25, or hybrid with EMBEDDING_MODEL; indexes after each job
 
 
 def build_turn_deps(
@@ -220,6 +229,8 @@ def build_turn_deps(
         timezone=settings.timezone,
         clock=clock,
     )
+    # Recall in the job's scope; with an embedder it indexes the scope at each job's end.
+    recall = TurnRecall(workspace, settings, meter, services.embedder, stores.recall_indexes)
     saver = TurnSaver(
         stores.sessions, stores.journal, meter, settings.saved_tool_result_max_chars, clock
     )
@@ -236,7 +247,7 @@ def build_turn_deps(
         heartbeat_model=heartbeat_model,
         context=context,
         requests=TurnRequests(
-            HistoryRecall(workspace, max_chars=settings.recall_max_chars),
+            recall,
             lambda request: fitter.fits(request, agent.tool_definitions()),
             consolidator,
             stores.sessions,
@@ -245,10 +256,26 @@ def build_turn_deps(
         ),
         albums=Albums(stores.albums),
         media=MediaResolver(
-            services.media, workspace, settings, meter.metered_transcriber(services.transcriber)
+            services.media,
+            workspace,
+            settings,
+            meter.metered_transcriber(services.transcriber),
+            on_document=recall.document_stored,
         ),
         commands=Commands(
-            services.channel, stores.stop_flags, consolidator, meter, pairing, settings.owner
+            services.channel,
+            stores.stop_flags,
+            meter,
+            pairing,
+            settings.owner,
+            memory=MemoryCommands(
+                services.channel,
+                consolidator,
+                lambda: workspace.scope,
+                stores.versioned_workspace,
+                owner=settings.owner,
+                timezone=settings.timezone,
+            ),
         ),
         owner_chat=OwnerChatNote(stores.jobs, settings.owner),
         starter=TurnStarter(
@@ -271,9 +298,11 @@ def build_turn_deps(
             stores.journal,
             SpendNotices(stores.usage, settings.owner, clock),
             meter.metered_speaker(services.speaker),
+            compaction_notice=settings.compaction_notice,
         ),
         saver=saver,
         consolidator=consolidator,
+        recall=recall,
     )
 
 
