@@ -11,12 +11,19 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import command_menu
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.jobs import TelegramUpdateJob
-from nanobot_lambda.core.memory import MEMORY_FILE
+from nanobot_lambda.core.memory import HISTORY_FILE, MEMORY_FILE
 from nanobot_lambda.core.model import ModelReply
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.sessions import Message
 from tests.conftest import telegram_update
-from tests.support.fakes import MemoryWorkspace, ScriptedModel, text, tool
+from tests.support.fakes import (
+    MemoryRecallIndexObjects,
+    MemoryWorkspace,
+    ScriptedModel,
+    StandInEmbedder,
+    text,
+    tool,
+)
 from tests.unit.test_turns import ADA, SESSION, Bot, message
 
 NOTICE = texts.load("compaction_notice")
@@ -254,3 +261,43 @@ def test_a_restore_without_a_number_says_how() -> None:
     bot = Bot(ScriptedModel())
     bot.process(message("/memory restore", update_id=800000800))
     assert bot.said == [texts.render("memory_restore_usage", path=MEMORY_FILE)]
+
+
+# -- indexing for recall at each job's end ---------------------------------------------------
+
+DENTIST = "[2030-01-01 10:00] Booked the dentist, Dr. Moreau, for December 3rd."
+
+
+def hybrid_bot(model: ScriptedModel, **options: Any) -> Bot:
+    settings = {"EMBEDDING_MODEL": "openai/text-embedding-3-small", "ALLOW_FROM": f"{ADA},{BOB}"}
+    return Bot(
+        model,
+        embedder=StandInEmbedder(),
+        recall_indexes=MemoryRecallIndexObjects(),
+        settings=settings,
+        **options,
+    )
+
+
+def test_each_job_ends_by_indexing_its_own_scope_and_a_failed_job_indexes_nothing() -> None:
+    bot = hybrid_bot(answers("Hi Bob.", "Hello.", "Hi Ada.", "Indexed."))
+    bobs = Scope(f"people/{BOB}")
+    bot.scope_workspace(bobs).write(HISTORY_FILE, f"{DENTIST}\n".encode())
+
+    bot.process(from_person("hello", BOB, 800000900))  # Bob's job ends: his scope is indexed
+    assert bobs in bot.recall_indexes.objects
+    assert b"Moreau" in bot.recall_indexes.objects[bobs]
+    embedded = len(bot.embedder.calls)
+
+    bot.channel.fail_on = "Hello."  # Bob's next job dies before its end: nothing indexed
+    bot.scope_workspace(bobs).write(HISTORY_FILE, f"{DENTIST}\n[2030-01-02 09:00] More.\n".encode())
+    with pytest.raises(ChannelError):
+        bot.process(from_person("again", BOB, 800000901))
+    assert all("More." not in call for call in bot.embedder.calls)
+
+    bot.process(message("hi"))  # then the owner's job: its own scope, none of Bob's entries
+    assert b"Moreau" not in bot.recall_indexes.objects.get(Scope(), b"")
+    assert all("More." not in call for call in bot.embedder.calls[embedded:])
+
+    bot.process(from_person("and now?", BOB, 800000902))  # Bob's next job that ends: indexed
+    assert any("[2030-01-02 09:00] More." in call for call in bot.embedder.calls)

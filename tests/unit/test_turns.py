@@ -80,6 +80,8 @@ class Bot:
     consolidation_model: ScriptedModel | None = None  # CONSOLIDATION_MODEL
     speaker: RecordingSpeaker | None = None  # TTS_MODEL
     sandbox: Any = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
+    embedder: Any = None  # EMBEDDING_MODEL: hybrid recall (with `recall_indexes`)
+    recall_indexes: Any = None
     clock: Callable[[], datetime] | None = None  # default: the real time
     settings: dict[str, str] = field(default_factory=dict)
 
@@ -105,6 +107,7 @@ class Bot:
                 stop_flags=self.stop_flags,
                 albums=self.albums,
                 pairing=self.pairing,
+                recall_indexes=self.recall_indexes,
             ),
             Services(
                 channel=self.channel,
@@ -117,6 +120,7 @@ class Bot:
                 consolidation_model=self.consolidation_model,
                 speaker=self.speaker,
                 sandbox=self.sandbox,
+                embedder=self.embedder,
             ),
             self.metrics,
         )
