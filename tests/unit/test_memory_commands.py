@@ -21,6 +21,7 @@ from tests.support.fakes import (
     MemoryWorkspace,
     ScriptedModel,
     StandInEmbedder,
+    outage,
     text,
     tool,
 )
@@ -301,3 +302,14 @@ def test_each_job_ends_by_indexing_its_own_scope_and_a_failed_job_indexes_nothin
 
     bot.process(from_person("and now?", BOB, 800000902))  # Bob's next job that ends: indexed
     assert any("[2030-01-02 09:00] More." in call for call in bot.embedder.calls)
+
+
+def test_a_turn_the_model_failed_after_the_notice_records_it_too() -> None:
+    bot = Bot(ScriptedModel(outage(), text("Answer.")), settings={"HISTORY_WINDOW": "4"})
+    bot.sessions.messages[SESSION] = [*exchange(1), *exchange(2), *exchange(3)]
+    bot.sessions.advance_cursor(SESSION, 0, 4)
+
+    bot.process(message("hello"))  # told, then the apology: the turn is closed
+    bot.process(message("again", update_id=800000002))
+
+    assert bot.said == [NOTICE, texts.load("model_error"), "Answer."]

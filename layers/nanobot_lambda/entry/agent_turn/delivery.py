@@ -58,7 +58,7 @@ class Delivery:
             return
         if not run.progress.messages and run.progress.iterations == 0:  # no record past it
             run.outbox.send(scope.chat_id, texts.load("compaction_notice"), scope.thread_id)
-        history.noticed_upto = history.consolidated_upto
+        history.noticed_upto = run.noticed_upto = history.consolidated_upto
 
     def deliver(
         self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, voice: bool = False
