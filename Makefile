@@ -8,7 +8,7 @@ RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --no-header
 
-.PHONY: chat test lint typecheck template unit integration e2e soak bench lock build build-check clean
+.PHONY: chat test lint typecheck template unit integration contract e2e soak bench lock build build-check clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,11 +32,13 @@ lint: $(DEV_STAMP)
 	$(BIN)/lint-imports
 
 # The three handlers are all called app.py, so mypy checks each on its own. The test fakes are
-# checked too: each is its port, with no cast.
+# checked too: each is its port, with no cast; and the contract tests, which use each port only
+# as it is declared. tests/typecheck/ holds code that must type-check only as it stands (e.g. a
+# misspelt setting is an error there).
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy layers/nanobot_lambda
 	for handler in functions/*/app.py; do $(BIN)/mypy $$handler || exit 1; done
-	$(BIN)/mypy tests/support/fakes.py
+	$(BIN)/mypy tests/support/fakes.py tests/contract tests/typecheck
 	$(BIN)/mypy tests/soak
 
 template: $(DEV_STAMP)
@@ -52,6 +54,10 @@ unit: $(DEV_STAMP)
 
 integration: $(DEV_STAMP)
 	$(BIN)/pytest tests/integration
+
+# One suite of expectations per storage port, run on its fake and on its adapter (moto server).
+contract: $(DEV_STAMP)
+	$(BIN)/pytest tests/contract
 
 e2e: $(DEV_STAMP)
 	$(BIN)/pytest tests/e2e

@@ -36,6 +36,7 @@ from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.recall_index import S3RecallIndexObjects
 from nanobot_lambda.adapters.aws.sandbox import LambdaSandbox
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
+from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
@@ -44,7 +45,9 @@ from nanobot_lambda.adapters.aws.workspace import (
     any_scope_workspace,
     scope_workspaces,
 )
+from nanobot_lambda.adapters.llm.catalog import LitellmModelCatalog
 from nanobot_lambda.adapters.llm.embeddings import embedder_for
+from nanobot_lambda.adapters.llm.images import image_generator_for
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.speech import speaker_for
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
@@ -55,13 +58,14 @@ from nanobot_lambda.core import telemetry
 from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
 from nanobot_lambda.entry.agent_turn.sqs_records import RecordRunner
 from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
-from nanobot_lambda.settings import AgentSettings, fetch_from_aws
+from nanobot_lambda.settings import AgentSettings
 
 logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
 telemetry.use(tracer)
 
-settings = AgentSettings.from_env()
+# A secret given as a reference (X_PARAM, X_SECRET_ARN) is read from SSM / Secrets Manager.
+settings = AgentSettings.from_env(fetch=fetch_secret)
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 
 
@@ -89,10 +93,13 @@ def build_records() -> RecordRunner:
         pairing=DynamoPairingStore(settings.sessions_table, lambda: dynamodb),
         recall_indexes=S3RecallIndexObjects(settings.workspace_bucket, s3),
     )
+    model = LitellmChatModel(settings)
     services = Services(
         channel=telegram,
         media=telegram,
-        model=LitellmChatModel(settings),
+        model=model,
+        models=LitellmModelCatalog(settings, default=model),  # /model and /think
+        images=image_generator_for(settings),  # None unless IMAGE_MODEL is set
         heartbeat_model=_model_for(settings.heartbeat_model),
         consolidation_model=_model_for(settings.consolidation_model),
         tokens=LitellmTokenCounter(settings.llm_model),
@@ -107,7 +114,7 @@ def build_records() -> RecordRunner:
         speaker=speaker_for(settings),
         embedder=embedder_for(settings),  # None unless EMBEDDING_MODEL is set
         remote_servers=mcp_servers(
-            settings.mcp_servers, settings.web_fetch_allow_networks, fetch_from_aws
+            settings.mcp_servers, settings.web_fetch_allow_networks, fetch_secret
         ),
         sandbox=(
             LambdaSandbox(settings.sandbox_function, lambda_client())

@@ -10,6 +10,7 @@ from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, count_errors, metrics
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
@@ -20,7 +21,8 @@ logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
 telemetry.use(tracer)
 
-settings = SchedulerSettings.from_env()
+# A secret given as a reference (X_PARAM, X_SECRET_ARN) is read from SSM / Secrets Manager.
+settings = SchedulerSettings.from_env(fetch=fetch_secret)
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 scheduler = SchedulerService(
     SchedulerPorts(

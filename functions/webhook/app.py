@@ -1,4 +1,5 @@
-"""Webhook function: Telegram update in, turn job onto the SQS FIFO queue, fast 200 out.
+"""Webhook function: Telegram update in, turn job onto the SQS FIFO queue, fast 200 out. Also
+the event hooks' route (`POST /hooks/{name}`, entry/hooks.py): a signed event in, a task queued.
 
 Must never import litellm (a test guards it): it is the latency-critical cold start.
 """
@@ -10,27 +11,35 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
 from nanobot_lambda.adapters.aws.clients import dynamodb_client, sqs_client
+from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
+from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
 from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
 from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.core.pairing import Pairing
+from nanobot_lambda.entry.hooks import HookReceiver, hook_name
 from nanobot_lambda.entry.webhook import Webhook, WebhookPolicy, WebhookRecords
 from nanobot_lambda.settings import WebhookSettings
 
 logger = Logger()
 
 # Built once per container, in the init phase; a bad setting fails here, naming the variable.
-settings = WebhookSettings.from_env()
+# A secret given as a reference (X_PARAM, X_SECRET_ARN) is read from SSM / Secrets Manager.
+settings = WebhookSettings.from_env(fetch=fetch_secret)
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 dynamodb = dynamodb_client()
 ledger = IdempotentUpdateLedger(settings.idempotency_table, dynamodb)
+queue = SqsTurnQueue(settings.turn_queue_url, sqs_client())
+hook_store = DynamoHookStore(settings.sessions_table, lambda: dynamodb)
+hook_receiver = HookReceiver(hook_store, hook_store, queue, EMF)
 webhook = Webhook(
     settings.telegram_secret_token,
     WebhookPolicy(settings.allow_from, settings.group_policy, settings.ack_reaction),
-    SqsTurnQueue(settings.turn_queue_url, sqs_client()),
+    queue,
     WebhookRecords(
         ledger,
         DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
@@ -40,6 +49,7 @@ webhook = Webhook(
             if settings.pairing == "on"
             else None
         ),
+        feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
     ),
     EMF,
 )
@@ -48,5 +58,8 @@ webhook = Webhook(
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    name = hook_name(event)
+    if name is not None:
+        return hook_receiver.handle(event, name).to_http()
     ledger.register(context)
     return webhook.handle(event).to_http()

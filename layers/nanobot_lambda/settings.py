@@ -4,10 +4,17 @@ Every function reads the same variable names (a public contract, see README). Se
 be given directly (`TELEGRAM_BOT_TOKEN`) or as a reference the function reads once at start-up:
 `TELEGRAM_BOT_TOKEN_PARAM` (an SSM parameter name, decrypted) or
 `TELEGRAM_BOT_TOKEN_SECRET_ARN` (a Secrets Manager secret). A direct value wins over a reference.
+Reading a reference is an adapter's job: the caller passes the reader in (`fetch`; the handlers
+give `adapters.aws.secrets.fetch_secret`, the command line its own), and without one a
+reference is a configuration error rather than a silent call to AWS.
 
 Each function validates only what it needs (`WebhookSettings`, `AgentSettings`,
-`SchedulerSettings`), so the webhook does not fail for want of an LLM key. Nothing below the
-handlers reads `os.environ`: the settings object is passed down.
+`SchedulerSettings`), so the webhook does not fail for want of an LLM key. `from_env` returns
+the class it is called on, so a misspelt setting fails `mypy --strict` (tests/typecheck/).
+Nothing below the handlers reads `os.environ`: the settings object is passed down.
+
+This module sits between the adapters and the core (import-linter's layers contract): the
+adapters read their settings classes, and it imports nothing but the core and pydantic.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -31,9 +38,10 @@ from pydantic import (
     model_validator,
 )
 
-from nanobot_lambda.adapters.telegram.reactions import telegram_reaction
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
+from nanobot_lambda.core.model_choice import ModelPreset, parse_presets
+from nanobot_lambda.core.reactions import telegram_reaction
 from nanobot_lambda.core.remote_tools import SECRETS_PREFIX, ServerAccess
 from nanobot_lambda.core.spend import SpendLimits
 
@@ -54,20 +62,13 @@ SecretFetcher = Callable[[str, str], str]
 """(kind, reference) -> value, where kind is "param" or "secret"."""
 
 
-def fetch_from_aws(kind: str, reference: str) -> str:
-    """The functions' fetcher: SSM Parameter Store or Secrets Manager (adapters/aws/secrets.py),
-    imported only when a reference is to be read."""
-    from nanobot_lambda.adapters.aws.secrets import fetch_secret
-
-    return fetch_secret(kind, reference)
-
-
 def resolve_secret_references(
     environ: Mapping[str, str],
     names: Iterable[str] = SECRET_VARIABLES,
-    fetch: SecretFetcher = fetch_from_aws,
+    fetch: SecretFetcher | None = None,
 ) -> dict[str, str]:
-    """Return the environment with the `X_PARAM` / `X_SECRET_ARN` references of `names` resolved.
+    """Return the environment with the `X_PARAM` / `X_SECRET_ARN` references of `names` read
+    with `fetch`; with no `fetch`, a reference is a ConfigError naming it.
 
     Empty values count as unset, except ALLOW_FROM where empty means "nobody".
     """
@@ -78,6 +79,10 @@ def resolve_secret_references(
         for suffix, kind in SECRET_REFERENCES:
             reference = resolved.get(name + suffix)
             if reference:
+                if fetch is None:
+                    raise ConfigError(
+                        f"{name}{suffix}: secret references are not read here; give {name} itself"
+                    )
                 try:
                     resolved[name] = fetch(kind, reference).strip()
                 except Exception as error:
@@ -102,10 +107,10 @@ class _Settings(BaseModel):
 
     @classmethod
     def from_env(
-        cls,
-        environ: Mapping[str, str] | None = None,
-        fetch: SecretFetcher = fetch_from_aws,
-    ) -> Any:
+        cls, environ: Mapping[str, str] | None = None, fetch: SecretFetcher | None = None
+    ) -> Self:
+        """The settings of `environ` (default: the process environment), secret references
+        read with `fetch`; ConfigError naming each variable that is missing or invalid."""
         environ = os.environ if environ is None else environ
         # Only the secrets this function declares are fetched: no needless SSM calls at start-up.
         declared = {field.alias or name for name, field in cls.model_fields.items()}
@@ -323,6 +328,28 @@ class LlmSettings(_Settings):
     # its provider's usual variable.
     heartbeat_model: str | None = Field(default=None, alias="HEARTBEAT_MODEL", min_length=1)
     consolidation_model: str | None = Field(default=None, alias="CONSOLIDATION_MODEL", min_length=1)
+    # Models a chat may switch to with /model (core/model_choice.py): a JSON object of name →
+    # litellm model or {"model": …, "reasoning_effort", "temperature", "max_tokens", "api_base",
+    # "description"}, or the short form fast=openai/gpt-4o-mini,smart=anthropic/claude-….
+    model_presets: tuple[ModelPreset, ...] = Field(default=(), alias="MODEL_PRESETS")
+    # Who may use /model and /think: the owner (default), or everyone the chat is heard from.
+    model_switchers: Literal["owner", "everyone"] = Field(default="owner", alias="MODEL_SWITCHERS")
+    # How hard the model thinks where a chat chose nothing (/think); unset: the provider's default.
+    llm_thinking: Literal["off", "low", "medium", "high"] | None = Field(
+        default=None, alias="LLM_THINKING"
+    )
+
+    @field_validator("model_presets", mode="before")
+    @classmethod
+    def _presets(cls, value: object) -> object:
+        if value is None or isinstance(value, str | dict):
+            return parse_presets(value)
+        return value
+
+    @field_validator("llm_thinking", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return None if value == "" else value
 
     @field_validator("llm_fallback_models", mode="before")
     @classmethod
@@ -403,6 +430,11 @@ class InputSettings(_Settings):
     # answer read aloud; unset: voice replies are off. LLM_MODEL's key only for its provider.
     tts_model: str | None = Field(default=None, alias="TTS_MODEL", min_length=1)
     tts_voice: str = Field(default="alloy", alias="TTS_VOICE", min_length=1)
+    # litellm image model (e.g. openai/gpt-image-1, bedrock/amazon.nova-canvas-v1:0): the model
+    # gets a generate_image tool; unset: no tool. LLM_MODEL's key only for its provider.
+    image_model: str | None = Field(default=None, alias="IMAGE_MODEL", min_length=1)
+    # The size asked for (e.g. 1024x1024); unset: the image model's default.
+    image_size: str | None = Field(default=None, alias="IMAGE_SIZE", pattern=r"^\d{2,5}x\d{2,5}$")
 
 
 class LoopSettings(_Settings):
@@ -501,6 +533,13 @@ class SchedulingSettings(JobSettings):
     max_subagents: int = Field(default=3, alias="MAX_SUBAGENTS", ge=0, le=50)
 
 
+class HookSettings(_Settings):
+    """The event hooks' base URL (the stack's HooksUrl), which /hooks shows with each hook.
+    Empty: /hooks shows the path only."""
+
+    hooks_url: str = Field(default="/hooks", alias="HOOKS_URL")
+
+
 class SignOfLifeSettings(_Settings):
     """What the webhook's answer asks Telegram to show the user as soon as an update is queued."""
 
@@ -543,6 +582,7 @@ class AgentSettings(
     WebSettings,
     McpSettings,
     SandboxSettings,
+    HookSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
 
@@ -569,6 +609,7 @@ class OperatorSettings(_Settings):
     turn_dlq_url: str | None = Field(
         default=None, alias="TURN_DLQ_URL", pattern=r"^https?://\S+\.fifo$"
     )
+    hooks_url: str | None = Field(default=None, alias="HOOKS_URL", pattern=r"^https?://\S+$")
     jobs_table: str | None = Field(default=None, alias="JOBS_TABLE", min_length=3)
     schedule_group: str | None = Field(default=None, alias="SCHEDULE_GROUP", min_length=1)
     telegram_bot_token: SecretStr | None = Field(default=None, alias="TELEGRAM_BOT_TOKEN")

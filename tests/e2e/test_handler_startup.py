@@ -3,6 +3,9 @@ missing or invalid setting, naming the variable."""
 
 from __future__ import annotations
 
+import uuid
+
+import boto3
 import pytest
 
 from nanobot_lambda.core.errors import ConfigError
@@ -40,3 +43,42 @@ def test_invalid_setting_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SESSIONS_TABLE", "sessions")
     with pytest.raises(ConfigError, match=r"ALLOW_FROM: .*'ada l'"):
         load_handler_module(ROOT / "functions" / "webhook", "startup_invalid")
+
+
+@pytest.mark.parametrize(
+    ("name", "secret", "environment"),
+    [
+        (
+            "webhook",
+            "TELEGRAM_SECRET_TOKEN",
+            {
+                "ALLOW_FROM": "111",
+                "TURN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+                "SESSIONS_TABLE": "sessions",
+                "IDEMPOTENCY_TABLE": "idempotency",
+            },
+        ),
+        (
+            "scheduler",
+            "TELEGRAM_BOT_TOKEN",
+            {
+                "TURN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+                "WORKSPACE_BUCKET": "bucket",
+                "JOBS_TABLE": "jobs",
+            },
+        ),
+    ],
+)
+def test_a_secret_given_as_a_reference_is_read_at_start(
+    aws: str, monkeypatch: pytest.MonkeyPatch, name: str, secret: str, environment: dict[str, str]
+) -> None:
+    """The template gives the functions their tokens as SSM references: the handler passes the
+    AWS reader (adapters/aws/secrets.py) to its settings, which read each one at start-up.
+    (agent_turn's references: tests/e2e/test_secrets.py.)"""
+    parameter = f"/nanobot-test/{uuid.uuid4().hex[:8]}"
+    boto3.client("ssm").put_parameter(Name=parameter, Value="123:from-ssm", Type="SecureString")
+    for variable, value in {**environment, f"{secret}_PARAM": parameter}.items():
+        monkeypatch.setenv(variable, value)
+    module = load_handler_module(ROOT / "functions" / name, f"startup_reference_{name}")
+    read = getattr(module.settings, secret.lower())
+    assert read.get_secret_value() == "123:from-ssm"

@@ -160,8 +160,10 @@ def test_refused_requests_never_reach_the_queue(
     assert stack.post_update(update, secret="")["statusCode"] == 401
     stranger = telegram_update("user_without_username")
     assert json.loads(stack.post_update(stranger)["body"])["status"] == "refused"
-    edited = telegram_update("edited_message")
-    assert json.loads(stack.post_update(edited)["body"])["status"] == "ignored"
+    post = telegram_update("channel_post")
+    assert json.loads(stack.post_update(post)["body"])["status"] == "ignored"
+    reaction = telegram_update("message_reaction")  # recorded by the webhook, never queued
+    assert json.loads(stack.post_update(reaction)["body"])["status"] == "recorded"
     assert receive_all(stack.template.refs["TurnQueue"]) == []
     assert model_server.requests == []
 

@@ -17,7 +17,7 @@ import pytest
 
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.usage import Tally
+from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory
 from tests.support.faults import BotApiFaults, text_is

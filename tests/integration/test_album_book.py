@@ -1,5 +1,6 @@
 """Album parts in the sessions table (moto server): recorded by concurrent deliveries without
-losing one, read back whole, claimed once; and out of the way of sessions and their listing."""
+losing one, with their expiry; and out of the way of sessions and their listing. What every
+AlbumBook does (read back whole, claimed once): tests/contract/test_album_book.py."""
 
 from __future__ import annotations
 
@@ -38,30 +39,6 @@ def test_parts_recorded_at_once_are_all_kept_with_their_arrival(
     )["Item"]
     expires = int(item["expires_at"]["N"])
     assert abs(expires - (record.last_part_ms // 1000 + ALBUM_RECORD_SECONDS)) <= 1
-
-
-def test_the_first_claim_holds_and_a_second_gets_the_first(resources: TemplateContext) -> None:
-    book = DynamoAlbumBook(resources.refs["SessionsTable"], dynamodb_client)
-    first, second, third = album_updates(3)
-    for update in (first, second):
-        book.add_part(KEY, update["update_id"], update)
-    ids = frozenset({first["update_id"], second["update_id"]})
-    claimed = book.claim(KEY, first["update_id"], ids)
-    assert (claimed.lead, claimed.claimed) == (first["update_id"], ids)
-    # The same lead again (a retried turn): its claim, unchanged by what it passes now.
-    again = book.claim(KEY, first["update_id"], ids | {third["update_id"]})
-    assert again.lead == first["update_id"]
-    other = book.claim(KEY, second["update_id"], frozenset({second["update_id"]}))
-    assert (other.lead, other.claimed) == (first["update_id"], ids | {third["update_id"]})
-    # A part recorded after the claim is kept, and the claim stays as it was.
-    book.add_part(KEY, third["update_id"], third)
-    record = book.get(KEY)
-    assert record is not None and record.lead == first["update_id"]
-    assert set(record.parts) == {update["update_id"] for update in (first, second, third)}
-
-
-def test_no_album_recorded_reads_as_none(resources: TemplateContext) -> None:
-    assert DynamoAlbumBook(resources.refs["SessionsTable"], dynamodb_client).get(KEY) is None
 
 
 def test_albums_are_neither_sessions_nor_in_the_way_of_one(resources: TemplateContext) -> None:

@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
-from nanobot_lambda.adapters.telegram.reactions import REACTION_EMOJI
+from nanobot_lambda.core.reactions import REACTION_EMOJI
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 
 TOKEN = "8181:reaction-token"

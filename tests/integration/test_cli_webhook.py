@@ -63,7 +63,13 @@ def test_set_generates_and_stores_the_secret_then_registers_the_stack_url(
     (call,) = bot_api.webhook.set_calls
     assert call["url"] == url
     assert call["secret_token"] == secret
-    assert call["allowed_updates"] == ["message", "callback_query"]  # buttons pressed too
+    # buttons pressed, edits and reactions too
+    assert call["allowed_updates"] == [
+        "message",
+        "edited_message",
+        "callback_query",
+        "message_reaction",
+    ]
     assert "drop_pending_updates" not in call  # only on request
     assert f"url:              {url}  (the stack's)" in out
     assert bot_api.commands == command_menu()  # the menu Telegram shows for "/"

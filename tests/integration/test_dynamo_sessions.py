@@ -9,7 +9,7 @@ import pytest
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
-from nanobot_lambda.core.sessions import SessionConflict
+from nanobot_lambda.core.sessions import ChatPreferences, SessionConflict
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.aws_requests import RequestCounter
 
@@ -144,6 +144,27 @@ def test_cursor_hides_consolidated_messages(store: DynamoSessionStore) -> None:
     assert loaded.consolidated_upto == 4 and loaded.unconsolidated == 2
     assert loaded.messages == turn(2)
     assert [seq for seq, _ in store.load_range("telegram:1", 1, 4)] == [1, 2, 3]
+
+
+def test_chat_preferences_load_with_the_session_and_survive_its_saves(
+    store: DynamoSessionStore,
+) -> None:
+    """/model and /think choices live in the header: a turn loaded before the choice still
+    saves (the choice does not touch next_seq), and the choice outlives that save."""
+    assert store.load("telegram:7", 50).preferences == ChatPreferences()
+    running = store.load("telegram:7", 50)
+    store.set_preferences("telegram:7", ChatPreferences("smart", "high"))
+    store.append(running, turn(1), turn_id="t1")
+
+    history = store.load("telegram:7", 50)
+    assert history.preferences == ChatPreferences("smart", "high")
+    assert [m["content"] for m in history.messages] == ["question 1", "answer 1"]
+
+    store.set_preferences("telegram:7", ChatPreferences("smart", None))
+    assert store.load("telegram:7", 50).preferences == ChatPreferences("smart", None)
+    store.set_preferences("telegram:7", ChatPreferences())
+    assert store.load("telegram:7", 50).preferences == ChatPreferences()
+    assert store.load("telegram:8", 50).preferences == ChatPreferences()  # each chat its own
 
 
 def test_a_consolidation_leaves_a_notice_due_until_a_save_records_it(

@@ -7,8 +7,9 @@ import uuid
 import boto3
 import pytest
 
+from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.core.errors import ConfigError
-from nanobot_lambda.settings import WebhookSettings, fetch_from_aws
+from nanobot_lambda.settings import WebhookSettings
 
 WEBHOOK_ENV = {
     "ALLOW_FROM": "111",
@@ -25,7 +26,9 @@ def unique(prefix: str) -> str:
 def test_ssm_secure_string_is_decrypted(aws: str) -> None:
     name = f"/nanobot-test/{unique('secret')}"
     boto3.client("ssm").put_parameter(Name=name, Value="from-ssm\n", Type="SecureString")
-    settings = WebhookSettings.from_env({**WEBHOOK_ENV, "TELEGRAM_SECRET_TOKEN_PARAM": name})
+    settings = WebhookSettings.from_env(
+        {**WEBHOOK_ENV, "TELEGRAM_SECRET_TOKEN_PARAM": name}, fetch_secret
+    )
     assert settings.telegram_secret_token.get_secret_value() == "from-ssm"
 
 
@@ -33,14 +36,18 @@ def test_secrets_manager_string_and_binary_secrets(aws: str) -> None:
     secrets = boto3.client("secretsmanager")
     text = secrets.create_secret(Name=unique("text"), SecretString="from-secrets-manager")["ARN"]
     binary = secrets.create_secret(Name=unique("binary"), SecretBinary=b"bytes-secret")["ARN"]
-    assert fetch_from_aws("secret", text) == "from-secrets-manager"
-    assert fetch_from_aws("secret", binary) == "bytes-secret"
-    settings = WebhookSettings.from_env({**WEBHOOK_ENV, "TELEGRAM_SECRET_TOKEN_SECRET_ARN": text})
+    assert fetch_secret("secret", text) == "from-secrets-manager"
+    assert fetch_secret("secret", binary) == "bytes-secret"
+    settings = WebhookSettings.from_env(
+        {**WEBHOOK_ENV, "TELEGRAM_SECRET_TOKEN_SECRET_ARN": text}, fetch_secret
+    )
     assert settings.telegram_secret_token.get_secret_value() == "from-secrets-manager"
 
 
 def test_a_missing_parameter_names_the_variable_not_a_value(aws: str) -> None:
     with pytest.raises(ConfigError) as error:
-        WebhookSettings.from_env({**WEBHOOK_ENV, "TELEGRAM_SECRET_TOKEN_PARAM": "/nowhere/x"})
+        WebhookSettings.from_env(
+            {**WEBHOOK_ENV, "TELEGRAM_SECRET_TOKEN_PARAM": "/nowhere/x"}, fetch_secret
+        )
     assert "TELEGRAM_SECRET_TOKEN_PARAM" in str(error.value)
     assert "ParameterNotFound" in str(error.value)

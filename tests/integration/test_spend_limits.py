@@ -15,7 +15,8 @@ from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
 from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits
 from nanobot_lambda.core.subjects import subject_in
-from nanobot_lambda.core.usage import Tally, UsageMeter
+from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.fakes import RecordingMetrics
 

@@ -5,17 +5,22 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
+from nanobot_lambda.adapters.aws.jobs import SUBAGENT_RECORD_SECONDS
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
-from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
+from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
+from nanobot_lambda.core.feedback import Edit, Reaction
+from nanobot_lambda.core.hooks import Hook
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
@@ -44,12 +49,13 @@ from nanobot_lambda.core.recall_index import StoredIndex
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.sessions import (
     RECENT_TURNS,
+    ChatPreferences,
     Message,
     SessionConflict,
     SessionHistory,
     align_to_user_turn,
 )
-from nanobot_lambda.core.usage import Tally, UsageSummary
+from nanobot_lambda.core.usage_counts import Tally, UsageSummary
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
 
@@ -90,7 +96,9 @@ class MemoryWorkspace:
                 self.conflicts_to_inject -= 1
                 self.files[path] = (current or b"") + b"\nconcurrent line"
                 raise WriteConflict(path)
-            if current is None or self._etag(current) != if_match:
+            if current is None:  # S3: 404 NoSuchKey, the version named is gone
+                raise NotFound(path)
+            if self._etag(current) != if_match:
                 raise WriteConflict(path)
         self.writes += 1
         self.files[path] = data
@@ -292,7 +300,8 @@ class MemoryJobStore:
         self.private_chat: int | None = None
 
     def put(self, job: CronJob) -> None:
-        assert (job.chat_id, job.job_id) not in self.jobs
+        if (job.chat_id, job.job_id) in self.jobs:  # DynamoDB: the put's condition fails
+            raise StorageError("DynamoJobStore.put: ConditionalCheckFailedException")
         self.jobs[(job.chat_id, job.job_id)] = job
 
     def get(self, chat_id: int, job_id: str) -> CronJob | None:
@@ -319,7 +328,8 @@ class MemoryJobStore:
         return self.firing_parts.get((chat_id, job_id, scheduled_time), 0)
 
     def record_firing_part(self, chat_id: int, job_id: str, scheduled_time: str, part: int) -> None:
-        assert self.fired.get((chat_id, job_id)) == scheduled_time
+        if self.fired.get((chat_id, job_id)) != scheduled_time:  # not this firing's claim
+            raise StorageError("DynamoJobStore.record_firing_part: ConditionalCheckFailedException")
         self.firing_parts[(chat_id, job_id, scheduled_time)] = part
 
     def release_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> None:
@@ -331,13 +341,15 @@ class MemoryJobStore:
             self.jobs[(job.chat_id, job.job_id)] = replace(job, last_run=at, last_status=status)
 
     def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None:
-        self.subagents[(chat_id, subagent_id)] = now
+        self.subagents[(chat_id, subagent_id)] = now + SUBAGENT_RECORD_SECONDS  # its expiry
 
     def finish_subagent(self, chat_id: int, subagent_id: str) -> None:
         self.subagents.pop((chat_id, subagent_id), None)
 
     def running_subagents(self, chat_id: int, *, now: int) -> int:
-        return sum(1 for chat, _ in self.subagents if chat == chat_id)
+        return sum(
+            1 for (chat, _), expires in self.subagents.items() if chat == chat_id and expires > now
+        )
 
     def remember_private_chat(self, chat_id: int) -> None:
         self.private_chat = chat_id
@@ -477,16 +489,18 @@ OVERALL = 0  # MemoryUsageStore's key for all chats together
 
 
 class MemoryUsageStore:
-    """A UsageStore in a dict: (chat, period) -> Tally, periods in UTC. Its `updates` are
-    writes a MemorySessionStore applies with the turn it saves."""
+    """A UsageStore in a dict: (chat, period) -> Tally, days and months those of `timezone`
+    (TIMEZONE, as DynamoUsageStore's). Its `updates` are writes a MemorySessionStore applies
+    with the turn it saves."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, timezone: str = "UTC") -> None:
         self.tallies: dict[tuple[int, str], Tally] = {}
         self.notices: dict[tuple[int, str], str] = {}  # (chat, key) -> the turn that told it
+        self.zone = ZoneInfo(timezone)
 
-    @staticmethod
-    def _periods(at: datetime) -> tuple[str, str, str]:
-        return f"day#{at:%Y-%m-%d}", f"month#{at:%Y-%m}", "total"
+    def _periods(self, at: datetime) -> tuple[str, str, str]:
+        local = at.astimezone(self.zone)
+        return f"day#{local:%Y-%m-%d}", f"month#{local:%Y-%m}", "total"
 
     def updates(
         self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False
@@ -559,11 +573,16 @@ class MemoryStopFlags:
         return self.flags.pop(session_key, None) is not None
 
 
-class MemoryAlbumBook:
-    """AlbumBook in a dict; `now_ms` is the clock parts are recorded by, `fail` makes
-    add_part raise (the webhook records on a best-effort basis)."""
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
-    def __init__(self, now_ms: Callable[[], int] = lambda: 0, fail: bool = False) -> None:
+
+class MemoryAlbumBook:
+    """AlbumBook in a dict; `now_ms` is the clock parts are recorded by (the wall clock, as
+    DynamoAlbumBook's), `fail` makes add_part raise (the webhook records on a best-effort
+    basis)."""
+
+    def __init__(self, now_ms: Callable[[], int] = wall_clock_ms, fail: bool = False) -> None:
         self.albums: dict[str, AlbumRecord] = {}
         self.now_ms = now_ms
         self.fail = fail
@@ -587,8 +606,98 @@ class MemoryAlbumBook:
         return self.albums[key]
 
 
+class MemoryHookStore:
+    """HookStore and HookInbox in dicts; `fail` makes every call raise (DynamoDB unreachable)."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, Hook] = {}
+        self.slots: dict[tuple[str, str], int] = {}
+        self.remembered: dict[tuple[str, str], datetime] = {}
+        self.fail = False
+
+    def _check(self) -> None:
+        if self.fail:
+            raise StorageError("DynamoHookStore: unreachable")
+
+    def hook(self, name: str) -> Hook | None:
+        self._check()
+        return self.stored.get(name)
+
+    def hooks(self) -> list[Hook]:
+        self._check()
+        return sorted(self.stored.values(), key=lambda hook: hook.name)
+
+    def add(self, hook: Hook) -> bool:
+        self._check()
+        if hook.name in self.stored:
+            return False
+        self.stored[hook.name] = hook
+        return True
+
+    def remove(self, name: str) -> bool:
+        self._check()
+        return self.stored.pop(name, None) is not None
+
+    def take_slot(self, name: str, minute: str, limit: int) -> bool:
+        self._check()
+        count = self.slots.get((name, minute), 0)
+        if count >= limit:
+            return False
+        self.slots[(name, minute)] = count + 1
+        return True
+
+    def seen(self, name: str, keys: Sequence[str]) -> bool:
+        self._check()
+        return any((name, key) in self.remembered for key in keys)
+
+    def remember(self, name: str, keys: Sequence[str], until: datetime) -> None:
+        self._check()
+        for key in keys:
+            self.remembered[(name, key)] = until
+
+
+class MemoryFeedbackBook:
+    """FeedbackBook in dicts (the newest reaction per message and person, the newest edit per
+    message); `fail` makes every call raise."""
+
+    def __init__(self) -> None:
+        self.reacted: dict[tuple[int, int, int], Reaction] = {}
+        self.edits: dict[tuple[str, int], Edit] = {}
+        self.fail = False
+
+    def record_reaction(self, reaction: Reaction) -> None:
+        if self.fail:
+            raise StorageError("DynamoFeedbackBook.record_reaction: unreachable")
+        key = (reaction.chat_id, reaction.message_id, reaction.person_id)
+        old = self.reacted.get(key)
+        if old is None or old.date <= reaction.date:
+            self.reacted[key] = reaction
+
+    def reactions(self, chat_id: int) -> list[Reaction]:
+        return [self.reacted[key] for key in sorted(self.reacted) if key[0] == chat_id]
+
+    def record_edit(self, edit: Edit) -> None:
+        if self.fail:
+            raise StorageError("DynamoFeedbackBook.record_edit: unreachable")
+        old = self.edits.get((edit.session_key, edit.message_id))
+        if old is None or old.edit_date <= edit.edit_date:
+            self.edits[(edit.session_key, edit.message_id)] = edit
+
+    def latest_edit(self, session_key: str, message_id: int) -> Edit | None:
+        return self.edits.get((session_key, message_id))
+
+
+def _whole_seconds(at: datetime) -> datetime:
+    """A time as DynamoDB keeps it (epoch seconds) and reads it back: in UTC, to the second."""
+    return datetime.fromtimestamp(int(at.timestamp()), UTC)
+
+
+EPOCH = datetime.fromtimestamp(0, UTC)
+
+
 class MemoryPairingStore:
-    """PairingStore in dicts; `fail` makes every call raise (DynamoDB unreachable)."""
+    """PairingStore in dicts, keeping times and listing order as DynamoPairingStore does;
+    `fail` makes every call raise (DynamoDB unreachable)."""
 
     def __init__(self) -> None:
         self.persons: dict[int, Person] = {}
@@ -606,7 +715,8 @@ class MemoryPairingStore:
         return self.persons.get(user_id)
 
     def people(self) -> list[Person]:
-        return list(self.persons.values())
+        # By sort key, as the partition's Query returns them: `person#<user id>`, as text.
+        return [self.persons[user_id] for user_id in sorted(self.persons, key=str)]
 
     def ask_record(self, user_id: int) -> AskRecord | None:
         self._check()
@@ -621,27 +731,30 @@ class MemoryPairingStore:
     def open_code(self, pairing: PairingCode, day: str, count: int) -> bool:
         if pairing.code in self.codes:
             return False
-        self.codes[pairing.code] = pairing
-        self.asks[pairing.asker.user_id] = AskRecord(pairing.code, pairing.expires, day, count)
+        stored = replace(pairing, expires=_whole_seconds(pairing.expires))
+        self.codes[pairing.code] = stored
+        self.asks[pairing.asker.user_id] = AskRecord(stored.code, stored.expires, day, count)
         return True
 
     def code(self, code: str) -> PairingCode | None:
         return self.codes.get(code)
 
     def open_codes(self) -> list[PairingCode]:
-        return list(self.codes.values())
+        return [self.codes[code] for code in sorted(self.codes)]
 
     def approve(self, pairing: PairingCode, at: datetime) -> bool:
         if self.codes.pop(pairing.code, None) is None:
             return False
         self.asks.pop(pairing.asker.user_id, None)
-        self.persons[pairing.asker.user_id] = Person(pairing.asker, at)
+        self.persons[pairing.asker.user_id] = Person(pairing.asker, _whole_seconds(at))
         return True
 
     def deny(self, pairing: PairingCode, until: datetime) -> bool:
         if self.codes.pop(pairing.code, None) is None:
             return False
-        self.asks[pairing.asker.user_id] = AskRecord(None, until, "", 0, denied_until=until)
+        # The refusal replaces the ask: no code, no count, only how long it holds.
+        refused = AskRecord(None, EPOCH, "", 0, denied_until=_whole_seconds(until))
+        self.asks[pairing.asker.user_id] = refused
         return True
 
     def remove(self, user_id: int) -> bool:
@@ -759,6 +872,7 @@ class MemorySessionStore:
         self.cursors: dict[str, int] = {}
         self.noticed: dict[str, int] = {}  # noticed_upto, where a session has one
         self.recent: dict[str, tuple[str, ...]] = {}
+        self.preferences: dict[str, ChatPreferences] = {}
         self.journal = journal
         self.advance_failures = 0  # advance_cursor dies this many times (a crash, mid-way)
         self.append_failures: list[BaseException] = []  # the next appends raise these, in turn
@@ -770,11 +884,12 @@ class MemorySessionStore:
         window = messages[cursor:][-limit:] if limit > 0 else []
         return SessionHistory(
             key,
-            align_to_user_turn(list(window)),
+            align_to_user_turn(copy.deepcopy(window)),  # a store returns copies, never its own
             next_seq=len(messages),
             consolidated_upto=cursor,
             recent_turns=self.recent.get(key, ()),
             open_turns=self.journal.open_turns(key) if self.journal is not None else {},
+            preferences=self.preferences.get(key, ChatPreferences()),
             noticed_upto=self.noticed.get(key),
         )
 
@@ -804,7 +919,13 @@ class MemorySessionStore:
 
     def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
         messages = self.messages.get(key, [])
-        return [(seq, messages[seq]) for seq in range(max(0, start), min(end, len(messages)))]
+        return [
+            (seq, copy.deepcopy(messages[seq]))
+            for seq in range(max(0, start), min(end, len(messages)))
+        ]
+
+    def set_preferences(self, key: str, preferences: ChatPreferences) -> None:
+        self.preferences[key] = preferences
 
     def advance_cursor(self, key: str, expected: int, new: int, *, noticed: bool = False) -> bool:
         self.advances.append((key, expected, new))

@@ -91,6 +91,14 @@ def wrap(kind: str, update: dict[str, Any]) -> dict[str, Any]:
     return {"update_id": update["update_id"], kind: update["message"]}
 
 
+def reacted_by(user: dict[str, Any]) -> dict[str, Any]:
+    """`user` reacts 👍 to a message in their private chat."""
+    update = telegram_update("message_reaction")
+    update["message_reaction"]["user"] = user
+    update["message_reaction"]["chat"] = {"id": user["id"], "type": "private"}
+    return update
+
+
 def callback_from(user: dict[str, Any]) -> dict[str, Any]:
     update = telegram_update("callback_query")
     update["callback_query"]["from"] = user
@@ -290,7 +298,14 @@ CASES: list[Case] = [
         "refused",
         body=wrap("business_message", private(sender(STRANGER))),
     ),
-    Case("edit by the owner", 200, "ignored", body=telegram_update("edited_message")),
+    Case("edit by the owner", 200, "queued", body=telegram_update("edited_message")),
+    Case(
+        "reaction by a stranger",
+        200,
+        "refused",
+        body=reacted_by(sender(STRANGER)),
+    ),
+    Case("reaction by the owner", 200, "recorded", body=telegram_update("message_reaction")),
     Case("button press by the owner", 200, "queued", body=telegram_update("callback_query")),
     Case("a channel post", 200, "ignored", body=telegram_update("channel_post")),
     Case("username listed, same case", 200, "queued", body=private(CAROL)),

@@ -14,7 +14,9 @@ It also serves `/v1/audio/transcriptions` (multipart, as OpenAI's Whisper API) f
 script (`transcribe`, `fail_transcription`), so `TRANSCRIPTION_MODEL=openai/whisper-1` with the
 same base URL reaches it through litellm; and `/v1/audio/speech` (OpenAI's text to speech),
 answering `SPEECH_AUDIO` to every request it records in `speeches` (or a 500 while
-`speech_failures` lasts).
+`speech_failures` lasts); and `/v1/images/generations` and `/v1/images/edits` (OpenAI's image
+API), answering `IMAGE` as base64 to every request it records in `images` (or a content-policy
+refusal while `image_refusals` lasts).
 
 With `context_window` set, it refuses a request longer than that, as OpenAI does (400,
 `context_length_exceeded`, counted with litellm's gpt-4o tokenizer, the reply's `max_tokens`
@@ -23,6 +25,7 @@ included), without taking a step; `too_long` records those requests.
 
 from __future__ import annotations
 
+import base64
 import io
 import itertools
 import json
@@ -35,7 +38,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, BinaryIO, cast
 
-from nanobot_lambda.operator.local.http import FormFile, JsonHttpServer, parse_form_data
+from nanobot_lambda.operator.local.http import (
+    FormFile,
+    JsonHttpServer,
+    parse_form_data,
+    read_body,
+)
 
 ARGUMENT_PIECE_CHARS = 8  # a streamed tool call's arguments arrive in pieces this long
 
@@ -87,6 +95,8 @@ class ScriptedModelServer(JsonHttpServer):
     TRANSCRIPTION_MODEL = "openai/whisper-1"
     SPEECH_MODEL = "openai/tts-1"
     SPEECH_AUDIO = b"OggS\x00\x02" + b"scripted opus audio" * 8  # what /audio/speech answers
+    IMAGE_MODEL = "openai/gpt-image-1"
+    IMAGE = b"\x89PNG\r\n\x1a\n" + b"scripted image" * 8  # what /images/generations answers
 
     def __init__(self) -> None:
         super().__init__()
@@ -98,6 +108,8 @@ class ScriptedModelServer(JsonHttpServer):
         self.transcriptions: list[TranscriptionRequest] = []
         self.speeches: list[dict[str, Any]] = []  # the JSON bodies of /audio/speech
         self.speech_failures = 0  # the next speech requests that get a 500
+        self.images: list[tuple[str, bytes]] = []  # (path, body) of /images/generations|edits
+        self.image_refusals = 0  # the next image requests refused by the "content policy"
         # The model the responses name (litellm prices a reply by it); default: the requested one.
         self.response_model: str | None = None
         self.context_window: int | None = None  # tokens; None: any request is taken
@@ -324,6 +336,22 @@ class ScriptedModelServer(JsonHttpServer):
             return step.status, {"error": {"message": "scripted failure", "type": "server_error"}}
         return 200, {"text": step.text}
 
+    def _image(self, path: str, body: bytes) -> tuple[int, Any]:
+        """OpenAI's image API: the image as base64, or a content-policy refusal."""
+        with self._lock:
+            self.images.append((path, body))
+            if self.image_refusals:
+                self.image_refusals -= 1
+                return 400, IMAGE_REFUSED
+        encoded = base64.b64encode(self.IMAGE).decode()
+        usage = {  # as gpt-image-1 reports it (priced per token)
+            "input_tokens": 50,
+            "output_tokens": 1056,
+            "total_tokens": 1106,
+            "input_tokens_details": {"text_tokens": 50, "image_tokens": 0},
+        }
+        return 200, {"created": 1, "data": [{"b64_json": encoded}], "usage": usage}
+
     def answer(
         self, method: str, path: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, Any]:
@@ -336,6 +364,8 @@ class ScriptedModelServer(JsonHttpServer):
                     self.speech_failures -= 1
                     return 500, SCRIPTED_FAILURE
             return 200, self.SPEECH_AUDIO
+        if method == "POST" and path.rstrip("/").endswith(("/images/generations", "/images/edits")):
+            return self._image(path, body)
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             return 404, {"error": {"message": f"no route {method} {path}"}}
         return self._next(json.loads(body or b"{}"), headers)
@@ -349,19 +379,28 @@ class ScriptedModelServer(JsonHttpServer):
             rfile: BinaryIO
 
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
+                body = read_body(self)
                 if self.path.rstrip("/").endswith("/chat/completions"):
                     request = json.loads(body or b"{}")
                     if request.get("stream"):
                         model._stream(self, request)
                         return
                 self.rfile = io.BytesIO(body)  # the JSON handler reads the body again
+                del self.headers["Transfer-Encoding"]
+                del self.headers["Content-Length"]
+                self.headers["Content-Length"] = str(len(body))
                 super().do_POST()
 
         return cast(type[BaseHTTPRequestHandler], Handler)
 
 
+IMAGE_REFUSED = {
+    "error": {
+        "message": "Your request was rejected as a result of our safety system.",
+        "type": "invalid_request_error",
+        "code": "content_policy_violation",
+    }
+}
 NO_STEP_LEFT = {"error": {"message": "no scripted step left", "type": "server_error"}}
 SCRIPTED_FAILURE = {"error": {"message": "scripted failure", "type": "server_error"}}
 STREAM_ERROR = {

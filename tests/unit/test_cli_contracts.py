@@ -10,7 +10,13 @@ import pytest
 from botocore.exceptions import ClientError, NoCredentialsError
 
 from nanobot_lambda.adapters.telegram.client import TelegramError
-from nanobot_lambda.adapters.telegram.inbound import Accepted, Ignored, classify, to_inbound
+from nanobot_lambda.adapters.telegram.inbound import (
+    Accepted,
+    Ignored,
+    Reacted,
+    classify,
+    to_inbound,
+)
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
@@ -20,6 +26,7 @@ from nanobot_lambda.core.jobs import (
     ContinuationJob,
     CronTaskJob,
     HeartbeatJob,
+    HookEventJob,
     SubagentJob,
     TelegramUpdateJob,
 )
@@ -114,8 +121,8 @@ def test_allowed_updates_are_the_kinds_the_bot_acts_on() -> None:
         if update.kind not in ALLOWED_UPDATES:
             assert isinstance(to_inbound(update), Ignored), name
             assert not isinstance(classify(update, everyone), Accepted), name
-        elif isinstance(classify(update, everyone), Accepted):
-            acted_on.add(update.kind)
+        elif isinstance(classify(update, everyone), Accepted | Reacted):
+            acted_on.add(update.kind)  # answered, or recorded (a reaction)
     assert acted_on == set(ALLOWED_UPDATES)
 
 
@@ -202,6 +209,16 @@ JOBS = [
     (
         AnnouncementJob(subagent_id="s1", chat_id=3, label=SECRET, succeeded=True, result=SECRET),
         "announcement chat 3 subagent_id s1",
+    ),
+    (
+        TelegramUpdateJob(update={**telegram_update("edited_message"), "update_id": 8}),
+        "telegram_update edited_message update_id 8 chat 111111111",
+    ),
+    (
+        HookEventJob(
+            hook="ci", chat_id=4, delivery_id="d-1", payload=SECRET, received_at="2026-01-01"
+        ),
+        "hook_event chat 4 hook ci delivery_id d-1",
     ),
     (
         ContinuationJob(job=CronTaskJob(job_id="j1", chat_id=2, name="x", message=SECRET), part=2),

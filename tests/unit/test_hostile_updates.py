@@ -55,6 +55,7 @@ def test_the_corpus_is_large_and_covers_every_status() -> None:
         "queued",
         "ignored",
         "refused",
+        "recorded",  # a reaction (core/feedback.py)
     }
 
 
@@ -111,7 +112,7 @@ def test_agent_turn_handles_each_queued_hostile_update(case: Case) -> None:
     update = Update.model_validate(parsed.update)
     inbound = to_inbound(update)
     assert isinstance(inbound, InboundMessage)
-    if inbound.callback_query_id is not None:  # a button pressed: its words are the message
+    if inbound.callback_query_id is not None or inbound.edited:  # its words are the message
         for chunk in render_messages(inbound.text):
             assert telegram_length(chunk) <= 4096
             parse_telegram_html(chunk)

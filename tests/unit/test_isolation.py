@@ -35,12 +35,15 @@ import pytest
 
 from nanobot_lambda.adapters.telegram.inbound import session_key_for
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.subjects import subject_of
+from nanobot_lambda.core.feedback import Reaction
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,
     AnyJob,
     ContinuationJob,
     CronTaskJob,
     HeartbeatJob,
+    HookEventJob,
     SubagentJob,
     TelegramUpdateJob,
 )
@@ -48,10 +51,17 @@ from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.pairing import Asker, Person
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.subjects import NoSubject
-from nanobot_lambda.core.usage import Tally
+from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
 from tests.conftest import album_updates, telegram_update
-from tests.support.fakes import MemoryQueue, MemoryWorkspace, ScriptedModel, text, tool
+from tests.support.fakes import (
+    MemoryFeedbackBook,
+    MemoryQueue,
+    MemoryWorkspace,
+    ScriptedModel,
+    text,
+    tool,
+)
 from tests.unit.test_turns import Bot, decide
 from tests.unit.test_webhook import make_webhook, post
 
@@ -152,6 +162,41 @@ def press(who: Who) -> list[dict[str, Any]]:
     return [update]
 
 
+def edit(who: Who) -> list[dict[str, Any]]:
+    """`who` edits their message 10 (Telegram sends the message as it is now)."""
+    update = telegram_update("edited_message")
+    update["update_id"] = 810000005
+    message = update["edited_message"]
+    message |= {"text": "What about the Lisbon trip, in May?"}
+    message["from"] = {"id": who.sender, "is_bot": False, "first_name": who.name}
+    message["chat"] = who.chat_json
+    if who.thread is not None:
+        message |= {"message_thread_id": who.thread, "is_topic_message": True}
+    return [update]
+
+
+def reaction(who: Who) -> dict[str, Any]:
+    """`who` puts 👍 on the bot's message 11 in their chat (Telegram gives no topic)."""
+    update = telegram_update("message_reaction")
+    reacted = update["message_reaction"]
+    reacted["user"] = {"id": who.sender, "is_bot": False, "first_name": who.name}
+    reacted["chat"] = who.chat_json
+    return update
+
+
+def hook_event(who: Who) -> AnyJob:
+    """An event at a hook the owner made in `who`'s chat (and topic)."""
+    return HookEventJob(
+        hook="trips",
+        chat_id=who.chat,
+        thread_id=who.thread,
+        delivery_id="d-1",
+        event="booking",
+        payload='{"trip": "Lisbon"}',
+        received_at="2026-11-23T12:00:00+00:00",
+    )
+
+
 def heartbeat(who: Who) -> AnyJob:
     return HeartbeatJob(chat_id=who.chat, tasks="- check the Lisbon trip", fired_at="2026-11-23")
 
@@ -193,6 +238,8 @@ class Row:
     recalls: bool = False  # recall searches what the person sent
     heartbeat: bool = False  # a decision call first; the owner's only
     answers: bool = True  # False: a background task hands its result to an announcement
+    private_only: bool = False  # in a group the webhook ignores it (an edit: inbound._edited)
+    unwired: bool = False  # a job kind agent_turn does not run yet (see below)
 
     @property
     def job_kind(self) -> str:
@@ -206,10 +253,12 @@ ROWS = [
     Row("message", "voice", updates=voice, recalls=True),
     Row("message", "document", updates=document, recalls=True),
     Row("callback_query", "button press", updates=press, recalls=True),
+    Row("edited_message", "edit", updates=edit, recalls=True, private_only=True),
     Row("heartbeat", "heartbeat", job=heartbeat, heartbeat=True),
     Row("cron_task", "scheduled task", job=cron_task),
     Row("subagent", "background task", job=subagent, answers=False),
     Row("announcement", "background task's end", job=announcement),
+    Row("hook_event", "hook event", job=hook_event, unwired=True),
     Row("continuation", "a press continued", job=continuation, recalls=True),
 ]
 JOB_KINDS = {job.model_fields["kind"].default for job in get_args(AnyJob)}
@@ -217,7 +266,6 @@ UPDATE_KINDS = set(Update.model_fields) - {"update_id"}
 # Update kinds the model reads but the bot does not answer: (its update, what agent_turn does
 # with one queued anyway: "ignored" when it still has a chat, "refused" when it has none).
 IGNORED_KINDS: dict[str, tuple[dict[str, Any], str]] = {
-    "edited_message": (telegram_update("edited_message"), "ignored"),
     "business_message": (
         {"update_id": 1, "business_message": telegram_update("text_private")["message"]},
         "ignored",
@@ -229,8 +277,9 @@ IGNORED_KINDS: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "my_chat_member": (telegram_update("my_chat_member_blocked"), "refused"),
     "chat_member": ({"update_id": 3, "chat_member": {"chat": {"id": 1}}}, "refused"),
-    "message_reaction": ({"update_id": 4, "message_reaction": {"chat": {"id": 1}}}, "refused"),
 }
+# Update kinds the webhook records and never queues (core/feedback.py): their own table below.
+RECORDED_KINDS = {"message_reaction": reaction}
 
 
 def test_every_kind_the_code_knows_has_its_rows() -> None:
@@ -238,9 +287,9 @@ def test_every_kind_the_code_knows_has_its_rows() -> None:
     job_kinds = {row.job_kind for row in ROWS}
     rowless = JOB_KINDS - job_kinds
     assert not rowless, f"a job kind without a row: {rowless}"
-    unanswered = set(ALLOWED_UPDATES) - kinds
+    unanswered = set(ALLOWED_UPDATES) - kinds - set(RECORDED_KINDS)
     assert not unanswered, f"a subscribed kind without a row: {unanswered}"
-    unplaced = UPDATE_KINDS - kinds - set(IGNORED_KINDS)
+    unplaced = UPDATE_KINDS - kinds - set(IGNORED_KINDS) - set(RECORDED_KINDS)
     assert not unplaced, f"an update kind without a row or an ignored entry: {unplaced}"
 
 
@@ -318,7 +367,22 @@ def runs_for(row: Row, who: Who) -> bool:
     return not row.heartbeat or who is OWNER
 
 
-CASES = [pytest.param(row, who, id=f"{row.variant}-{who.name}") for row in ROWS for who in EVERYONE]
+# agent_turn has no turn for a hook event yet (entry/agent_turn/ is being restructured; the
+# wiring is described in README "Event hooks"): its rows fail until it is wired, and then pass.
+UNWIRED = pytest.mark.xfail(
+    raises=KeyError, strict=True, reason="agent_turn does not run hook_event jobs yet"
+)
+
+
+def case(row: Row, who: Who) -> Any:
+    return pytest.param(
+        row, who, id=f"{row.variant}-{who.name}", marks=[UNWIRED] if row.unwired else []
+    )
+
+
+CASES = [
+    case(row, who) for row in ROWS for who in EVERYONE if not (row.private_only and who is GROUP)
+]
 
 
 @pytest.mark.parametrize(("row", "who"), CASES)
@@ -375,6 +439,8 @@ def test_the_spend_check_is_that_chat_s_own(row: Row, who: Who) -> None:
     own.usage.add(who.chat, spent, NOW)
     try:
         deliver(own, row, who)
+    except KeyError:
+        raise  # a kind agent_turn has no turn for (UNWIRED)
     except Exception as error:  # an announcement not told is retried by SQS: nothing else
         assert row.kind == "announcement", error
     assert own.model.requests == []
@@ -395,9 +461,7 @@ def test_the_spend_check_is_that_chat_s_own(row: Row, who: Who) -> None:
     assert len(others.model.requests) == (len(script(row)) if runs_for(row, who) else 0)
 
 
-@pytest.mark.parametrize(
-    ("row", "who"), [case for case in CASES if case.values[0].updates is not None]
-)
+@pytest.mark.parametrize(("row", "who"), [each for each in CASES if each.values[0].updates])
 def test_the_allow_list_refuses_whose_it_is_once_unlisted(row: Row, who: Who) -> None:
     assert row.updates is not None
     queue = MemoryQueue()
@@ -409,7 +473,9 @@ def test_the_allow_list_refuses_whose_it_is_once_unlisted(row: Row, who: Who) ->
 
 
 UNSENT = [
-    case for case in CASES if case.values[0].kind in {"cron_task", "subagent", "announcement"}
+    each
+    for each in CASES
+    if each.values[0].kind in {"cron_task", "subagent", "announcement", "hook_event"}
 ]
 
 
@@ -430,6 +496,41 @@ def test_a_job_nobody_sent_now_stops_once_its_person_may_no_longer_talk_to_the_b
     approved.pairing.persons[who.chat] = Person(Asker(who.chat, who.name), NOW)
     deliver(approved, row, who)
     assert approved.model.requests != []  # an approved person's jobs run
+
+
+@pytest.mark.parametrize("who", EVERYONE, ids=lambda who: who.name)
+def test_a_hook_event_is_the_subject_of_the_chat_it_was_made_in(who: Who) -> None:
+    """What agent_turn will derive once it runs hook events: that chat, topic and scope."""
+    subject = subject_of(hook_event(who), OWNER.chat)
+    assert (subject.chat_id, subject.thread_id) == (who.chat, who.thread)
+    assert subject.scope == Scope(who.scope)
+
+
+def test_an_edit_in_a_group_is_ignored() -> None:
+    queue = MemoryQueue()
+    (update,) = edit(GROUP)
+    answer = json.loads(post(make_webhook(queue, allow=ALLOW_FROM), update)["body"])
+    assert answer["status"] == "ignored" and queue.sent == []
+
+
+# -- what the webhook records: reactions --------------------------------------------------------
+
+
+@pytest.mark.parametrize("who", EVERYONE, ids=lambda who: who.name)
+def test_a_reaction_is_recorded_in_its_own_chat_and_queues_nothing(who: Who) -> None:
+    queue, book = MemoryQueue(), MemoryFeedbackBook()
+    webhook = make_webhook(queue, allow=ALLOW_FROM, feedback=book)
+    answer = json.loads(post(webhook, RECORDED_KINDS["message_reaction"](who))["body"])
+    assert answer["status"] == "recorded" and queue.sent == []
+    for other in EVERYONE:
+        expected = [Reaction(who.chat, 11, who.sender, ("👍",), 1763800060)]
+        assert book.reactions(other.chat) == (expected if other is who else [])
+
+    unlisted = ",".join(other.listed for other in EVERYONE if other is not who)
+    refused, nothing = MemoryQueue(), MemoryFeedbackBook()
+    webhook = make_webhook(refused, allow=unlisted, feedback=nothing)
+    answer = json.loads(post(webhook, RECORDED_KINDS["message_reaction"](who))["body"])
+    assert answer["status"] == "refused" and nothing.reacted == {} and refused.sent == []
 
 
 # -- what the bot does not answer -------------------------------------------------------------

@@ -168,3 +168,18 @@ def test_the_webhook_reads_the_group_policy_too() -> None:
     assert settings.group_policy == "open"
     with pytest.raises(ConfigError, match="GROUP_POLICY"):
         WebhookSettings.from_env({**WEBHOOK_ENV, "GROUP_POLICY": "everyone"}, fetch=no_fetch)
+
+
+def test_a_reference_without_a_reader_is_named_not_fetched() -> None:
+    """Reading secrets is an adapter's job: the handlers pass `fetch_secret` in. A caller that
+    passes no reader is told which reference it was given, and nothing reaches AWS."""
+    with pytest.raises(ConfigError) as error:
+        AgentSettings.from_env({**AGENT_ENV, "LLM_API_KEY_PARAM": "/llm/key"})
+    assert "LLM_API_KEY_PARAM: secret references are not read here" in str(error.value)
+    assert "/llm/key" not in str(error.value)
+    # A direct value still wins over the reference, with no reader needed.
+    settings = AgentSettings.from_env(
+        {**AGENT_ENV, "LLM_API_KEY": "sk-direct", "LLM_API_KEY_PARAM": "/llm/key"}
+    )
+    assert settings.llm_api_key is not None
+    assert settings.llm_api_key.get_secret_value() == "sk-direct"

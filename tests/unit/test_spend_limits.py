@@ -16,7 +16,7 @@ from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text
 from nanobot_lambda.core.jobs import HeartbeatJob, TelegramUpdateJob
 from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.spend import LimitReached, SpendLimits, first_reached, remaining
-from nanobot_lambda.core.usage import Tally, UsageSummary
+from nanobot_lambda.core.usage_counts import Tally, UsageSummary
 from nanobot_lambda.settings import AgentSettings
 from tests.conftest import telegram_update
 from tests.support.fakes import OVERALL, RecordingSpeaker, ScriptedModel, tool

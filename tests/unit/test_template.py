@@ -41,6 +41,7 @@ REFS = {
     "ScheduleGroup": "ScheduleGroup-X",
     "SchedulerFunction": "nanobot-SchedulerFunction-X",
     "WebhookFunction": "nanobot-WebhookFunction-X",
+    "ServerlessHttpApi": "api-x",  # SAM's implicit HTTP API (the hooks' URL in agent_turn)
     "AgentTurnFunction": "nanobot-AgentTurnFunction-X",
     "SandboxFunction": "nanobot-sandbox",
     "SandboxLogGroup": "/aws/lambda/nanobot-sandbox",
@@ -411,12 +412,20 @@ def test_functions_may_read_exactly_the_ssm_parameters_they_reference(
 
 def test_webhook_route_matches_the_webhook_url_output(template: dict[str, Any]) -> None:
     events = properties(template, "WebhookFunction")["Events"]
-    (route,) = [event["Properties"] for event in events.values() if event["Type"] == "HttpApi"]
-    assert (route["Method"], route["Path"]) == ("POST", "/webhook")
-    assert str(route.get("PayloadFormatVersion", "2.0")) == "2.0"
+    routes = [event["Properties"] for event in events.values() if event["Type"] == "HttpApi"]
+    assert [(route["Method"], route["Path"]) for route in routes] == [
+        ("POST", "/webhook"),
+        ("POST", "/hooks/{name}"),  # the event hooks (entry/hooks.py)
+    ]
+    assert all(str(route.get("PayloadFormatVersion", "2.0")) == "2.0" for route in routes)
     url = template["Outputs"]["WebhookUrl"]["Value"]["Fn::Sub"]
     assert url.startswith("https://${ServerlessHttpApi}.execute-api.")
-    assert url.endswith(route["Path"])
+    assert url.endswith("/webhook")
+    hooks_url = template["Outputs"]["HooksUrl"]["Value"]["Fn::Sub"]
+    assert hooks_url == url.removesuffix("/webhook") + "/hooks"
+    # /hooks shows each hook's URL under it.
+    agent = properties(template, "AgentTurnFunction")["Environment"]["Variables"]
+    assert agent["HOOKS_URL"] == {"Fn::Sub": hooks_url}
 
 
 def test_env_example_sets_only_variables_the_template_declares(template: dict[str, Any]) -> None:
@@ -432,7 +441,8 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
     template: dict[str, Any],
 ) -> None:
     """The webhook raises /stop flags, records album parts and queued updates, reads and writes
-    pairing; it must not read conversations, nor write into one: its sessions-table items are
+    pairing, reads hooks and records their requests, records reactions and edits; it must not
+    read conversations, nor write into one: its sessions-table items are
     its own partitions."""
     context = make_context(template)
     policies = context.evaluate(properties(template, "WebhookFunction")["Policies"])
@@ -459,6 +469,13 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
                 ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"],
                 ["pairing"],
             ),
+            (sessions, ["dynamodb:GetItem"], ["hooks"]),  # adapters/aws/hooks.py: a hook
+            (  # a hook's rate and the deliveries it queued
+                sessions,
+                ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+                ["hook#*"],
+            ),
+            (sessions, ["dynamodb:PutItem"], ["feedback#*", "edit#*"]),  # adapters/aws/feedback
             (
                 idempotency,
                 [

@@ -27,7 +27,7 @@ from nanobot_lambda.core.jobs import (
 )
 from nanobot_lambda.core.model import ModelReply
 from nanobot_lambda.core.scopes import Scope
-from nanobot_lambda.core.usage import Tally
+from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
 from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
 from nanobot_lambda.settings import AgentSettings
@@ -80,6 +80,8 @@ class Bot:
     consolidation_model: ScriptedModel | None = None  # CONSOLIDATION_MODEL
     speaker: RecordingSpeaker | None = None  # TTS_MODEL
     sandbox: Any = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
+    models: Any = None  # the models /model and /think choose from (core/model_choice.py)
+    images: Any = None  # IMAGE_MODEL: the generate_image tool
     embedder: Any = None  # EMBEDDING_MODEL: hybrid recall (with `recall_indexes`)
     recall_indexes: Any = None
     clock: Callable[[], datetime] | None = None  # default: the real time
@@ -120,6 +122,8 @@ class Bot:
                 consolidation_model=self.consolidation_model,
                 speaker=self.speaker,
                 sandbox=self.sandbox,
+                models=self.models,
+                images=self.images,
                 embedder=self.embedder,
             ),
             self.metrics,

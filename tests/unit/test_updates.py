@@ -7,6 +7,7 @@ import pytest
 from nanobot_lambda.adapters.telegram.inbound import (
     Accepted,
     Ignored,
+    Reacted,
     Rejected,
     classify,
     to_inbound,
@@ -24,12 +25,13 @@ EXPECTED = {
     "command_new_with_botname": Accepted,
     "command_start": Accepted,
     "document_pdf": Accepted,
-    "edited_message": Ignored,
+    "edited_message": Accepted,  # a short turn: what the message says now (core/feedback.py)
     "forum_topic_message": Accepted,
     "forwarded": Accepted,
     "group_mention": Accepted,
     "group_no_mention": Accepted,
     "location": Accepted,
+    "message_reaction": Reacted,  # recorded by the webhook, no turn
     "my_chat_member_blocked": Ignored,
     "photo_with_caption": Accepted,
     "reply_to_bot": Accepted,
@@ -151,9 +153,9 @@ def test_strangers_are_refused_whatever_they_send(name: str, kind: str) -> None:
     assert isinstance(decision, Rejected) and decision.sender_id == 333333333
 
 
-def test_the_owners_edits_are_ignored_not_refused() -> None:
+def test_the_owners_edits_are_heard_as_edits() -> None:
     decision = classify(Update.model_validate(telegram_update("edited_message")), LISTED)
-    assert isinstance(decision, Ignored)
+    assert isinstance(decision, Accepted) and decision.message.edited
 
 
 def test_a_button_press_is_the_users_choice_in_words_under_the_message_it_was_on() -> None:

@@ -23,7 +23,8 @@ from nanobot_lambda.core.jobs import (
     TelegramUpdateJob,
 )
 from nanobot_lambda.core.model import Usage
-from nanobot_lambda.core.usage import Tally, describe
+from nanobot_lambda.core.usage import describe
+from nanobot_lambda.core.usage_counts import Tally
 
 
 def test_a_calls_usage_becomes_a_tally() -> None:

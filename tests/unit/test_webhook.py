@@ -25,6 +25,7 @@ from nanobot_lambda.operator.local.stack import http_event
 from tests.conftest import album_updates, telegram_update
 from tests.support.fakes import (
     MemoryAlbumBook,
+    MemoryFeedbackBook,
     MemoryLedger,
     MemoryQueue,
     MemoryStopFlags,
@@ -40,6 +41,7 @@ def make_webhook(
     flags: MemoryStopFlags | None = None,
     ack_reaction: str = "",
     albums: MemoryAlbumBook | None = None,
+    feedback: MemoryFeedbackBook | None = None,
 ) -> Webhook:
     return Webhook(
         SecretStr(SECRET),
@@ -49,6 +51,7 @@ def make_webhook(
             MemoryLedger(),
             flags or MemoryStopFlags(),
             MemoryAlbumBook() if albums is None else albums,
+            feedback=MemoryFeedbackBook() if feedback is None else feedback,
         ),
         RecordingMetrics(),
     )
@@ -104,7 +107,7 @@ def test_malformed_body_is_400_and_not_logged(body: str, caplog: pytest.LogCaptu
         assert body not in caplog.text
 
 
-@pytest.mark.parametrize("name", ["edited_message", "channel_post", "my_chat_member_blocked"])
+@pytest.mark.parametrize("name", ["channel_post", "my_chat_member_blocked"])
 def test_kinds_the_bot_does_not_act_on_are_200_ignored(name: str) -> None:
     queue = MemoryQueue()
     response = post(make_webhook(queue), telegram_update(name))
@@ -362,7 +365,8 @@ def test_only_a_newly_queued_update_carries_a_method() -> None:
         "queued": post(webhook, update),
         "duplicate": post(webhook, update),
         "refused": post(make_webhook(MemoryQueue(), allow="42"), update),
-        "ignored": post(make_webhook(MemoryQueue()), telegram_update("edited_message")),
+        "ignored": post(make_webhook(MemoryQueue()), telegram_update("channel_post")),
+        "recorded": post(make_webhook(MemoryQueue()), telegram_update("message_reaction")),
         "enqueue failed": post(make_webhook(MemoryQueue(fail=True)), update),
         "unauthorized": post(make_webhook(MemoryQueue()), update, secret="wrong"),
     }
@@ -374,6 +378,7 @@ def test_only_a_newly_queued_update_carries_a_method() -> None:
         "duplicate",
         "refused",
         "ignored",
+        "recorded",
         None,
         None,
     ]

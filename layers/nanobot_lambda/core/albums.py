@@ -20,10 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from nanobot_lambda.core.ports import AlbumBook
+from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -116,3 +113,21 @@ class Albums:
 def _ordered(updates: Mapping[int, Update], claimed: frozenset[int]) -> list[Update]:
     # Telegram numbers updates in the order it sends them, which is the album's order.
     return [updates[update_id] for update_id in sorted(claimed) if update_id in updates]
+
+
+class AlbumBook(Protocol):
+    """The parts of albums (media groups) as the webhook received them, and which turn
+    claimed them (see the module's docstring). Keyed by `album_key`."""
+
+    def add_part(self, key: str, update_id: int, update: Mapping[str, Any]) -> None:
+        """Record a part (again, for a re-sent update: harmless) and when it arrived."""
+        ...
+
+    def get(self, key: str) -> AlbumRecord | None:
+        """The album's record, read consistently; None if no part was recorded."""
+        ...
+
+    def claim(self, key: str, lead: int, parts: frozenset[int]) -> AlbumRecord:
+        """Make `lead`'s turn the one answering `parts`, unless another turn claimed the
+        album first; returns the record as claimed (by whichever turn did)."""
+        ...

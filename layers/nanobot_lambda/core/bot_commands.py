@@ -13,6 +13,8 @@ BOT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("compact", "summarise our earlier conversation into memory now (the newest stays)"),
     ("memory", "versions of my memory of this chat; /memory restore N brings one back"),
     ("usage", "tokens, turns and cost of this chat (today, this month, all time)"),
+    ("model", "which model answers this chat; /model NAME switches"),
+    ("think", "how hard I think: /think off, low, medium or high"),
     ("help", "the commands, and what I can do"),
 )
 

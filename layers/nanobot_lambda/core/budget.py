@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,9 +101,15 @@ class RequestFitter:
     """Keeps each request within `max_tokens`: the model's context window less room for the
     reply (see the module's docstring)."""
 
-    def __init__(self, counter: TokenCounter, max_tokens: int) -> None:
+    def __init__(self, counter: TokenCounter, max_tokens: int | Callable[[], int]) -> None:
+        """`max_tokens`: a number, or what gives it for each request (the chat's model, chosen
+        with /model, has a window of its own)."""
         self._counter = counter
-        self.max_tokens = max_tokens
+        self._max_tokens = max_tokens
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max_tokens if isinstance(self._max_tokens, int) else self._max_tokens()
 
     def tokens(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> int:
         bound = upper_bound(messages, tools)

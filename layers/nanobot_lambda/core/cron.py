@@ -13,7 +13,7 @@ EventBridge Scheduler.)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 JobKind = Literal["reminder", "task"]
 
@@ -43,3 +43,63 @@ class CronJob:
     @property
     def schedule_name(self) -> str:
         return f"nanobot-{self.job_id}"
+
+
+class JobStore(Protocol):
+    """Scheduled jobs, background-task records and the owner's latest private chat."""
+
+    def put(self, job: CronJob) -> None:
+        """Store a new job; StorageError if the chat has a job of that id already."""
+        ...
+
+    def get(self, chat_id: int, job_id: str) -> CronJob | None: ...
+
+    def for_chat(self, chat_id: int) -> list[CronJob]: ...
+
+    def all_jobs(self) -> list[CronJob]:
+        """Every chat's jobs (for the operator; the bot itself only lists per chat)."""
+        ...
+
+    def delete(self, chat_id: int, job_id: str) -> bool: ...
+
+    def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> int | None:
+        """None if this firing was handled already or the job is gone; otherwise how many
+        parts of its message an earlier, failed attempt of this firing delivered."""
+        ...
+
+    def record_firing_part(self, chat_id: int, job_id: str, scheduled_time: str, part: int) -> None:
+        """Record that the channel accepted `part` of this firing's message. Raises
+        StorageError when this firing is not the one claimed."""
+        ...
+
+    def release_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> None:
+        """Undo a claim whose work failed, so that the retry of this firing runs it."""
+        ...
+
+    def record_run(self, job: CronJob, *, at: str, status: str) -> None: ...
+
+    def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None:
+        """Count a background task of the chat as running; one that never finishes stops
+        counting a day after `now` (a task that died without reporting)."""
+        ...
+
+    def finish_subagent(self, chat_id: int, subagent_id: str) -> None: ...
+
+    def running_subagents(self, chat_id: int, *, now: int) -> int: ...
+
+    def remember_private_chat(self, chat_id: int) -> None: ...
+
+    def latest_private_chat(self) -> int | None: ...
+
+
+class Schedules(Protocol):
+    """The jobs' schedules (EventBridge Scheduler), which fire the scheduler function."""
+
+    def create(self, job: CronJob) -> None:
+        """Create the job's schedule; one that exists already (made for this job) is not an
+        error."""
+        ...
+
+    def delete(self, job: CronJob) -> None:
+        """Delete the job's schedule; one already gone is not an error."""
+        ...

@@ -12,8 +12,7 @@ import logging
 import re
 
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.model import force_tool, function_tool
-from nanobot_lambda.core.ports import ChatModel
+from nanobot_lambda.core.model import ChatModel, force_tool, function_tool
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ kind in one place (`adapters/telegram/subjects.py`, where the queued updates can
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -76,7 +76,26 @@ class AnnouncementJob(_Job):
     result: str
 
 
-StartJob = TelegramUpdateJob | HeartbeatJob | CronTaskJob | SubagentJob | AnnouncementJob
+class HookEventJob(_Job):
+    """A signed event arrived at one of the owner's hooks (core/hooks.py): run it as a task in
+    the chat the hook was made in. `payload` is the request body as text, cut to
+    `hooks.PAYLOAD_MAX_BYTES` (`truncated` then), and reaches the model framed as untrusted."""
+
+    kind: Literal["hook_event"] = "hook_event"
+    hook: str
+    chat_id: int
+    thread_id: int | None = None
+    delivery_id: str  # the sender's (X-GitHub-Delivery, X-Hook-Delivery) or the signature's
+    event: str | None = None  # what the sender calls it (X-GitHub-Event, X-Hook-Event)
+    payload: str
+    truncated: bool = False
+    received_at: str
+    quiet: bool = False  # report only what needs the person, as quiet cron tasks do
+
+
+StartJob = (
+    TelegramUpdateJob | HeartbeatJob | CronTaskJob | SubagentJob | AnnouncementJob | HookEventJob
+)
 
 
 class ContinuationJob(_Job):
@@ -99,3 +118,12 @@ def _job_adapter() -> TypeAdapter[AnyJob]:
 def parse_job(body: str) -> AnyJob:
     """Parse a queue message body; raises pydantic.ValidationError for anything else."""
     return _job_adapter().validate_json(body)
+
+
+class TurnQueue(Protocol):
+    """The FIFO queue of jobs for agent_turn, ordered per group."""
+
+    def enqueue(self, job: AnyJob, group: str, dedup_id: str) -> str:
+        """Queue `job` in `group`; a second job with the same `dedup_id` (within five minutes)
+        is dropped. Returns the message id."""
+        ...

@@ -50,12 +50,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
-if TYPE_CHECKING:
-    from nanobot_lambda.core.sessions import SessionHistory
+from nanobot_lambda.core.stored_writes import StoredWrite
 
 Message = dict[str, Any]
 SendKind = Literal["text", "file", "buttons_off"]
@@ -143,6 +142,62 @@ def with_aside(messages: Sequence[Message], aside: Sequence[Aside]) -> list[Mess
     return merged
 
 
-def progress_in(history: SessionHistory, turn_id: str) -> TurnProgress:
+class HoldsOpenTurns(Protocol):
+    """What `progress_in` reads of a session load (core/sessions.py's `SessionHistory`; named
+    by its shape so that this module, which the sessions import, does not import them)."""
+
+    @property
+    def open_turns(self) -> Mapping[str, TurnProgress]: ...
+
+
+def progress_in(history: HoldsOpenTurns, turn_id: str) -> TurnProgress:
     """The turn's record among the unfinished turns the session load returned (or a new one)."""
     return history.open_turns.get(turn_id) or TurnProgress(turn_id)
+
+
+class TurnJournal(Protocol):
+    """Each unfinished turn's progress (see the module's docstring)."""
+
+    def get(self, session_key: str, turn_id: str) -> TurnProgress:
+        """The turn's record, for turns whose session load does not return it."""
+        ...
+
+    def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
+        """Record the turn's messages so far, with the sends recorded so far."""
+        ...
+
+    def record_send(
+        self, session_key: str, progress: TurnProgress, number: int, shown: Shown
+    ) -> None:
+        """Record that message `number`, `shown`, was sent in full."""
+        ...
+
+    def record_part(
+        self, session_key: str, progress: TurnProgress, number: int, part: int, text: str
+    ) -> None:
+        """Record that `part` of message `number` was sent (with the first, the text)."""
+        ...
+
+    def set_aside(
+        self, session_key: str, progress: TurnProgress, numbers: list[int], at: int
+    ) -> None:
+        """Messages `numbers` an earlier run sent are not this run's: keep them aside, shown
+        before message `at` of the turn's messages (core/journal.py)."""
+        ...
+
+    def end(self, session_key: str, progress: TurnProgress, text: str, number: int) -> None:
+        """Record that the turn ends unanswered, with the text named `text` as message
+        `number`."""
+        ...
+
+    def finish(self, session_key: str, progress: TurnProgress) -> list[StoredWrite]:
+        """The writes that close the turn's record, made with the transaction saving it."""
+        ...
+
+    def discard(self, session_key: str, progress: TurnProgress) -> None:
+        """Forget an unfinished turn's record (the user was told it failed)."""
+        ...
+
+    def mark_done(self, session_key: str, progress: TurnProgress) -> None:
+        """A turn that saves no session: record that it is done, replacing its progress."""
+        ...

@@ -8,9 +8,9 @@ The model itself is the `ChatModel` port (core/ports.py); the litellm adapter li
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -105,3 +105,55 @@ class Embeddings:
     vectors: tuple[tuple[float, ...], ...]
     model: str  # the model that made them: an index built with another is rebuilt
     cost_usd: float | None = None
+
+
+class ChatModel(Protocol):
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        tool_choice: ToolChoice = None,
+        timeout: float | None = None,
+        on_text: TextStream | None = None,
+    ) -> ModelReply:
+        """One completion, within `timeout` seconds when given (fallbacks included).
+        With `on_text`, the reply is streamed and its text so far given to `on_text` as it
+        arrives; the reply returned is still the whole one. Raises ModelError when the
+        provider (and every fallback) fails, mid-stream included."""
+        ...
+
+
+class Speaker(Protocol):
+    def speak(self, text: str) -> Speech:
+        """The Markdown `text` read aloud, as an OGG/Opus voice note. Raises ModelError on any
+        failure, naming its kind and status, never the request."""
+        ...
+
+
+class TokenCounter(Protocol):
+    @property
+    def context_window(self) -> int:
+        """The model's input limit in tokens."""
+        ...
+
+    def count(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> int:
+        """The input tokens of a request (messages and tool schemas), as the model's tokenizer
+        counts them or close to it."""
+        ...
+
+
+class Embedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        """One vector per text, unit length. Raises ModelError on any failure, naming its kind
+        and status, never the texts."""
+        ...
+
+
+class Transcriber(Protocol):
+    def transcribe(self, filename: str, data: bytes) -> Transcript:
+        """The speech in the audio as text. Raises ModelError on any failure, naming the kind
+        and status of the failure, never the request."""
+        ...

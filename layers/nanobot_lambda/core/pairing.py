@@ -24,12 +24,9 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nanobot_lambda.core import texts
-
-if TYPE_CHECKING:
-    from nanobot_lambda.core.ports import PairingStore
 
 logger = logging.getLogger(__name__)
 
@@ -209,3 +206,39 @@ def _spaced(code: str) -> str:
 
 def _left(asked: AskRecord, now: datetime) -> int:
     return max(1, int((asked.expires - now).total_seconds() // 60))
+
+
+class PairingStore(Protocol):
+    """Who the owner approved, and the codes strangers were given (see the module's docstring;
+    `adapters/aws/pairing.py` keeps them in DynamoDB)."""
+
+    def person(self, user_id: int) -> Person | None: ...
+
+    def people(self) -> list[Person]: ...
+
+    def ask_record(self, user_id: int) -> AskRecord | None: ...
+
+    def take_hour_slot(self, hour: str, limit: int) -> bool:
+        """Count one more code in `hour`; False (and nothing counted) past `limit`."""
+        ...
+
+    def open_code(self, pairing: PairingCode, day: str, count: int) -> bool:
+        """Record a new code and the person's ask (`count` codes on `day`); False when the code
+        is open for someone else already."""
+        ...
+
+    def code(self, code: str) -> PairingCode | None: ...
+
+    def open_codes(self) -> list[PairingCode]: ...
+
+    def approve(self, pairing: PairingCode, at: datetime) -> bool:
+        """Approve the code's person and close the code, at once; False if it was closed."""
+        ...
+
+    def deny(self, pairing: PairingCode, until: datetime) -> bool:
+        """Close the code and refuse its person until `until`; False if it was closed."""
+        ...
+
+    def remove(self, user_id: int) -> bool:
+        """Take an approval back; False if there was none."""
+        ...

@@ -41,6 +41,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import ge, mul, sub
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from nanobot_lambda.core.scopes import Scope
 
 MAGIC = b"NBRI"
 FORMAT_VERSION = 1
@@ -320,3 +324,19 @@ class StoredIndex:
 
     etag: str
     data: bytes | None  # None: unchanged since the ETag the conditional read named
+
+
+class RecallIndexObjects(Protocol):
+    """Each scope's recall index as one stored object, kept outside the workspace the model
+    can list or write."""
+
+    def get(self, scope: Scope, *, unless_etag: str | None = None) -> StoredIndex | None:
+        """The stored object, or None when there is none. With `unless_etag`, a conditional
+        read: when the object still has that ETag its bytes are not sent again
+        (`StoredIndex.data` is None)."""
+        ...
+
+    def put(self, scope: Scope, data: bytes, *, if_match: str | None) -> str:
+        """Store the object only if it still has the ETag `if_match` (None: only if there is
+        none yet); returns the new ETag. Raises WriteConflict when the condition fails."""
+        ...

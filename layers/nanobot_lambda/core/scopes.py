@@ -25,8 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nanobot_lambda.core.errors import ToolError
-from nanobot_lambda.core.ports import Workspace
-from nanobot_lambda.core.workspace import Entry, WorkspaceFile
+from nanobot_lambda.core.workspace import Entry, Workspace, WorkspaceFile
 
 # Read from the owner's workspace in every scope, and read-only there.
 SHARED_FILES = frozenset({"AGENTS.md", "SOUL.md", "IDENTITY.md", "TOOLS.md"})

@@ -17,11 +17,13 @@ the cursor; /compact and /new, which say so themselves, move both. A session tha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from nanobot_lambda.core.errors import StorageConflict
 from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.core.stored_writes import StoredWrite
 
 Message = dict[str, Any]
 RECENT_TURNS = 20  # turn ids a session remembers as saved
@@ -29,6 +31,14 @@ RECENT_TURNS = 20  # turn ids a session remembers as saved
 
 class SessionConflict(StorageConflict):
     """Another writer changed the session since it was loaded."""
+
+
+@dataclass(frozen=True)
+class ChatPreferences:
+    """What the chat chose with /model and /think (core/model_choice.py); None: the default."""
+
+    model_preset: str | None = None
+    thinking: str | None = None
 
 
 @dataclass
@@ -39,6 +49,7 @@ class SessionHistory:
     consolidated_upto: int = 0
     recent_turns: tuple[str, ...] = ()
     open_turns: dict[str, TurnProgress] = field(default_factory=dict)  # by turn id
+    preferences: ChatPreferences = field(default_factory=ChatPreferences)
     noticed_upto: int | None = None  # None: as far as the cursor (nothing to announce)
 
     @property
@@ -61,3 +72,39 @@ def align_to_user_turn(messages: list[Message]) -> list[Message]:
         if message.get("role") == "user":
             return messages[index:]
     return []
+
+
+class SessionStore(Protocol):
+    """Conversations, one message at a time (see the module's docstring)."""
+
+    def load(self, key: str, limit: int) -> SessionHistory:
+        """The header, the unconsolidated window (at most `limit` messages, starting at a user
+        message) and the session's unfinished turns, in one read."""
+        ...
+
+    def append(
+        self,
+        history: SessionHistory,
+        messages: list[Message],
+        *,
+        turn_id: str | None = None,
+        also: Sequence[StoredWrite] = (),
+    ) -> None:
+        """Save `messages` after the history in one transaction (per 99 messages); `turn_id`
+        joins `recent_turns` and the `also` writes are made with the last one. Raises
+        SessionConflict when another writer changed the session since it was loaded."""
+        ...
+
+    def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:
+        """Messages with start <= seq < end, oldest first."""
+        ...
+
+    def advance_cursor(self, key: str, expected: int, new: int, *, noticed: bool = False) -> bool:
+        """Move `consolidated_upto` from `expected` to `new`; False if it had moved already.
+        `noticed`: the caller tells the chat itself (/compact, /new): `noticed_upto` moves too;
+        otherwise it stays where it was (at `expected` if it had none), so a notice is due."""
+        ...
+
+    def set_preferences(self, key: str, preferences: ChatPreferences) -> None:
+        """Keep the chat's /model and /think choices with the session (loaded with it)."""
+        ...

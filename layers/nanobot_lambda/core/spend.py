@@ -24,7 +24,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.errors import ModelError
 
 if TYPE_CHECKING:
-    from nanobot_lambda.core.usage import UsageSummary
+    from nanobot_lambda.core.usage_counts import UsageSummary
 
 Who = Literal["chat", "everyone"]
 Period = Literal["day", "month"]

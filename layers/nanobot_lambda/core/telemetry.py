@@ -20,8 +20,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Literal, Protocol
 
-from nanobot_lambda.core.ports import MetricsPort
-
 ErrorKind = Literal[
     "model_error",  # a model call failed after litellm's retries
     "telegram_error",  # a turn failed sending to Telegram (SQS retries it)
@@ -120,3 +118,13 @@ def span(name: str, **annotations: str) -> Iterator[None]:
         for key, value in annotations.items():
             subsegment.put_annotation(key, value)
         yield
+
+
+class MetricsPort(Protocol):
+    def add(self, name: str, value: float, unit: str = "Count") -> None:
+        """Add a value to the invocation's record."""
+        ...
+
+    def add_by(self, name: str, dimension: str, key: str, value: float) -> None:
+        """Emit a count with one extra dimension (`dimension`=`key`)."""
+        ...

@@ -12,6 +12,7 @@ named `[click here](http://evil.example)` is a link in the owner's chat, and one
 
 from __future__ import annotations
 
+import json
 import string
 import unicodedata
 from functools import cache
@@ -38,6 +39,18 @@ _MARKDOWN_PUNCTUATION = frozenset(string.punctuation)
 _BIDI_CONTROLS = dict.fromkeys(
     map(ord, "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 )
+
+
+# Line breaks JSON leaves as they are: a reader may still take them for the end of a line.
+_UNESCAPED_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def quoted(text: str) -> str:
+    """`text` as one JSON string literal on one line: its quotation marks and backslashes are
+    escaped and every line break written out, so no label or quoted text can end the quotation
+    it is put in (whatever follows in it, a `]` or a tag, stays inside), and the original can
+    be read back."""
+    return json.dumps(text, ensure_ascii=False).translate(_UNESCAPED_BREAKS)
 
 
 @cache

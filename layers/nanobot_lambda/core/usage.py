@@ -28,89 +28,35 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
+from nanobot_lambda.core.images import GeneratedImage, ImageGenerator
 from nanobot_lambda.core.model import (
+    ChatModel,
+    Embedder,
     Embeddings,
     ModelReply,
+    Speaker,
     Speech,
     TextStream,
     ToolChoice,
-    Transcript,
-    Usage,
-)
-from nanobot_lambda.core.ports import (
-    ChatModel,
-    Embedder,
-    MetricsPort,
-    Speaker,
-    StoredWrite,
     Transcriber,
-    UsageStore,
+    Transcript,
 )
 from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits, first_reached, remaining
+from nanobot_lambda.core.stored_writes import StoredWrite
 from nanobot_lambda.core.subjects import Subject
+from nanobot_lambda.core.telemetry import MetricsPort
+from nanobot_lambda.core.usage_counts import Tally, UsageStore, UsageSummary
 
 logger = logging.getLogger(__name__)
 
 UNKNOWN_TOOL = "unknown"  # a call to a tool the model was not offered (bounds the dimension)
-
-
-@dataclass(frozen=True)
-class Tally:
-    """Counts that add up. Each field is an attribute of the usage items."""
-
-    turns: int = 0
-    model_calls: int = 0
-    tool_calls: int = 0
-    prompt_tokens: int = 0  # cached tokens included
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: Decimal = Decimal(0)  # of the calls with a known price
-    unpriced_calls: int = 0  # model calls litellm had no price for
-
-    def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            **{item.name: getattr(self, item.name) + getattr(other, item.name) for item in FIELDS}
-        )
-
-    @property
-    def empty(self) -> bool:
-        return self == Tally()
-
-    @property
-    def cost_known(self) -> bool:
-        return self.model_calls > self.unpriced_calls
-
-    @classmethod
-    def of_call(cls, usage: Usage) -> Tally:
-        priced = usage.cost_usd is not None
-        return cls(
-            model_calls=1,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cached_tokens=usage.cached_tokens,
-            cost_usd=Decimal(repr(usage.cost_usd)) if usage.cost_usd is not None else Decimal(0),
-            unpriced_calls=0 if priced else 1,
-        )
-
-
-FIELDS = fields(Tally)  # the attributes a store keeps per period
-
-
-@dataclass(frozen=True)
-class UsageSummary:
-    chat_id: int
-    day: str
-    month: str
-    today: Tally
-    this_month: Tally
-    total: Tally
 
 
 # -- the texts -------------------------------------------------------------------------------
@@ -197,6 +143,9 @@ class UsageMeter:
     def metered_speaker(self, speaker: Speaker | None) -> Speaker | None:
         return None if speaker is None else MeteredSpeaker(speaker, self)
 
+    def metered_images(self, images: ImageGenerator | None) -> ImageGenerator | None:
+        return None if images is None else MeteredImages(images, self)
+
     def metered_transcriber(self, transcriber: Transcriber | None) -> Transcriber | None:
         return None if transcriber is None else MeteredTranscriber(transcriber, self)
 
@@ -280,9 +229,9 @@ class UsageMeter:
             counted += Tally(turns=turn, tool_calls=len(reply.tool_calls))
         self._count(counted)
 
-    def audio(self, cost_usd: float | None) -> None:
-        """Speech, a transcription or embeddings were made: the cost counts (calls without a
-        price do not, and none counts as a model call)."""
+    def paid(self, cost_usd: float | None) -> None:
+        """Speech, a transcription, embeddings or an image were made: the cost counts (calls
+        without a price do not, and none counts as a model call)."""
         if cost_usd is not None:
             self._count(Tally(cost_usd=Decimal(repr(cost_usd))))
 
@@ -368,8 +317,22 @@ class MeteredSpeaker:
     def speak(self, text: str) -> Speech:
         self._meter.check_spend()
         speech = self._speaker.speak(text)
-        self._meter.audio(speech.cost_usd)
+        self._meter.paid(speech.cost_usd)
         return speech
+
+
+class MeteredImages:
+    """An `ImageGenerator` whose images are counted, and which makes none past a limit."""
+
+    def __init__(self, images: ImageGenerator, meter: UsageMeter) -> None:
+        self._images = images
+        self._meter = meter
+
+    def generate(self, prompt: str, *, source: bytes | None = None) -> GeneratedImage:
+        self._meter.check_spend()
+        image = self._images.generate(prompt, source=source)
+        self._meter.paid(image.cost_usd)
+        return image
 
 
 class MeteredTranscriber:
@@ -382,7 +345,7 @@ class MeteredTranscriber:
     def transcribe(self, filename: str, data: bytes) -> Transcript:
         self._meter.check_spend()
         transcript = self._transcriber.transcribe(filename, data)
-        self._meter.audio(transcript.cost_usd)
+        self._meter.paid(transcript.cost_usd)
         return transcript
 
 
@@ -397,5 +360,5 @@ class MeteredEmbedder:
     def embed(self, texts: Sequence[str]) -> Embeddings:
         self._meter.check_spend()
         embeddings = self._embedder.embed(texts)
-        self._meter.audio(embeddings.cost_usd)
+        self._meter.paid(embeddings.cost_usd)
         return embeddings

@@ -20,12 +20,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from nanobot_lambda.core.errors import NanobotError, StorageConflict
-
-if TYPE_CHECKING:
-    from nanobot_lambda.core.ports import Workspace
 
 UPDATE_ATTEMPTS = 10
 CONFLICT_BACKOFF_SECONDS = 0.02  # doubled per lost race, with full jitter, at most 1 s
@@ -199,3 +196,30 @@ def seed_workspace(workspace: Workspace) -> list[str]:
             continue
         written.append(path)
     return written
+
+
+class Workspace(Protocol):
+    """The assistant's files, by workspace-relative, normalised path (see `core/paths.py`)."""
+
+    def refresh(self) -> None:
+        """Start of a turn: revalidate what the container has cached."""
+        ...
+
+    def read(self, path: str, *, fresh: bool = False) -> WorkspaceFile | None:
+        """The file, or None. `fresh` bypasses any cache (used after a write conflict)."""
+        ...
+
+    def write(
+        self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False
+    ) -> str:
+        """Store `data`; returns the new ETag. Raises WriteConflict when a condition fails, and
+        NotFound when `if_match` names a version of a file deleted since."""
+        ...
+
+    def list_dir(self, path: str) -> list[Entry]:
+        """Immediate children of a folder ('' is the root), folders first."""
+        ...
+
+    def list_files(self, path: str) -> list[Entry]:
+        """Every file under a folder ('' is the root), recursively, sorted by path."""
+        ...

@@ -12,6 +12,13 @@ The webhook holds no bot token and makes no outgoing call for it.
 A part of an album is also recorded with its album before it is queued, so that the album is
 answered in one turn (`core/albums.py`).
 
+A reaction is recorded here (`FeedbackBook`) and answered, never queued: it starts no model call.
+An edit is recorded before it is queued like a message, so that the edited message's turn, if it
+has not started, can take the text as it is now (`core/feedback.py`).
+
+The event hooks' route (`POST /hooks/{name}`) is served by the same function but not by this
+class: entry/hooks.py.
+
 Who acts in an update and in which chat is read for every update kind by `inbound.place_of`,
 the reading agent_turn derives the job's subject from: the allow-list judges a button press by
 the chat of the message it was under. A press Telegram could not have sent (in a private chat
@@ -27,7 +34,7 @@ import hmac
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import SecretStr, ValidationError
@@ -36,10 +43,12 @@ from nanobot_lambda.adapters.telegram.inbound import (
     Accepted,
     GroupPolicy,
     Ignored,
+    Reacted,
     RefusedPress,
     Rejected,
     classify,
     command_target,
+    edit_of,
     is_group_chat,
 )
 from nanobot_lambda.adapters.telegram.models import Message, Update, clean_update
@@ -51,6 +60,7 @@ from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.core.pairing import Asker, Pairing
 from nanobot_lambda.core.ports import (
     AlbumBook,
+    FeedbackBook,
     MetricsPort,
     StopFlags,
     TurnQueue,
@@ -68,17 +78,19 @@ SECRET_HEADER = "x-telegram-bot-api-secret-token"  # noqa: S105 - a header name
 class WebhookResponse:
     status: int
     body: dict[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)  # besides the content type
 
     def to_http(self) -> dict[str, Any]:
         """The API Gateway HTTP API / Function URL (payload 2.0) response."""
         return {
             "statusCode": self.status,
-            "headers": {"content-type": "application/json"},
+            "headers": {"content-type": "application/json", **self.headers},
             "body": json.dumps(self.body),
         }
 
 
-def _reply(code: int, **body: Any) -> WebhookResponse:
+def reply(code: int, **body: Any) -> WebhookResponse:
+    """An answer: `ok` (below 400) and `body`'s fields, in JSON."""
     return WebhookResponse(code, {"ok": code < 400, **body})
 
 
@@ -133,13 +145,15 @@ def _surely_for_the_bot(message: Message, group_policy: GroupPolicy) -> bool:
 @dataclass(frozen=True)
 class WebhookRecords:
     """What the webhook keeps besides the queue: the updates it queued (so a re-sent one is
-    queued once), /stop flags, the parts of albums, and with PAIRING on, who the owner approved
-    and the codes strangers were given."""
+    queued once), /stop flags, the parts of albums, reactions and edits (core/feedback.py;
+    None: reactions are not recorded), and with PAIRING on, who the owner approved and the
+    codes strangers were given."""
 
     ledger: UpdateLedger
     stop_flags: StopFlags
     albums: AlbumBook
     pairing: Pairing | None = None
+    feedback: FeedbackBook | None = None
 
 
 class Webhook:
@@ -158,6 +172,7 @@ class Webhook:
         self._stop_flags = records.stop_flags
         self._albums = records.albums
         self._pairing = records.pairing
+        self._feedback = records.feedback
         self._metrics = metrics
         if policy.allow_list.allows_nobody:
             logger.warning("ALLOW_FROM is empty: every sender will be refused")
@@ -170,26 +185,26 @@ class Webhook:
         that is not an Update in JSON, 200 for updates ignored or refused, 200/503 for the
         queued ones.
         """
-        headers = _lowercase(event.get("headers"))
-        method = _lowercase(_lowercase(event.get("requestContext")).get("http")).get("method")
+        headers = lowercase(event.get("headers"))
+        method = lowercase(lowercase(event.get("requestContext")).get("http")).get("method")
         if str(method or "POST").upper() != "POST":
-            return _reply(405, error="method not allowed")
+            return reply(405, error="method not allowed")
         presented = str(headers.get(SECRET_HEADER, "")).encode("utf-8", errors="replace")
         if not hmac.compare_digest(presented, self._secret):
             logger.warning("webhook request refused: missing or wrong secret token")
-            return _reply(401, error="unauthorized")
+            return reply(401, error="unauthorized")
 
         raw_body = event.get("body") or ""
         if not isinstance(raw_body, str):
-            return _reply(400, error="unreadable body")
+            return reply(400, error="unreadable body")
         if len(raw_body) > MAX_BODY_BYTES * 4 // 3 + 4:  # checked before decoding anything
-            return _reply(413, error="body too large")
-        body = _decode_body(raw_body, event.get("isBase64Encoded") is True)
+            return reply(413, error="body too large")
+        body = decode_body(raw_body, event.get("isBase64Encoded") is True)
         if body is None or len(body) > MAX_BODY_BYTES:
-            return _reply(413 if body is not None else 400, error="unreadable body")
+            return reply(413 if body is not None else 400, error="unreadable body")
         content_type = str(headers.get("content-type", "")).split(";")[0].strip().lower()
         if content_type != "application/json":
-            return _reply(400, error="content type must be application/json")
+            return reply(400, error="content type must be application/json")
 
         try:
             payload = clean_update(json.loads(body, parse_constant=_refuse_constant))
@@ -197,7 +212,7 @@ class Webhook:
         except (ValueError, ValidationError, RecursionError) as error:
             # The body may hold private text: log only what kind of problem it was.
             logger.warning("webhook body is not a Telegram Update (%s)", type(error).__name__)
-            return _reply(400, error="not a Telegram Update")
+            return reply(400, error="not a Telegram Update")
 
         return self._dispatch(update, payload)
 
@@ -214,12 +229,14 @@ class Webhook:
             except Exception as error:
                 # Refusing could lose an approved person's message: Telegram retries instead.
                 logger.error("approvals unreadable (%s)", type(error).__name__, extra=log)
-                return _reply(503, error="try again later")
+                return reply(503, error="try again later")
             if not approved:
                 return self._refuse(update, decision, log)
             decision = classify(update, self._policy.allow_list.including(decision.sender_id))
             if isinstance(decision, Ignored):
                 return _ignore(decision, log)
+        if isinstance(decision, Reacted):
+            return self._record_reaction(decision, log)
 
         assert isinstance(decision, Accepted), decision
         message = decision.message
@@ -227,12 +244,14 @@ class Webhook:
         if len(job.model_dump_json().encode()) > MAX_JOB_BYTES:
             # Not something Telegram sends; retrying it would fail the same way.
             logger.warning("update too large to queue: refused", extra=log)
-            return _reply(413, error="update too large")
+            return reply(413, error="update too large")
         if message.command == "stop":
             self._raise_stop_flag(message.session_key, log)
         if update.message is not None and update.message.media_group_id is not None:
             key = album_key(message.session_key, update.message.media_group_id)
             self._record_album_part(key, update.update_id, payload, log)
+        if message.edited:
+            self._record_edit(update, log)
         try:
             queued = self._ledger.once(
                 payload,
@@ -242,29 +261,30 @@ class Webhook:
             )
         except UpdateInProgress:
             logger.info("update is being queued by another delivery: retry later", extra=log)
-            return _reply(503, error="try again later")
+            return reply(503, error="try again later")
         except Exception as error:
             # 5xx makes Telegram retry the update: nothing is lost while the queue is away.
             logger.error(
                 "enqueue failed (%s): Telegram will retry", type(error).__name__, extra=log
             )
-            return _reply(503, error="try again later")
+            return reply(503, error="try again later")
         if not queued:
             # Telegram re-sent an update we queued before (beyond SQS's 5-minute dedup window).
             logger.info("repeated update: already queued", extra=log)
             telemetry.duplicate_suppressed(self._metrics)
-            return _reply(200, status="duplicate")
+            return reply(200, status="duplicate")
         call: dict[str, Any] | None
         if message.callback_query_id is not None:
             # Telegram shows a pressed button as loading until the bot answers the query.
             call = {"method": "answerCallbackQuery", "callback_query_id": message.callback_query_id}
         else:
-            assert update.message is not None  # what Accepted means (inbound.to_inbound)
+            sent = update.message or update.edited_message
+            assert sent is not None  # what Accepted means (inbound.to_inbound)
             policy = self._policy
-            call = sign_of_life(update.message, policy.ack_reaction, policy.group_policy)
+            call = sign_of_life(sent, policy.ack_reaction, policy.group_policy)
         sign = call["method"] if call else None
         logger.info("update queued", extra={**log, "chat_id": message.chat_id, "sign": sign})
-        return _reply(200, status="queued", **(call or {}))
+        return reply(200, status="queued", **(call or {}))
 
     def _raise_stop_flag(self, session_key: str, log: dict[str, Any]) -> None:
         """/stop must reach a running turn now, not after it (FIFO order): see
@@ -291,7 +311,7 @@ class Webhook:
             or message.chat.type != "private"
             or message.sender is None
         ):
-            return _reply(200, status="refused")
+            return reply(200, status="refused")
         sender = message.sender
         name = " ".join(part for part in (sender.first_name, sender.last_name) if part)
         try:
@@ -300,11 +320,36 @@ class Webhook:
             )
         except Exception as error:
             logger.error("pairing failed (%s)", type(error).__name__, extra=log)
-            return _reply(200, status="refused")
+            return reply(200, status="refused")
         if answer is None:
-            return _reply(200, status="refused")
+            return reply(200, status="refused")
         call = {"method": "sendMessage", "chat_id": message.chat.id, "text": answer}
-        return _reply(200, status="pairing", **call)
+        return reply(200, status="pairing", **call)
+
+    def _record_reaction(self, decision: Reacted, log: dict[str, Any]) -> WebhookResponse:
+        """A reaction is recorded here and starts no turn (core/feedback.py). A failed write
+        answers 503: Telegram re-sends it, nothing is lost."""
+        if self._feedback is None:
+            return reply(200, status="ignored")
+        try:
+            self._feedback.record_reaction(decision.reaction)
+        except Exception as error:
+            logger.error("could not record a reaction (%s)", type(error).__name__, extra=log)
+            return reply(503, error="try again later")
+        logger.info("reaction recorded", extra={**log, "chat_id": decision.reaction.chat_id})
+        return reply(200, status="recorded")
+
+    def _record_edit(self, update: Update, log: dict[str, Any]) -> None:
+        """Before the edit is queued, so that the edited message's turn, if it has not started,
+        takes the text as it is now (core/feedback.py)."""
+        edit = edit_of(update)
+        if self._feedback is None or edit is None:
+            return
+        try:
+            self._feedback.record_edit(edit)
+        except Exception as error:
+            # The edit is still queued: its own turn says what the message reads now.
+            logger.error("could not record an edit (%s)", type(error).__name__, extra=log)
 
     def _record_album_part(
         self, key: str, update_id: int, payload: dict[str, Any], log: dict[str, Any]
@@ -327,12 +372,12 @@ def _ignore(decision: Ignored, log: dict[str, Any]) -> WebhookResponse:
             "callback_query_id": decision.callback_query_id,
             "text": texts.load("button_unavailable"),
         }
-        return _reply(200, status="refused", **call)
+        return reply(200, status="refused", **call)
     logger.info("update ignored: %s", decision.reason, extra=log)
-    return _reply(200, status="ignored")
+    return reply(200, status="ignored")
 
 
-def _lowercase(value: object) -> dict[str, Any]:
+def lowercase(value: object) -> dict[str, Any]:
     """A mapping's items with lower-cased keys (HTTP header names are case-insensitive);
     anything else, e.g. a missing `headers`, as an empty dict."""
     if not isinstance(value, Mapping):
@@ -344,7 +389,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _decode_body(raw: str, is_base64: bool) -> bytes | None:
+def decode_body(raw: str, is_base64: bool) -> bytes | None:
     if not is_base64:
         return raw.encode("utf-8", errors="surrogatepass")
     try:

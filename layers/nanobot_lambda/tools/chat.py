@@ -28,7 +28,9 @@ from nanobot_lambda.tools.files import tool_path
 MAX_BUTTONS = 8
 MAX_BUTTON_CHARS = 40  # longer labels are cut on phones anyway
 
-TurnOrigin = Literal["user", "cron", "heartbeat", "subagent", "announcement"]
+# Who started the turn. Only a person's own message ("user") may create scheduled jobs; a hook
+# event ("hook") carries a payload from outside and is no more trusted than a schedule.
+TurnOrigin = Literal["user", "cron", "heartbeat", "subagent", "announcement", "hook"]
 
 
 @dataclass

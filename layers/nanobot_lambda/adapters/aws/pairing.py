@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.aws.errors import TRANSACTION_CANCELLED, aws_errors, written
+from nanobot_lambda.adapters.aws.queries import count_within, items_under
 from nanobot_lambda.core.pairing import Asker, AskRecord, PairingCode, Person
 
 if TYPE_CHECKING:
@@ -42,19 +43,7 @@ class DynamoPairingStore:
         return item
 
     def _items(self, prefix: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        arguments: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": {":pk": {"S": PARTITION}, ":prefix": {"S": prefix}},
-            "ConsistentRead": True,
-        }
-        while True:
-            response = self._dynamodb().query(**arguments)
-            items += response.get("Items", [])
-            if "LastEvaluatedKey" not in response:
-                return items
-            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return items_under(self._dynamodb(), self._table, PARTITION, prefix)
 
     def _transaction(self, items: list[Any]) -> bool:
         """All of `items`, or (a condition refused one) none: False then."""
@@ -88,19 +77,9 @@ class DynamoPairingStore:
 
     @aws_errors
     def take_hour_slot(self, hour: str, limit: int) -> bool:
-        return written(
-            lambda: self._dynamodb().update_item(
-                TableName=self._table,
-                Key=self._key(f"hour#{hour}"),
-                UpdateExpression="ADD #count :one SET expires_at = :expires",
-                ConditionExpression="attribute_not_exists(#count) OR #count < :limit",
-                ExpressionAttributeNames={"#count": "count"},
-                ExpressionAttributeValues={
-                    ":one": {"N": "1"},
-                    ":limit": {"N": str(limit)},
-                    ":expires": {"N": _seconds(datetime.now(UTC) + timedelta(days=1))},
-                },
-            )
+        expires = int((datetime.now(UTC) + timedelta(days=1)).timestamp())
+        return count_within(
+            self._dynamodb(), self._table, self._key(f"hour#{hour}"), limit, expires
         )
 
     @aws_errors

@@ -2,7 +2,8 @@
 
 Items of a session (partition `pk` = session key):
 - `msg#<12-digit seq>`: one chat message as JSON, append-only;
-- `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns`; `noticed_upto` once a
+- `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns`; the chat's `/model` and
+  `/think` choices `model_preset`, `thinking` when it made any; `noticed_upto` once a
   consolidation moved the cursor, see core/sessions.py). It sorts after every `msg#` item, so
   one Query, newest first, returns the header and the recent window together;
 - `~turn#<turn id>`: an unfinished turn's progress (`adapters/aws/journal.py`), returned by
@@ -27,6 +28,7 @@ from nanobot_lambda.adapters.aws.journal import TURN_PREFIX, parse_turn_item
 from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.sessions import (
     RECENT_TURNS,
+    ChatPreferences,
     Message,
     SessionConflict,
     SessionHistory,
@@ -56,6 +58,12 @@ def _number(item: dict[str, Any] | None, name: str) -> int:
     if item is None or name not in item:
         return 0
     return int(item[name]["N"])
+
+
+def _text(item: dict[str, Any] | None, name: str) -> str | None:
+    if item is None or name not in item:
+        return None
+    return str(item[name]["S"])
 
 
 def _meta(items: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -107,6 +115,9 @@ class DynamoSessionStore:
             consolidated_upto=cursor,
             recent_turns=tuple(recent),
             open_turns={progress.turn_id: progress for progress in open_turns},
+            preferences=ChatPreferences(
+                model_preset=_text(meta, "model_preset"), thinking=_text(meta, "thinking")
+            ),
             noticed_upto=_number(meta, "noticed_upto") if meta and "noticed_upto" in meta else None,
         )
 
@@ -213,6 +224,35 @@ class DynamoSessionStore:
             if "LastEvaluatedKey" not in response:
                 return found
             arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    @aws_errors
+    def set_preferences(self, key: str, preferences: ChatPreferences) -> None:
+        # Its own attributes of the header: the appends' condition (next_seq) is untouched, so
+        # a choice made while a turn runs neither fails that turn's save nor is lost by it.
+        chosen = {
+            name: value
+            for name, value in (
+                ("model_preset", preferences.model_preset),
+                ("thinking", preferences.thinking),
+            )
+        }
+        sets = [f"{name} = :{name}" for name, value in chosen.items() if value is not None]
+        removes = [name for name, value in chosen.items() if value is None]
+        expression = " ".join(
+            part
+            for part in (
+                f"SET {', '.join(sets)}" if sets else "",
+                f"REMOVE {', '.join(removes)}" if removes else "",
+            )
+            if part
+        )
+        values = {f":{name}": {"S": value} for name, value in chosen.items() if value is not None}
+        self._dynamodb.update_item(
+            TableName=self._table,
+            Key={"pk": {"S": key}, "sk": {"S": META_KEY}},
+            UpdateExpression=expression,
+            **({"ExpressionAttributeValues": values} if values else {}),  # type: ignore[arg-type]
+        )
 
     @aws_errors
     def advance_cursor(self, key: str, expected: int, new: int, *, noticed: bool = False) -> bool:

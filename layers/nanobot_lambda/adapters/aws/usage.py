@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, error_code, written
 from nanobot_lambda.core.ports import StoredWrite
-from nanobot_lambda.core.usage import FIELDS, Tally, UsageSummary
+from nanobot_lambda.core.usage_counts import FIELDS, Tally, UsageSummary
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

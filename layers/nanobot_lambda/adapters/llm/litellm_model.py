@@ -24,6 +24,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 # Before litellm is imported: use the bundled cost map instead of fetching it over the network.
@@ -74,10 +75,19 @@ def provider_of(model: str) -> str:
 
 
 class LitellmChatModel:
-    def __init__(self, settings: LlmSettings, model: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: LlmSettings,
+        model: str | None = None,
+        *,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
         """LLM_MODEL with its fallbacks; or `model` (a cheaper one for background work, e.g.
-        HEARTBEAT_MODEL), falling back to LLM_MODEL and its fallbacks."""
+        HEARTBEAT_MODEL, or a chat's /model preset), falling back to LLM_MODEL and its
+        fallbacks. `options` are `model`'s own call options (a preset's temperature, max_tokens,
+        reasoning_effort, api_base); the fallbacks are called without them."""
         self._model = model or settings.llm_model
+        self._own_options = dict(options or {})
         self._fallbacks = tuple(
             name
             for name in dict.fromkeys((settings.llm_model, *settings.llm_fallback_models))
@@ -146,6 +156,8 @@ class LitellmChatModel:
         options = dict(self._options, **extra)
         if provider_of(model) == self._keyed_provider:
             options.update(self._credentials)
+        if model == self._model:
+            options.update(self._own_options)
         if tool_choice is not None:
             options["tool_choice"] = tool_choice
         if uses_prompt_cache_markers(model):

@@ -12,6 +12,11 @@ is refused (`RefusedPress`: the webhook answers its query and queues nothing; ag
 it again). The choice reaches the model as the button's label and the message's text, each a
 quoted JSON string (`quoted`), which no label or text can break out of.
 
+A reaction is placed like a message (its chat, the person who reacted) and judged by the same
+allow-list; `classify` makes it `Reacted`, which the webhook records and never queues. An edit in
+a private chat is heard as a short turn that says what the message reads now (`_edited`, marked
+`edited`, never a command); in a group it is ignored until its turn checks the group policy.
+
 agent_turn then applies what the webhook cannot know (it has no bot token, hence no bot
 identity): the group policy (`addressed_to_bot`), the bot's own @mention stripped from the text
 (`strip_bot_mention`), and the context of replies and forwards (`context_lines`). These are pure
@@ -20,7 +25,6 @@ functions of the message and the bot's id and username.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,11 +37,14 @@ from nanobot_lambda.adapters.telegram.models import (
     Chat,
     Message,
     MessageEntity,
+    MessageReactionUpdated,
     Update,
     User,
 )
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.feedback import Edit, Reaction, edit_turn_text
+from nanobot_lambda.core.texts import quoted
 
 
 def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
@@ -69,6 +76,9 @@ class InboundMessage:
     # A button pressed (a callback query): the query's id, and `message_id` is the message the
     # button was under (`chat_id` is that message's chat).
     callback_query_id: str | None = None
+    # An edit of an earlier message (`message_id`): `text` says what it reads now
+    # (core/feedback.py: `edit_turn_text`), never as a command.
+    edited: bool = False
 
     @property
     def command(self) -> str | None:
@@ -100,7 +110,14 @@ class Rejected:
     chat_id: int
 
 
-Decision = Accepted | Ignored | Rejected
+@dataclass(frozen=True)
+class Reacted:
+    """A reaction from a heard person: recorded by the webhook, no turn (core/feedback.py)."""
+
+    reaction: Reaction
+
+
+Decision = Accepted | Reacted | Ignored | Rejected
 
 
 @dataclass(frozen=True)
@@ -163,6 +180,8 @@ def place_of(update: Update) -> Place | Ignored:
         return Ignored("channel post")
     if update.callback_query is not None:
         return _place_of_press(update.callback_query)
+    if update.message_reaction is not None:
+        return _place_of_reaction(update.message_reaction)
     message = update.message or update.edited_message or update.business_message
     if message is None:
         return Ignored(f"update kind {update.kind}")
@@ -188,6 +207,62 @@ def _place_of_press(query: CallbackQuery) -> Place | Ignored:
     return Place(sender, message.chat, _thread_of(message), message, query)
 
 
+def _place_of_reaction(reacted: MessageReactionUpdated) -> Place | Ignored:
+    """A reaction is placed in its chat (Telegram gives no forum topic for it), by the person
+    who reacted (or the chat an anonymous one was made for); `message` is the message reacted
+    to, as far as the update tells of it."""
+    if reacted.actor_chat is not None:
+        sender = Sender(reacted.actor_chat.id, reacted.actor_chat.username)
+    elif reacted.user is not None:
+        sender = Sender(reacted.user.id, reacted.user.username, reacted.user.is_bot)
+    else:
+        return Ignored("reaction without a sender")
+    if sender.is_bot:
+        return Ignored("reaction from a bot")
+    if _someone_else_in_private(reacted.chat, sender):
+        return Ignored("reaction in a private chat from someone other than its person")
+    message = Message(message_id=reacted.message_id, date=reacted.date, chat=reacted.chat)
+    return Place(sender, reacted.chat, None, message)
+
+
+def reaction_of(update: Update) -> Reaction | Ignored:
+    """The reaction to record from a `message_reaction` update, or why there is none."""
+    reacted = update.message_reaction
+    place = place_of(update)
+    if reacted is None or isinstance(place, Ignored):
+        return place if isinstance(place, Ignored) else Ignored(f"update kind {update.kind}")
+    return Reaction(
+        chat_id=place.chat.id,
+        message_id=reacted.message_id,
+        person_id=place.sender.id,
+        emojis=tuple(reaction.shown for reaction in reacted.new_reaction),
+        date=reacted.date,
+    )
+
+
+def edit_of(update: Update) -> Edit | None:
+    """The edit to record from an `edited_message` update the bot answers (`to_inbound`)."""
+    edited = update.edited_message
+    place = place_of(update)
+    if edited is None or isinstance(place, Ignored) or not _answers_edit(edited):
+        return None
+    return Edit(
+        session_key=session_key_for(place.chat.id, place.thread_id),
+        chat_id=place.chat.id,
+        message_id=edited.message_id,
+        update_id=update.update_id,
+        edit_date=edited.edit_date or edited.date,
+        text=message_text(edited),
+    )
+
+
+def _answers_edit(edited: Message) -> bool:
+    """Edits are answered in private chats. In a group, whether the edited message is for the
+    bot needs the bot's identity (agent_turn's `addressed_to_bot`), which the turn of an
+    edit does not check yet: a group's edits are ignored rather than all answered."""
+    return edited.chat.type == "private" and not too_long(edited) and bool(message_text(edited))
+
+
 def _someone_else_in_private(chat: Chat, sender: Sender) -> bool:
     return chat.type == "private" and sender.id != chat.id
 
@@ -203,8 +278,12 @@ def to_inbound(update: Update) -> InboundMessage | Ignored:
         return place
     if place.query is not None:
         return _pressed(update.update_id, place, place.query)
+    if update.edited_message is not None:
+        return _edited(update, place, update.edited_message)
+    if update.message_reaction is not None:  # recorded by the webhook, never a turn
+        return Ignored("a reaction")
     message = update.message
-    if message is None:  # an edit, a business message: not answered
+    if message is None:  # a business message: not answered
         return Ignored(f"update kind {update.kind}")
     if too_long(message):
         return Ignored("text longer than Telegram allows")
@@ -214,8 +293,25 @@ def to_inbound(update: Update) -> InboundMessage | Ignored:
     return _inbound(update.update_id, place, text)
 
 
+def _edited(update: Update, place: Place, edited: Message) -> InboundMessage | Ignored:
+    """An edit, as a short turn that says what the message reads now. agent_turn may know
+    better (core/feedback.py): the message not answered yet takes the edit in its own turn,
+    and the text saved before says what changed."""
+    edit = edit_of(update)
+    if edit is None:
+        if edited.chat.type != "private":
+            return Ignored("edit in a group")
+        return Ignored("edit without content the bot can read")
+    return _inbound(update.update_id, place, edit_turn_text(None, edit), edited=True)
+
+
 def _inbound(
-    update_id: int, place: Place, text: str, callback_query_id: str | None = None
+    update_id: int,
+    place: Place,
+    text: str,
+    callback_query_id: str | None = None,
+    *,
+    edited: bool = False,
 ) -> InboundMessage:
     return InboundMessage(
         update_id=update_id,
@@ -227,6 +323,7 @@ def _inbound(
         thread_id=place.thread_id,
         text=text,
         callback_query_id=callback_query_id,
+        edited=edited,
     )
 
 
@@ -256,20 +353,9 @@ def button_text(message: Message, data: str | None) -> str | None:
     return None
 
 
-# Line breaks JSON leaves as they are: a reader may still take them for the end of a line.
-_UNESCAPED_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-
-def quoted(text: str) -> str:
-    """`text` as one JSON string literal on one line: its quotation marks and backslashes are
-    escaped and every line break written out, so no label or quoted text can end the quotation
-    it is put in (whatever follows in it, a `]` or a tag, stays inside), and the original can
-    be read back."""
-    return json.dumps(text, ensure_ascii=False).translate(_UNESCAPED_BREAKS)
-
-
 def classify(update: Update, allow_list: AllowList) -> Decision:
-    """The webhook's decision: answer (Accepted), drop quietly (Ignored), or refuse (Rejected).
+    """The webhook's decision: answer (Accepted), record a reaction (Reacted), drop quietly
+    (Ignored), or refuse (Rejected).
 
     The allow-list (rules in `allowlist.py`) is applied to every update a person sends, before
     looking at what it is: a stranger's command, edit or button press is refused alike. A group
@@ -282,6 +368,9 @@ def classify(update: Update, allow_list: AllowList) -> Decision:
     group_id = chat.id if chat.type in GROUP_CHAT_TYPES else None
     if not allow_list.allows(sender.id, sender.username, group_id=group_id):
         return Rejected(sender_id=sender.id, chat_id=chat.id)
+    if update.message_reaction is not None:
+        reaction = reaction_of(update)
+        return reaction if isinstance(reaction, Ignored) else Reacted(reaction)
     inbound = to_inbound(update)
     return inbound if isinstance(inbound, Ignored) else Accepted(inbound)
 

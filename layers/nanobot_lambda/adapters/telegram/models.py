@@ -119,6 +119,7 @@ class Message(_TelegramModel):
     message_id: int
     date: int
     chat: Chat
+    edit_date: int | None = None  # an edited message: when it was last edited
     sender: User | None = Field(default=None, alias="from")
     sender_chat: Chat | None = None
     message_thread_id: int | None = None
@@ -151,6 +152,34 @@ class CallbackQuery(_TelegramModel):
     data: str | None = None
 
 
+class ReactionType(_TelegramModel):
+    type: str  # emoji, custom_emoji, paid
+    emoji: str | None = None
+    custom_emoji_id: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The reaction as one short string: its emoji, `custom:<id>`, or ⭐ for a paid one."""
+        if self.type == "emoji" and self.emoji:
+            return self.emoji
+        if self.type == "custom_emoji" and self.custom_emoji_id:
+            return f"custom:{self.custom_emoji_id}"
+        return "⭐" if self.type == "paid" else self.type
+
+
+class MessageReactionUpdated(_TelegramModel):
+    """A person changed their reaction to a message (`message_reaction`; the bot sees it in
+    private chats, and in groups where it is an administrator)."""
+
+    chat: Chat
+    message_id: int
+    date: int
+    user: User | None = None
+    actor_chat: Chat | None = None  # an anonymous reaction, on behalf of a chat
+    old_reaction: list[ReactionType] = Field(default_factory=list)
+    new_reaction: list[ReactionType] = Field(default_factory=list)
+
+
 class Update(_TelegramModel):
     update_id: int
     message: Message | None = None
@@ -161,7 +190,7 @@ class Update(_TelegramModel):
     callback_query: CallbackQuery | None = None
     my_chat_member: dict[str, object] | None = None
     chat_member: dict[str, object] | None = None
-    message_reaction: dict[str, object] | None = None
+    message_reaction: MessageReactionUpdated | None = None
 
     @model_validator(mode="before")
     @classmethod

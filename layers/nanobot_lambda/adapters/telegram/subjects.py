@@ -3,8 +3,8 @@
 A queued Telegram update's chat, topic and person are those the webhook judged it by
 (`inbound.place_of`): a message's chat and sender, a pressed button's presser in the chat of
 the message it was under. The other job kinds carry their chat (and topic): a scheduled task's,
-a background task's and its announcement's are the chat that made them; the heartbeat's is the
-owner's private chat. A continuation is the subject of the job it continues.
+a background task's and its announcement's, and a hook event's are the chat that made them;
+the heartbeat's is the owner's private chat. A continuation is the subject of the job it continues.
 
 Adding a job kind means adding it here: `subject_of` refuses a kind it does not know rather
 than guessing a chat for it.
@@ -22,6 +22,7 @@ from nanobot_lambda.core.jobs import (
     ContinuationJob,
     CronTaskJob,
     HeartbeatJob,
+    HookEventJob,
     SubagentJob,
     TelegramUpdateJob,
 )
@@ -34,7 +35,7 @@ def subject_of(job: AnyJob, owner: int | None) -> Subject:
     started = job.job if isinstance(job, ContinuationJob) else job
     if isinstance(started, TelegramUpdateJob):
         return _subject_of_update(started, owner)
-    if isinstance(started, CronTaskJob | SubagentJob | AnnouncementJob):
+    if isinstance(started, CronTaskJob | SubagentJob | AnnouncementJob | HookEventJob):
         thread_id = started.thread_id
     elif isinstance(started, HeartbeatJob):
         thread_id = None

@@ -1,5 +1,6 @@
-"""Bot commands: /start, /help, /stop, /usage; the owner's /approve, /deny and /people
-(pairing, see core/pairing.py); /new, /compact and /memory (memory_commands.py).
+"""Bot commands: /start, /help, /stop, /usage, /model and /think (the chat's model and how hard
+it thinks, core/model_choice.py); the owner's /approve, /deny and /people (pairing, see
+core/pairing.py); /new, /compact and /memory (memory_commands.py).
 
 Their answers are not journaled: answering a command twice is harmless.
 
@@ -13,13 +14,15 @@ running: it says so and clears it). Flags expire after an hour either way.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.errors import ChannelError
+from nanobot_lambda.core.model_choice import ModelMenu
 from nanobot_lambda.core.pairing import Pairing
-from nanobot_lambda.core.ports import Channel, StopFlags
+from nanobot_lambda.core.ports import Channel, SessionStore, StopFlags
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.memory_commands import MEMORY_COMMANDS, MemoryCommands
 from nanobot_lambda.entry.agent_turn.outbox import send_unjournaled
@@ -29,23 +32,30 @@ logger = logging.getLogger(__name__)
 PAIRING_COMMANDS = ("approve", "deny", "people")
 
 
+@dataclass(frozen=True, kw_only=True)
+class CommandDeps:
+    """What the commands answer from."""
+
+    channel: Channel
+    stop_flags: StopFlags
+    memory: MemoryCommands  # /new, /compact, /memory
+    meter: UsageMeter
+    pairing: Pairing
+    owner: int | None
+    sessions: SessionStore  # where a chat's /model and /think choices are kept
+    menu: ModelMenu  # the operator's presets and who may switch
+
+
 class Commands:
-    def __init__(
-        self,
-        channel: Channel,
-        stop_flags: StopFlags,
-        meter: UsageMeter,
-        pairing: Pairing,
-        owner: int | None,
-        *,
-        memory: MemoryCommands,
-    ) -> None:
-        self._channel = channel
-        self._stop_flags = stop_flags
-        self._meter = meter
-        self._pairing = pairing
-        self._owner = owner
-        self._memory = memory
+    def __init__(self, deps: CommandDeps) -> None:
+        self._channel = deps.channel
+        self._stop_flags = deps.stop_flags
+        self._memory = deps.memory
+        self._meter = deps.meter
+        self._pairing = deps.pairing
+        self._owner = deps.owner
+        self._sessions = deps.sessions
+        self._menu = deps.menu
 
     def handle(self, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -65,6 +75,8 @@ class Commands:
             self._answer(inbound, self._meter.report(inbound.chat_id, everyone=everyone))
         elif command in PAIRING_COMMANDS:
             self._pairing_command(inbound, command)
+        elif command in ("model", "think"):
+            self._choose(inbound, command)
         elif command in MEMORY_COMMANDS:
             self._memory.handle(inbound, command)
         else:
@@ -89,6 +101,27 @@ class Commands:
             self._answer(inbound, self._pairing.remove(" ".join(words[1:])))
         else:
             self._answer(inbound, self._pairing.people())
+
+    def _choose(self, inbound: InboundMessage, command: str) -> None:
+        """/model and /think: the chat's choice, kept with its session (core/model_choice.py).
+        Setting it again to the same is harmless, so a command delivered twice changes
+        nothing more."""
+        argument = " ".join(inbound.text.split()[1:2])
+        preferences = self._sessions.load(inbound.session_key, 0).preferences
+        allowed = self._menu.may_change(inbound.sender_id, self._owner)
+        choose = self._menu.model_command if command == "model" else self._menu.think_command
+        answer, chosen = choose(argument, preferences, allowed=allowed)
+        if chosen is not None:
+            self._sessions.set_preferences(inbound.session_key, chosen)
+            logger.info(
+                "chat model chosen",
+                extra={
+                    "chat_id": inbound.chat_id,
+                    "preset": chosen.model_preset,
+                    "thinking": chosen.thinking,
+                },
+            )
+        self._answer(inbound, answer)
 
     def _welcome(self, user_id: int) -> None:
         try:

@@ -8,7 +8,8 @@ the answer. The steps:
    journal key), or that there is nothing to answer (a command answered, a message not for the
    bot, a part of an album another turn answers);
 2. start or resume: the turn's record is read from its journal (turn_run.py); a turn done before
-   is skipped, one cut short resumes where it was; the kind may still decline (`ready`);
+   is skipped, one cut short resumes where it was; the kind may still decline (`ready`); a
+   session's turn is answered by its chat's model (/model, /think: core/model_choice.py);
 3. build the request, in the job's chat scope (job_scope.py): the kind's prompt, with the
    runtime block and, for a session, its history, fitted to the model's window (turn_request.py);
    a person's turn first tells the chat when earlier conversation was summarised since it was
@@ -121,6 +122,8 @@ def _take_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis
     history, run = deps.starter.start(kind.job, opening, remaining_ms)
     if run is None or not kind.ready(run):
         return True
+    if history is not None:
+        deps.job_scope.use_model_of(history.preferences)
     with (
         deps.job_scope.open(run, kind.origin, quiet=kind.quiet) as scope,
         kind.showing(run, scope),

@@ -22,7 +22,9 @@ from nanobot_lambda.core.allowlist import Audience
 from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder
+from nanobot_lambda.core.images import ImageGenerator
 from nanobot_lambda.core.memory_versions import VersionedFiles
+from nanobot_lambda.core.model_choice import ChatModels, ModelMenu, ModelSwitch
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import (
     AlbumBook,
@@ -51,7 +53,7 @@ from nanobot_lambda.core.scopes import Scope, ScopeSwitch
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.agent_runner import AgentRunner
-from nanobot_lambda.entry.agent_turn.commands import Commands
+from nanobot_lambda.entry.agent_turn.commands import CommandDeps, Commands
 from nanobot_lambda.entry.agent_turn.continuation import Continuation
 from nanobot_lambda.entry.agent_turn.delivery import Delivery
 from nanobot_lambda.entry.agent_turn.draft_stream import Drafts
@@ -65,6 +67,7 @@ from nanobot_lambda.entry.agent_turn.turn_run import TurnStarter
 from nanobot_lambda.entry.recall import TurnRecall
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import CurrentTurn
+from nanobot_lambda.tools.images import GenerateImageTool
 from nanobot_lambda.tools.remote import RemoteToolbox
 from nanobot_lambda.tools.sandbox import ExecTool
 
@@ -101,9 +104,13 @@ class Services:
     speaker: Speaker | None = None  # voice replies (TTS_MODEL)
     remote_servers: tuple[RemoteToolServer, ...] = ()  # MCP_SERVERS
     sandbox: Sandbox | None = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
+    images: ImageGenerator | None = None  # IMAGE_MODEL: the generate_image tool
     # Models for background work (HEARTBEAT_MODEL, CONSOLIDATION_MODEL); None: `model`.
     heartbeat_model: ChatModel | None = None
     consolidation_model: ChatModel | None = None
+    # The models a chat may choose with /model and /think (MODEL_PRESETS, LLM_THINKING);
+    # None: every chat is answered by `model`.
+    models: ChatModels | None = None
     embedder: Embedder | None = None  # EMBEDDING_MODEL: hybrid recall; None: words only
 
 
@@ -175,7 +182,22 @@ def build_turn_deps(
     against."""
     stores, services = ports.stores, ports.services
     meter = UsageMeter(stores.usage, ports.metrics, clock=clock, limits=settings.spend_limits)
-    model = meter.metered(services.model)
+    menu = ModelMenu(
+        settings.model_presets,
+        default_model=settings.llm_model,
+        default_thinking=settings.llm_thinking,
+        switchers=settings.model_switchers,
+    )
+    # The chat's model (/model, /think): the agent loops, the fitter and the meter see this one.
+    models = ModelSwitch(
+        menu,
+        services.models,
+        services.model,
+        services.tokens,
+        default_window=settings.context_window_tokens,
+        reply_tokens=settings.llm_max_tokens,
+    )
+    model = meter.metered(models)
 
     def metered_or_main(other: ChatModel | None) -> ChatModel:
         # Background work may use cheaper models (HEARTBEAT_MODEL, CONSOLIDATION_MODEL).
@@ -189,6 +211,11 @@ def build_turn_deps(
     workspace_tools, chat_tools = agent_tools(
         settings, current, workspace, stores.jobs, services.schedules, services.queue, clock
     )
+    images = meter.metered_images(services.images)
+    if images is not None:  # IMAGE_MODEL: images for the chat (not background tasks: no chat)
+        chat_tools.append(
+            GenerateImageTool(current, workspace, images, settings.llm_timeout_seconds)
+        )
     if services.sandbox is not None:  # the code sandbox: background tasks may run code too
         workspace_tools.append(
             ExecTool(services.sandbox, workspace, settings.tool_result_max_chars)
@@ -196,7 +223,9 @@ def build_turn_deps(
     pairing = Pairing(stores.pairing, clock=clock)
     # Who may talk to the bot: for the MCP servers' access, and for jobs nobody sent now.
     audience = Audience(settings.owner, settings.allow_from, pairing.is_approved)
-    fitter = RequestFitter(services.tokens, request_budget(settings, services.tokens))
+    fitter = RequestFitter(models, models.request_budget)
+    # The session's history is budgeted by LLM_MODEL's window, whichever model a chat chose.
+    history_budget = request_budget(settings, services.tokens)
     registries: list[ToolRegistry] = []
 
     def loop(loop_model: ChatModel, tools: list[Tool], max_iterations: int) -> AgentLoop:
@@ -222,9 +251,9 @@ def build_turn_deps(
         stores.sessions,
         HistoryBudget(
             services.tokens,
-            settings.history_max_tokens or min(24_000, fitter.max_tokens // 4),
+            settings.history_max_tokens or min(24_000, history_budget // 4),
             settings.history_window,
-            max_summarised_tokens=fitter.max_tokens // 2,
+            max_summarised_tokens=history_budget // 2,
         ),
         timezone=settings.timezone,
         clock=clock,
@@ -240,7 +269,7 @@ def build_turn_deps(
         clock=clock,
         meter=meter,
         audience=audience,
-        job_scope=JobScope(workspace, remote, registries, current),
+        job_scope=JobScope(workspace, remote, registries, current, models),
         agent=agent,
         heartbeat_agent=heartbeat_agent,
         subagent=subagent,
@@ -263,19 +292,23 @@ def build_turn_deps(
             on_document=recall.document_stored,
         ),
         commands=Commands(
-            services.channel,
-            stores.stop_flags,
-            meter,
-            pairing,
-            settings.owner,
-            memory=MemoryCommands(
-                services.channel,
-                consolidator,
-                lambda: workspace.scope,
-                stores.versioned_workspace,
+            CommandDeps(
+                channel=services.channel,
+                stop_flags=stores.stop_flags,
+                memory=MemoryCommands(
+                    services.channel,
+                    consolidator,
+                    lambda: workspace.scope,
+                    stores.versioned_workspace,
+                    owner=settings.owner,
+                    timezone=settings.timezone,
+                ),
+                meter=meter,
+                pairing=pairing,
                 owner=settings.owner,
-                timezone=settings.timezone,
-            ),
+                sessions=stores.sessions,
+                menu=menu,
+            )
         ),
         owner_chat=OwnerChatNote(stores.jobs, settings.owner),
         starter=TurnStarter(

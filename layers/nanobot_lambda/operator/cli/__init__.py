@@ -16,6 +16,7 @@ from nanobot_lambda.operator.cli import (
     cron,
     dlq,
     doctor,
+    hooks,
     local,
     sessions,
     usage,
@@ -25,7 +26,7 @@ from nanobot_lambda.operator.cli import (
 from nanobot_lambda.operator.cli.common import HelpFormatter, describe_failure, load_env_file
 
 # The order of `nanobot-lambda --help`. A new command group is one module and one entry here.
-COMMAND_GROUPS = (local, workspace, webhook, cron, dlq, sessions, usage, doctor)
+COMMAND_GROUPS = (local, workspace, webhook, cron, hooks, dlq, sessions, usage, doctor)
 
 EPILOG = """\
 examples:

@@ -24,7 +24,8 @@ def register(commands: Any) -> None:
         "usage",
         help="tokens, turns and cost per chat of a deployed stack",
         description="What each chat used today, this month and in total: turns, model and "
-        "tool calls, tokens in (cached) and out, cost when the model's price is known. The "
+        "tool calls, tokens in (cached) and out, cost when the model's price is known; with "
+        "--chat, the reactions to its answers too. The "
         "sessions table comes from --stack's outputs, or from SESSIONS_TABLE; days follow the "
         "stack's Timezone (without --stack, TIMEZONE; default UTC).",
         examples=[
@@ -38,8 +39,10 @@ def register(commands: Any) -> None:
 
 
 def usage_command(arguments: argparse.Namespace) -> int:
+    from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
     from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
     from nanobot_lambda.core.errors import StorageError
+    from nanobot_lambda.core.feedback import feedback_line
     from nanobot_lambda.core.usage import usage_report
 
     target = deployment(arguments)
@@ -48,9 +51,14 @@ def usage_command(arguments: argparse.Namespace) -> int:
         timezone = target.stack.parameters.get("Timezone") or "UTC"
     else:
         timezone = os.environ.get("TIMEZONE") or "UTC"
-    store = DynamoUsageStore(table, target.client("dynamodb"), timezone=timezone)
+    client = target.client("dynamodb")
+    store = DynamoUsageStore(table, client, timezone=timezone)
     try:
         print(usage_report(store, arguments.chat, datetime.now(UTC)))
+        if arguments.chat is not None:  # the reactions to its answers (core/feedback.py)
+            print(
+                feedback_line(DynamoFeedbackBook(table, lambda: client).reactions(arguments.chat))
+            )
     except (ClientError, BotoCoreError, StorageError) as error:
         print(f"error: cannot read usage: {describe_failure(error)}", file=sys.stderr)
         return 1

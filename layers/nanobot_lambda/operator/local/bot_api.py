@@ -59,7 +59,7 @@ from nanobot_lambda.adapters.telegram.html_check import (
     telegram_length,
 )
 from nanobot_lambda.adapters.telegram.models import MessageEntity
-from nanobot_lambda.adapters.telegram.reactions import is_reaction_emoji
+from nanobot_lambda.core.reactions import is_reaction_emoji
 from nanobot_lambda.operator.local.entities import message_entities
 from nanobot_lambda.operator.local.http import FormFile, JsonHttpServer, parse_form_data
 

@@ -87,6 +87,22 @@ class ConnectionDropped(Exception):
     (a stand-in told to fail that way performed the call or not; the client cannot know)."""
 
 
+def read_body(handler: BaseHTTPRequestHandler) -> bytes:
+    """A request's body, sized by Content-Length or sent in chunks (as httpx sends multipart
+    uploads of unknown length)."""
+    if handler.headers.get("Transfer-Encoding", "").lower() != "chunked":
+        length = int(handler.headers.get("Content-Length") or 0)
+        return handler.rfile.read(length) if length else b""
+    body = b""
+    while True:
+        size = int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            handler.rfile.readline()  # the blank line after the last chunk (no trailers sent)
+            return body
+        body += handler.rfile.read(size)
+        handler.rfile.readline()  # the CRLF after the chunk
+
+
 class JsonHttpServer(BackgroundHttpServer, ABC):
     """Serves `answer(method, path, headers, body)` as JSON (the remote APIs' stand-ins)."""
 
@@ -110,8 +126,7 @@ class JsonHttpServer(BackgroundHttpServer, ABC):
                 self._respond("POST")
 
             def _respond(self, method: str) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
+                body = read_body(self)
                 try:
                     status, payload = server.answer(method, self.path, dict(self.headers), body)
                 except ConnectionDropped:

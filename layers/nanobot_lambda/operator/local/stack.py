@@ -16,6 +16,7 @@ hidden from the functions while the stack runs.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import logging
@@ -509,6 +510,15 @@ class LocalStack:
         self._perform_reply_method(response)
         return response
 
+    def post_hook(
+        self, name: str, body: bytes, headers: Mapping[str, str], *, method: str = "POST"
+    ) -> dict[str, Any]:
+        """POST an event to a hook's route (`/hooks/{name}`) of the webhook function, as API
+        Gateway would (the body base64-encoded, as it passes any bytes); returns the answer."""
+        event = hook_http_event(name, body, headers, method=method)
+        response: dict[str, Any] = self.handlers["webhook"].handler(event, self._context("webhook"))
+        return response
+
     def _perform_reply_method(self, response: Mapping[str, Any]) -> None:
         """Make the Bot API call the webhook's answer asks for (its sign of life), as Telegram
         does on receiving it: once, saying nothing of the outcome. A refusal is only recorded
@@ -596,4 +606,28 @@ def http_event(
         },
         "body": body,
         "isBase64Encoded": False,
+    }
+
+
+def hook_http_event(
+    name: str, body: bytes, headers: Mapping[str, str], *, method: str = "POST"
+) -> dict[str, Any]:
+    """An API Gateway HTTP API (payload format 2.0) request for a hook's route."""
+    path = f"/hooks/{name}"
+    return {
+        "version": "2.0",
+        "routeKey": "POST /hooks/{name}",
+        "rawPath": path,
+        "rawQueryString": "",
+        "pathParameters": {"name": name},
+        "headers": {"host": "local", **{key.lower(): value for key, value in headers.items()}},
+        "requestContext": {
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "local"},
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "POST /hooks/{name}",
+            "stage": "$default",
+            "timeEpoch": int(time.time() * 1000),
+        },
+        "body": base64.b64encode(body).decode(),
+        "isBase64Encoded": True,
     }

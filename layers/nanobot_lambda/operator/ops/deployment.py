@@ -41,9 +41,11 @@ RESOURCES: dict[str, tuple[str, str]] = {
     "schedule_group": ("ScheduleGroupName", "SCHEDULE_GROUP"),
 }
 WEBHOOK_URL_OUTPUT = "WebhookUrl"
+HOOKS_URL_OUTPUT = "HooksUrl"
 # Every output of infra/template.yaml (a unit test keeps the two equal): `doctor` checks them.
 STACK_OUTPUTS = (
     WEBHOOK_URL_OUTPUT,
+    HOOKS_URL_OUTPUT,
     *(output for output, _ in RESOURCES.values()),
     "DashboardUrl",
 )
@@ -147,6 +149,13 @@ class Deployment:
     @property
     def webhook_url(self) -> str | None:
         return self.stack.outputs.get(WEBHOOK_URL_OUTPUT) if self.stack else None
+
+    @property
+    def hooks_url(self) -> str | None:
+        """The event hooks' base URL: the stack's, or HOOKS_URL."""
+        if self.stack is not None:
+            return self.stack.outputs.get(HOOKS_URL_OUTPUT)
+        return self.settings.hooks_url
 
     def parameter_name(self, parameter: tuple[str, str]) -> str:
         """The SSM name a template parameter holds for this stack (the default without one)."""

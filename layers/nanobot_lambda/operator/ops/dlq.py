@@ -61,11 +61,11 @@ def describe(job: AnyJob) -> str:
             update = Update.model_validate(job.update)
         except ValidationError:
             return "telegram_update (unreadable)"
-        message = update.message
+        message = update.message or update.edited_message
         chat = f" chat {message.chat.id}" if message else ""
         return f"telegram_update {update.kind} update_id {update.update_id}{chat}"
     ids = [f"chat {job.chat_id}"]
-    for name in ("job_id", "subagent_id"):
+    for name in ("job_id", "subagent_id", "hook", "delivery_id"):
         if hasattr(job, name):
             ids.append(f"{name} {getattr(job, name)}")
     return f"{job.kind} {' '.join(ids)}"

@@ -3,7 +3,8 @@
 
 Telegram spells them without the emoji variation selector U+FE0F ("❤", not "❤️"), which
 keyboards usually add: `telegram_reaction` accepts either spelling and returns Telegram's.
-No imports: settings.py validates ACK_REACTION with it, and the local Bot API refuses the rest.
+In the core (no imports) because settings.py, below the adapters, validates ACK_REACTION with
+it; the local Bot API refuses the rest.
 """
 
 from __future__ import annotations

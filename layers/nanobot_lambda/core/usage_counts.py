@@ -1,0 +1,97 @@
+"""Usage counts and where they are kept: the `Tally` of a period, a chat's `UsageSummary`, and
+the `UsageStore` port (`adapters/aws/usage.py`: DynamoDB).
+
+Apart from core/usage.py (the meter that counts, and the /usage texts) so that core/spend.py,
+which core/usage.py imports, can read a summary without importing the meter back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from decimal import Decimal
+from typing import Protocol
+
+from nanobot_lambda.core.model import Usage
+from nanobot_lambda.core.stored_writes import StoredWrite
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Counts that add up. Each field is an attribute of the usage items."""
+
+    turns: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0  # cached tokens included
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)  # of the calls with a known price
+    unpriced_calls: int = 0  # model calls litellm had no price for
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(
+            **{item.name: getattr(self, item.name) + getattr(other, item.name) for item in FIELDS}
+        )
+
+    @property
+    def empty(self) -> bool:
+        return self == Tally()
+
+    @property
+    def cost_known(self) -> bool:
+        return self.model_calls > self.unpriced_calls
+
+    @classmethod
+    def of_call(cls, usage: Usage) -> Tally:
+        priced = usage.cost_usd is not None
+        return cls(
+            model_calls=1,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+            cost_usd=Decimal(repr(usage.cost_usd)) if usage.cost_usd is not None else Decimal(0),
+            unpriced_calls=0 if priced else 1,
+        )
+
+
+FIELDS = fields(Tally)  # the attributes a store keeps per period
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    chat_id: int
+    day: str
+    month: str
+    today: Tally
+    this_month: Tally
+    total: Tally
+
+
+class UsageStore(Protocol):
+    """Usage counts per chat: per day, per month and in total (see `core/usage.py`); with
+    `overall`, also those of all chats together (kept only while a limit needs them, see
+    `core/spend.py`)."""
+
+    def updates(
+        self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False
+    ) -> list[StoredWrite]:
+        """The writes that add `tally`, to be made with the transaction saving a turn."""
+        ...
+
+    def add(self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False) -> None: ...
+
+    def summary(self, chat_id: int, at: datetime) -> UsageSummary: ...
+
+    def overall_summary(self, at: datetime) -> UsageSummary:
+        """All chats together (counted while `overall` was passed), as chat 0."""
+        ...
+
+    def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
+        """Record that the chat was told `key` (a spending limit reached in a period); True
+        the first time, and again for the same turn (a retry of the turn that tells it)."""
+        ...
+
+    def chats(self) -> list[int]:
+        """Every chat with recorded usage (for the operator)."""
+        ...

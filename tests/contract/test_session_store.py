@@ -1,0 +1,118 @@
+"""The SessionStore port: DynamoSessionStore on moto server and MemorySessionStore alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.core.ports import SessionStore
+from nanobot_lambda.core.sessions import RECENT_TURNS, Message, SessionConflict
+from tests.contract.conftest import SessionStores
+
+KEY = "telegram:111111111"
+
+
+def exchange(n: int, *, tool: bool = False) -> list[Message]:
+    messages: list[Message] = [{"role": "user", "content": f"question {n}"}]
+    if tool:
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "name": "ls", "content": "x"},
+        ]
+    return [*messages, {"role": "assistant", "content": f"answer {n} ✓"}]
+
+
+def test_a_new_session_is_empty(sessions: SessionStore) -> None:
+    history = sessions.load(KEY, 50)
+    assert (history.key, history.messages, history.next_seq) == (KEY, [], 0)
+    assert (history.consolidated_upto, history.recent_turns, history.open_turns) == (0, (), {})
+
+
+def test_appended_messages_load_back_in_order(sessions: SessionStore) -> None:
+    history = sessions.load(KEY, 50)
+    sessions.append(history, exchange(1, tool=True), turn_id="t1")
+    assert history.next_seq == 4 and history.recent_turns == ("t1",)  # the history follows
+    sessions.append(history, exchange(2))
+    loaded = sessions.load(KEY, 50)
+    assert loaded.messages == exchange(1, tool=True) + exchange(2)
+    assert loaded.next_seq == 6 and loaded.recent_turns == ("t1",)
+    assert sessions.load("telegram:222", 50).messages == []  # another session
+
+
+def test_the_window_is_the_newest_messages_from_a_user_message(sessions: SessionStore) -> None:
+    history = sessions.load(KEY, 50)
+    for n in range(3):
+        sessions.append(history, exchange(n, tool=True))
+    # The newest 6 start mid-exchange (at exchange 1's tool result): the window starts at the
+    # next user message instead, so no tool result is ever sent without its call.
+    assert sessions.load(KEY, 6).messages == exchange(2, tool=True)
+    assert sessions.load(KEY, 8).messages == exchange(1, tool=True) + exchange(2, tool=True)
+    assert sessions.load(KEY, 8).next_seq == 12
+
+
+def test_a_loaded_message_changed_by_its_reader_is_not_changed_in_the_store(
+    sessions: SessionStore,
+) -> None:
+    history = sessions.load(KEY, 50)
+    sessions.append(history, exchange(1))
+    loaded = sessions.load(KEY, 50)
+    loaded.messages[0]["content"] = "changed by the reader"
+    assert sessions.load(KEY, 50).messages == exchange(1)
+
+
+def test_an_append_after_another_writer_is_a_conflict_and_writes_nothing(
+    sessions: SessionStore,
+) -> None:
+    mine = sessions.load(KEY, 50)
+    theirs = sessions.load(KEY, 50)
+    sessions.append(theirs, exchange(1))
+    with pytest.raises(SessionConflict):
+        sessions.append(mine, exchange(2), turn_id="mine")
+    loaded = sessions.load(KEY, 50)
+    assert loaded.messages == exchange(1) and loaded.recent_turns == ()
+
+
+def test_recent_turns_keep_the_latest(sessions: SessionStore) -> None:
+    history = sessions.load(KEY, 50)
+    for n in range(RECENT_TURNS + 2):
+        sessions.append(history, [{"role": "user", "content": str(n)}], turn_id=f"t{n}")
+    expected = tuple(f"t{n}" for n in range(2, RECENT_TURNS + 2))
+    assert sessions.load(KEY, 5).recent_turns == expected
+
+
+def test_load_range_gives_numbered_messages_in_a_half_open_range(sessions: SessionStore) -> None:
+    history = sessions.load(KEY, 50)
+    sessions.append(history, exchange(1, tool=True) + exchange(2))
+    everything = exchange(1, tool=True) + exchange(2)
+    assert sessions.load_range(KEY, 1, 3) == [(1, everything[1]), (2, everything[2])]
+    assert sessions.load_range(KEY, 4, 100) == [(4, everything[4]), (5, everything[5])]
+    assert sessions.load_range(KEY, 3, 3) == []
+    assert sessions.load_range("telegram:222", 0, 10) == []
+
+
+def test_the_cursor_moves_only_from_where_it_was(sessions: SessionStore) -> None:
+    history = sessions.load(KEY, 50)
+    sessions.append(history, exchange(1) + exchange(2) + exchange(3))
+    assert sessions.advance_cursor(KEY, 0, 2)
+    assert not sessions.advance_cursor(KEY, 0, 4)  # it had moved already
+    loaded = sessions.load(KEY, 50)
+    assert loaded.consolidated_upto == 2
+    assert loaded.messages == exchange(2) + exchange(3)  # only what is not consolidated
+    assert sessions.advance_cursor(KEY, 2, 4)
+    assert sessions.load(KEY, 50).messages == exchange(3)
+
+
+def test_an_append_makes_the_journal_s_closing_with_it(session_stores: SessionStores) -> None:
+    sessions, journal = session_stores.sessions, session_stores.journal
+    progress = TurnProgress("t1", messages=[{"role": "assistant", "content": "so far"}])
+    journal.checkpoint(KEY, progress)
+    history = sessions.load(KEY, 50)
+    assert list(history.open_turns) == ["t1"]
+    assert history.open_turns["t1"].messages == progress.messages
+    sessions.append(
+        history, exchange(1), turn_id="t1", also=journal.finish(KEY, history.open_turns["t1"])
+    )
+    loaded = sessions.load(KEY, 50)
+    assert loaded.open_turns == {} and loaded.recent_turns == ("t1",)
+    assert journal.get(KEY, "t1") == TurnProgress("t1")  # no record any more
