@@ -165,28 +165,3 @@ def test_chat_preferences_load_with_the_session_and_survive_its_saves(
     store.set_preferences("telegram:7", ChatPreferences())
     assert store.load("telegram:7", 50).preferences == ChatPreferences()
     assert store.load("telegram:8", 50).preferences == ChatPreferences()  # each chat its own
-
-
-def test_a_consolidation_leaves_a_notice_due_until_a_save_records_it(
-    store: DynamoSessionStore,
-) -> None:
-    """`noticed_upto` (core/sessions.py): absent, nothing is due; an automatic consolidation
-    moves the cursor and leaves it behind; the save of the turn that told the chat brings it
-    up; /compact and /new (`noticed`) move both."""
-    key = "telegram:7"
-    history = store.load(key, 50)
-    store.append(history, [*turn(1), *turn(2)])
-    assert store.load(key, 50).noticed_upto is None  # a session never consolidated
-
-    assert store.advance_cursor(key, 0, 2)
-    history = store.load(key, 50)
-    assert (history.consolidated_upto, history.noticed_upto) == (2, 0)
-    assert history.summarised_unnoticed
-
-    history.noticed_upto = history.consolidated_upto  # the turn told the chat
-    store.append(history, turn(3), turn_id="update-3")
-    assert not store.load(key, 50).summarised_unnoticed
-
-    assert store.advance_cursor(key, 2, 4, noticed=True)  # /compact told it itself
-    history = store.load(key, 50)
-    assert (history.consolidated_upto, history.noticed_upto) == (4, 4)
