@@ -1,5 +1,6 @@
 # One entry point for every gate. A fresh clone needs only python3 and make:
 #   make chat   - install the runtime into .venv and chat with the bot on a local (moto) stack
+#   make cli    - only install the runtime into .venv: the operator CLI, .venv/bin/nanobot-lambda
 #   make test   - install dev tools into .venv and run every gate (lint, format, types, template, tests)
 PYTHON ?= python3
 VENV   := .venv
@@ -8,7 +9,7 @@ RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --no-header
 
-.PHONY: chat test lint typecheck template unit integration contract e2e soak bench lock build build-check clean
+.PHONY: chat cli test lint typecheck template unit integration contract e2e soak bench lock build build-check clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +26,9 @@ $(DEV_STAMP): requirements/dev.lock | $(VENV)/bin/python
 
 chat: $(RUN_STAMP)
 	$(BIN)/nanobot-lambda chat $(ARGS)
+
+cli: $(RUN_STAMP)
+	@echo "The operator CLI: $(BIN)/nanobot-lambda --help"
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
@@ -45,9 +49,17 @@ template: $(DEV_STAMP)
 	$(BIN)/cfn-lint infra/template.yaml
 
 # The tests run in one process per core (pytest-xdist), a file's tests in the same one, so a
-# file's shared fixtures (a local stack, the chaos soak's run) are made once.
+# file's shared fixtures (a local stack, the chaos soak's run) are made once. One suite after
+# the other, the fast ones first, each with its own progress and summary (one run of all of
+# them would start with e2e's slowest files and sit at a few percent for minutes); every suite
+# runs even when an earlier one failed.
+TEST_SUITES := unit contract integration e2e
 test: lint typecheck template
-	$(BIN)/pytest -n auto --dist loadfile
+	@failed=""; for suite in $(TEST_SUITES); do \
+		echo "== $$suite tests (tests/$$suite) =="; \
+		$(BIN)/pytest -n auto --dist loadfile tests/$$suite || failed="$$failed $$suite"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== failed:$$failed"; exit 1; fi
 
 unit: $(DEV_STAMP)
 	$(BIN)/pytest tests/unit

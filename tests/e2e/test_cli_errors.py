@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.test_cli import run_cli
+from tests.support.scripted_model import ScriptedModelServer
 
 MOTO_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -73,3 +74,19 @@ def test_an_invalid_setting(moto_endpoint: str) -> None:
     (line,) = completed.stderr.splitlines()
     assert line.startswith("error: Invalid configuration for the nanobot-lambda command line")
     assert "TURN_DLQ_URL" in line and "README" in line
+
+
+def test_chat_with_a_model_name_without_a_provider_says_so_before_starting(
+    model_server: ScriptedModelServer,
+) -> None:
+    """`LLM_MODEL=fake` used to start the whole stack and then answer "send your message again
+    in a moment"; no request to it can ever succeed."""
+    env = {**model_server.env(), "LLM_MODEL": "fake"}
+    completed = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env=env)
+    assert completed.returncode == 2
+    assert completed.stderr.startswith(
+        "error: LLM_MODEL: fake: the model name names no provider litellm knows"
+    )
+    assert "LLM_MODEL=anthropic/claude-sonnet-4-5" in completed.stderr  # the examples
+    assert "Starting the local stack" not in completed.stderr
+    assert model_server.requests == []

@@ -17,6 +17,7 @@ from nanobot_lambda.core.workspace import seed_workspace
 from nanobot_lambda.operator.cli import main
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.cfn import TemplateContext
+from tests.support.bedrock_refusals import NO_ACCESS, NOT_AUTHORIZED, BedrockRefusals
 from tests.support.deployed import (
     BOT_TOKEN_PARAMETER,
     LLM_KEY_PARAMETER,
@@ -94,9 +95,9 @@ def test_a_healthy_deployment_passes_every_check(
     code, checks = doctor(deploy(), capsys)
     assert code == 0, checks
     assert list(checks) == [
-        "configuration",
         "AWS credentials",
         "stack",
+        "configuration",
         "model",
         "MCP servers",
         "bot token",
@@ -288,10 +289,111 @@ def test_each_broken_part_is_reported_with_its_fix(
 def test_a_missing_stack_fails_the_stack_check_and_skips_what_needs_it(
     bot_api: LocalBotApi, aws: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Reported first; the settings are not judged from the environment instead (that said
+    "ALLOW_FROM is not set — fix: redeploy" before saying the stack could not be read)."""
     code, checks = doctor("no-such-stack", capsys)
     assert code == 1
+    assert failed(checks) == ["stack"]
+    assert list(checks)[:3] == ["AWS credentials", "stack", "configuration"]
     assert "stack 'no-such-stack' does not exist" in checks["stack"]
-    assert checks["bot token"].startswith("skip") and checks["workspace"].startswith("skip")
+    for needs_the_stack in ("configuration", "model", "MCP servers", "bot token", "workspace"):
+        assert checks[needs_the_stack].startswith("skip"), checks[needs_the_stack]
+    assert "ALLOW_FROM" not in "".join(checks.values())
+
+
+def test_without_credentials_that_is_the_one_failure_and_the_stack_is_not_tried(
+    bot_api: LocalBotApi,
+    aws: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # it holds the credentials it found
+    code, checks = doctor("nanobot-lambda", capsys)
+    assert code == 1
+    assert failed(checks) == ["AWS credentials"]
+    assert next(iter(checks)) == "AWS credentials"
+    assert "no credentials found" in checks["AWS credentials"]
+    assert "aws configure" in checks["AWS credentials"]
+    assert "without AWS credentials" in checks["stack"]
+    assert all(
+        line.startswith("skip") for name, line in checks.items() if name != "AWS credentials"
+    )
+
+
+def test_a_model_name_without_a_provider_fails_before_any_request(
+    bot_api: LocalBotApi,
+    model_server: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in model_server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LLM_MODEL", "fake")
+    monkeypatch.setenv("LLM_FALLBACK_MODELS", "openai/fine,llama-local")
+    assert main(["doctor", "--env-file", "/nonexistent"]) == 1
+    out = capsys.readouterr().out
+    model = next(line for line in out.splitlines() if line.startswith("FAIL  model"))
+    assert "fake: the model name names no provider litellm knows" in model
+    assert "llama-local: the model name names no provider" in model
+    assert "fix: set LLM_MODEL, LLM_FALLBACK_MODELS to a litellm model string" in out
+    assert model_server.requests == []
+
+
+def test_a_refused_key_is_a_setup_problem_with_its_fix(
+    deploy: Deploy, model_server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack = deploy()
+    model_server.steps.clear()
+    model_server.fail(401)
+    _, checks = doctor(stack, capsys)
+    assert failed(checks) == ["model"]
+    assert "AuthenticationError (status 401)" in checks["model"]
+    fix = checks["model"].split("fix:", 1)[1]
+    assert "refused the API key (401)" in fix and "LlmApiKeyParameter" in fix
+
+
+def test_a_deployed_bedrock_model_needs_its_arn_in_bedrock_model_arns(
+    deploy: Deploy, model_server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The one-token request runs with the operator's credentials, which say nothing of
+    agent_turn's role: the stack's parameter is checked on its own."""
+    model = "bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    _, checks = doctor(deploy(LlmModel=model, LlmApiKeyParameter=""), capsys)
+    assert failed(checks) == ["model"]
+    assert f"AgentTurnFunction may not invoke {model}" in checks["model"]
+    assert "BedrockModelArns" in checks["model"].split("fix:", 1)[1]
+    assert model_server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("message", "fix"),
+    [(NO_ACCESS, "Model access page"), (NOT_AUTHORIZED, "bedrock:InvokeModel")],
+)
+def test_bedrocks_missing_model_access_is_told_apart_from_a_missing_permission(
+    deploy: Deploy, capsys: pytest.CaptureFixture[str], message: str, fix: str
+) -> None:
+    bedrock = BedrockRefusals(message).start()
+    try:
+        profile = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+        arn = f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{profile}"
+        stack = deploy(
+            LlmModel=f"bedrock/{profile}",
+            LlmApiKeyParameter="",
+            LlmApiBase=bedrock.url,
+            BedrockModelArns=arn,
+        )
+        _, checks = doctor(stack, capsys)
+    finally:
+        bedrock.stop()
+    assert bedrock.paths, "the one-token request never reached the stand-in"
+    assert failed(checks) == ["model"]
+    assert fix in checks["model"].split("fix:", 1)[1]
 
 
 def test_without_a_stack_it_checks_what_the_local_commands_use(
@@ -309,7 +411,7 @@ def test_without_a_stack_it_checks_what_the_local_commands_use(
     out = capsys.readouterr().out
     assert code == 0, out
     statuses = [line.split()[0] for line in out.splitlines()[:-1]]
-    assert statuses == ["ok", "skip", "skip", "ok", "ok", "ok", "ok", "skip", "skip"]
+    assert statuses == ["skip", "skip", "ok", "ok", "ok", "ok", "ok", "skip", "skip"]
     assert "none set: updates wait for getUpdates (nanobot-lambda poll)" in out
     assert "skip  command menu     not set: `nanobot-lambda webhook set` sets it" in out
 

@@ -73,3 +73,38 @@ def test_the_readme_table_documents_nothing_that_does_not_exist() -> None:
 
 def test_every_cli_setting_is_in_the_readme_table() -> None:
     assert variables(OperatorSettings) - readme_table_variables() == set()
+
+
+def env_example_defaults() -> dict[str, str]:
+    """`# NAME=value` lines in the sections of .env.example headed "defaults shown" (an empty
+    value shows none; other sections show examples)."""
+    text = (ROOT / ".env.example").read_text(encoding="utf-8")
+    shown: dict[str, str] = {}
+    for section in text.split("\n# --- ")[1:]:
+        if "defaults shown" in section.splitlines()[0]:
+            lines = re.findall(r"^# ([A-Z][A-Z0-9_]+)=(\S+)", section, flags=re.MULTILINE)
+            shown.update(lines)
+    return shown
+
+
+def test_env_example_shows_the_real_defaults() -> None:
+    """A default .env.example shows is the settings' own, or (a template parameter `chat`
+    takes from .env) the template's: a user who copies it changes nothing by it."""
+    from nanobot_lambda.operator.cli.local import TEMPLATE_PARAMETERS
+
+    fields = {
+        field.alias or name: field
+        for settings in (*(settings for _, settings in FUNCTIONS), OperatorSettings)
+        for name, field in settings.model_fields.items()
+    }
+    parameters = load_template(TEMPLATE)["Parameters"]
+    shown = env_example_defaults()
+    assert {"HISTORY_WINDOW", "MAX_TOOL_ITERATIONS", "LLM_MAX_TOKENS", "LOG_LEVEL"} <= set(shown)
+    for variable, value in shown.items():
+        if variable in fields:
+            default = fields[variable].default
+            assert default is not None, variable
+            assert type(default)(value) == default, variable
+        else:
+            assert variable in TEMPLATE_PARAMETERS, f"{variable} is no setting"
+            assert parameters[TEMPLATE_PARAMETERS[variable]]["Default"] == value, variable

@@ -57,16 +57,41 @@ def test_bot_token_urls_are_redacted_even_for_unconfigured_tokens() -> None:
 
 
 def test_short_values_are_not_treated_as_secrets() -> None:
+    """A local server's placeholder key (`LLM_API_KEY=x`, as the README suggests) is no
+    secret: every x of an error message stays."""
     redactor = Redactor()
-    redactor.add(["abc", ""])
-    assert redactor.redact("abc abc") == "abc abc"
+    redactor.add(["abc", "", "x", "1234567"])  # under MIN_SECRET_CHARS (8)
+    text = "abc abc: OpenAIException at http://127.0.0.1:1234567/v1"
+    assert redactor.redact(text) == text
+
+
+def test_a_secret_inside_a_word_masks_the_whole_word() -> None:
+    """No piece of a word is left beside the mask to read as something else, and no piece of
+    a secret glued to other text survives: the word (letters, digits, `_`, `-`) goes whole."""
+    redactor = Redactor()
+    redactor.add([LLM_KEY, "password"])
+    glued = f"key=abc{LLM_KEY}def&next=1 {LLM_KEY}_2, passwords: Password ok"
+    assert redactor.redact(glued) == (f"key={REDACTED}&next=1 {REDACTED}, {REDACTED}: Password ok")
+    assert leaks(redactor.redact(glued)) == []
+    # Two secrets in one word: one mask.
+    assert redactor.redact(f"({LLM_KEY}{LLM_KEY}x)") == f"({REDACTED})"
+
+
+def test_a_long_run_of_word_characters_is_masked_in_linear_time() -> None:
+    """The word is widened around each match, not by the pattern: a megabyte of base64 with a
+    key in it is not a backtracking regex's quadratic walk."""
+    redactor = Redactor()
+    redactor.add([LLM_KEY])
+    blob = "A" * 500_000
+    assert redactor.redact(f"{blob}{LLM_KEY}{blob} tail") == f"{REDACTED} tail"
+    assert redactor.redact(blob + " tail") == blob + " tail"
 
 
 def test_nested_values() -> None:
     redactor = Redactor()
     redactor.add([LLM_KEY])
-    value = {"a": [LLM_KEY, {"b": (1, f"x{LLM_KEY}x")}], "n": 3}
-    assert redactor.redact_value(value) == {"a": [REDACTED, {"b": (1, f"x{REDACTED}x")}], "n": 3}
+    value = {"a": [LLM_KEY, {"b": (1, f"x {LLM_KEY}.")}], "n": 3}
+    assert redactor.redact_value(value) == {"a": [REDACTED, {"b": (1, f"x {REDACTED}.")}], "n": 3}
 
 
 def test_settings_list_every_secret_they_hold() -> None:

@@ -673,8 +673,13 @@ EXPECTED_DATA_ACCESS = {
 DATA_SERVICES = ("s3:", "sqs:", "dynamodb:")
 
 
-def allowed_pairs(template: dict[str, Any], logical_id: str) -> set[tuple[str, str]]:
-    context = make_context(template, LlmApiKeyParameter="/k", TranscriptionApiKeyParameter="/t")
+def allowed_pairs(
+    template: dict[str, Any], logical_id: str, **parameters: str
+) -> set[tuple[str, str]]:
+    """(resource, action) allowed to the function, with the key parameters and `parameters`."""
+    context = make_context(
+        template, LlmApiKeyParameter="/k", TranscriptionApiKeyParameter="/t", **parameters
+    )
     policies = context.evaluate(properties(template, logical_id).get("Policies", []))
     return {
         (resource, action)
@@ -735,19 +740,8 @@ def test_with_mcp_servers_agent_turn_may_read_only_their_header_secrets(
     template: dict[str, Any],
 ) -> None:
     without = allowed_pairs(template, "AgentTurnFunction")
-    context = make_context(
-        template,
-        LlmApiKeyParameter="/k",
-        TranscriptionApiKeyParameter="/t",
-        McpServers='[{"name": "x", "url": "https://x.example/mcp"}]',
-    )
-    policies = context.evaluate(properties(template, "AgentTurnFunction")["Policies"])
-    added = {
-        (resource, action)
-        for statement in iam_statements(policies)
-        for action in as_list(statement["Action"])
-        for resource in as_list(statement["Resource"])
-    } - without
+    servers = '[{"name": "x", "url": "https://x.example/mcp"}]'
+    added = allowed_pairs(template, "AgentTurnFunction", McpServers=servers) - without
     assert added == {
         (f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter/nanobot/mcp/*", "ssm:GetParameter"),
         (
@@ -808,3 +802,31 @@ def test_agent_turn_may_invoke_the_sandbox_and_nothing_else_of_lambda(
     assert off.function_environment("AgentTurnFunction")["SANDBOX_FUNCTION"] == ""
     policies = off.evaluate(properties(template, "AgentTurnFunction")["Policies"])
     assert not [s for s in iam_statements(policies) if "lambda:" in str(s.get("Action"))]
+
+
+BEDROCK_MODEL = "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-5-v1:0"
+BEDROCK_PROFILE = (
+    f"arn:aws:bedrock:us-east-1:{ACCOUNT}:inference-profile/us.anthropic.claude-sonnet-4-5-v1:0"
+)
+BEDROCK_INVOKE = {"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"}
+
+
+def test_bedrock_models_may_be_invoked_by_agent_turn_only_and_only_those_named(
+    template: dict[str, Any],
+) -> None:
+    """BedrockModelArns (issue 27): empty grants nothing; set, agent_turn's role may invoke
+    exactly those models and inference profiles, and no other role anything of Bedrock."""
+    without = allowed_pairs(template, "AgentTurnFunction")
+    assert not [pair for pair in without if pair[1].startswith("bedrock:")]
+    assert not make_context(template).condition("HasBedrockModels")
+
+    arns = f"{BEDROCK_MODEL}, {BEDROCK_PROFILE}"
+    granted = allowed_pairs(template, "AgentTurnFunction", BedrockModelArns=arns)
+    assert granted - without == {
+        (arn, action) for arn in (BEDROCK_MODEL, BEDROCK_PROFILE) for action in BEDROCK_INVOKE
+    }
+    # Every other function and role, in either branch of any condition: no Bedrock at all.
+    for logical_id, resource in template["Resources"].items():
+        if logical_id == "AgentTurnFunction":
+            continue
+        assert "bedrock" not in json.dumps(resource).lower(), logical_id

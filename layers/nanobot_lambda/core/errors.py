@@ -35,7 +35,20 @@ class ModelError(NanobotError):
     """The provider could not produce an answer (after the adapter's retries).
 
     The message names the error kind and status, never a key or the request content.
+    `permanent` says that no model could ever answer as things are set up (no provider in the
+    model's name, a refused key, a model that does not exist or may not be used, another 4xx):
+    the owner must change a setting, and "send it again in a moment" would be wrong advice.
+    `setup_problem` is then what is wrong, in a few words the owner can act on (no provider
+    text, no secret), e.g. "anthropic/claude-x: the API key was refused (401)".
     """
+
+    def __init__(self, message: str, *, setup_problem: str | None = None) -> None:
+        super().__init__(message)
+        self.setup_problem = setup_problem
+
+    @property
+    def permanent(self) -> bool:
+        return self.setup_problem is not None
 
 
 ChannelFailure = Literal["rate_limited", "blocked", "refused", "unavailable"]

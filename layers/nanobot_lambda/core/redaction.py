@@ -4,6 +4,12 @@ One process-wide `Redactor`: each handler gives it the secret values of its sett
 start-up (`logs.configure_logging`); the log filter and the tool registry then replace those
 values, and any Telegram bot token in a Bot API or file download URL, with `[REDACTED]`.
 Redaction is a safety net: the code is written not to log or show secrets in the first place.
+
+Only values of a secret's length are secrets (`MIN_SECRET_CHARS`): a local server's placeholder
+key `x` must not blank out every x of an error message. A secret found inside a longer word
+(`abc<key>def`) masks that whole word, the run of letters, digits, `_` and `-` around it: no
+piece of a word is left beside the mask to read as something else, and no piece of a secret
+glued to other text survives it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from typing import Any
 
 REDACTED = "[REDACTED]"
 # Shorter values would blank out ordinary words; secrets that short are no secrets.
-MIN_SECRET_CHARS = 6
+MIN_SECRET_CHARS = 8
+# The characters of one word, as far as a mask reaches: a key's own alphabet (base64url).
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 # https://api.telegram.org/bot<token>/getMe, …/file/bot<token>/<path>: on any host.
 _BOT_URL_TOKEN = re.compile(r"(/(?:file/)?bot)\d+:[A-Za-z0-9_-]+")
 # The shape of any bot token (digits:35 characters), configured or not.
@@ -40,10 +48,11 @@ class Redactor:
             self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
     def redact(self, text: str) -> str:
+        # A token in a URL first: its word (`bot<token>`) keeps its `bot`, so the URL reads.
+        text = _BOT_URL_TOKEN.sub(rf"\1{REDACTED}", text)
         pattern = self._pattern
         if pattern is not None:
-            text = pattern.sub(REDACTED, text)
-        text = _BOT_URL_TOKEN.sub(rf"\1{REDACTED}", text)
+            text = _mask_words(text, [match.span() for match in pattern.finditer(text)])
         return _BOT_TOKEN.sub(REDACTED, text)
 
     def redact_value(self, value: Any, depth: int = 0) -> Any:
@@ -59,6 +68,26 @@ class Redactor:
         if type(value) is tuple:
             return tuple(self.redact_value(item, depth + 1) for item in value)
         return value
+
+
+def _mask_words(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each span, widened to the whole word around it, replaced by REDACTED.
+    Widened here rather than in the pattern: a pattern with a word on either side of the
+    secrets would backtrack through every long run of word characters (a base64 blob)."""
+    if not spans:
+        return text
+    pieces, done = [], 0
+    for start, end in spans:
+        while start > done and text[start - 1] in _WORD_CHARS:
+            start -= 1
+        while end < len(text) and text[end] in _WORD_CHARS:
+            end += 1
+        if end <= done:  # in the word of the previous span: masked already
+            continue
+        pieces += [text[done:start], REDACTED]
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 REDACTOR = Redactor()

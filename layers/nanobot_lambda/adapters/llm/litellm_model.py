@@ -35,8 +35,10 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
 
 import litellm
 
+from nanobot_lambda.adapters.llm.model_errors import connection_refused, setup_problem
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, ToolChoice, Usage
+from nanobot_lambda.core.redaction import Redactor
 from nanobot_lambda.settings import LlmSettings
 
 litellm.suppress_debug_info = True
@@ -106,6 +108,9 @@ class LitellmChatModel:
             self._credentials["api_base"] = settings.llm_api_base
         if settings.llm_api_key is not None:
             self._credentials["api_key"] = settings.llm_api_key.get_secret_value()
+        # Masks the key in error descriptions, by the rules of the logs (core/redaction.py).
+        self._redactor = Redactor()
+        self._redactor.add([self._credentials.get("api_key", "")])
 
     def complete(
         self,
@@ -117,11 +122,13 @@ class LitellmChatModel:
         on_text: TextStream | None = None,
     ) -> ModelReply:
         deadline = None if timeout is None else time.monotonic() + timeout
-        failures = []
+        failures: list[str] = []
+        problems: list[str | None] = []  # each failed model's setup problem, if it has one
         for model in (self._model, *self._fallbacks):
             budget = None if deadline is None else deadline - time.monotonic()
             if budget is not None and budget <= 0:
                 failures.append(f"{model}: no time left")
+                problems.append(None)
                 break
             try:
                 if on_text is None:
@@ -133,14 +140,17 @@ class LitellmChatModel:
             except _TextStreamError as failed:
                 raise failed.error from None
             except Exception as error:
-                failures.append(f"{model}: {self._describe(error)}")
+                failures.append(f"{model}: {self._describe(error, model)}")
+                problems.append(setup_problem(model, error))
                 if model != (self._fallbacks or (self._model,))[-1]:
                     logger.warning("model %s failed; trying the next fallback", model)
                 continue
             if model != self._model:
                 logger.warning("answered by fallback model %s", model)
             return self._reply(response)
-        raise ModelError("; ".join(failures))
+        # A setup problem only if no model may answer later: the first model's is the owner's.
+        permanent = all(problems)
+        raise ModelError("; ".join(failures), setup_problem=problems[0] if permanent else None)
 
     def _completion(
         self,
@@ -249,18 +259,29 @@ class LitellmChatModel:
             thinking_blocks=tuple(dict(block) for block in blocks),
         )
 
-    def _describe(self, error: Exception) -> str:
+    def _describe(self, error: Exception, model: str | None = None) -> str:
         """Kind, status and the start of the provider's explanation, with the API key masked.
 
         The explanation is what tells an operator to fix a key or a model name; it is cut short
-        because some providers quote part of the request in it.
+        because some providers quote part of the request in it. Nothing listening at the
+        address is said as such (with LLM_API_BASE, if `model` is sent there): litellm gives it
+        a status 500 of its own.
         """
-        status = getattr(error, "status_code", None)
-        detail = " ".join(str(error).split())[:MAX_ERROR_DETAIL_CHARS]
-        key = self._credentials.get("api_key")
-        if key:
-            detail = detail.replace(key, "<api-key>")
-        return f"{type(error).__name__} (status {status}): {detail}"
+        if connection_refused(error):
+            where = self._credentials.get("api_base")
+            if where and model is not None and provider_of(model) == self._keyed_provider:
+                at = f" at {self._redactor.redact(where)}"
+            else:
+                at = ""
+            return f"connection refused{at} (is the server running?)"
+        status, kind = getattr(error, "status_code", None), type(error).__name__
+        # litellm starts its messages with the kind, once or twice ("litellm.NotFoundError:
+        # NotFoundError: OpenAIException - …"): said once, before the status.
+        detail = " ".join(str(error).split())
+        detail = detail.removeprefix(f"litellm.{kind}: ").removeprefix(f"{kind}: ")
+        # Masked before it is cut: a key cut in two would be no whole value to mask.
+        detail = self._redactor.redact(detail)[:MAX_ERROR_DETAIL_CHARS]
+        return f"{kind} (status {status}): {detail}"
 
 
 def _retryable(error: Exception) -> bool:

@@ -4,10 +4,12 @@ out.
 
 A turn that cannot be answered (every model attempt failed; or it continued in new invocations
 as often as it may) ends: the journal records that first, then the chat is told once, then the
-turn is closed without saving anything. A later run of it (its job delivered again after a
-crash between those steps) only finishes that: it repeats the message if it was not accepted
-yet and closes the turn; it never asks the model again after the user was told to send the
-message again.
+turn is closed without saving anything. When the model's failure is a setup problem (a refused
+key, a model that does not exist), the chat is told the assistant is not set up right and the
+owner what to fix (spending.py's SetupNotices), not "send it again in a moment". A later run of
+it (its job delivered again after a crash between those steps) only finishes that: it repeats
+the message if it was not accepted yet and closes the turn; it never asks the model again after
+the user was told to send the message again.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.ports import StopFlags, TurnJournal
 from nanobot_lambda.entry.agent_turn.continuation import Continuation
 from nanobot_lambda.entry.agent_turn.saving import TurnSaver
+from nanobot_lambda.entry.agent_turn.spending import SetupNotices
 from nanobot_lambda.entry.agent_turn.turn_run import TurnRun, checkpoint
 from nanobot_lambda.settings import LoopSettings
 from nanobot_lambda.tools.chat import TurnScope
@@ -42,8 +45,10 @@ class AgentRunner:
         continuation: Continuation,
         saver: TurnSaver,
         settings: LoopSettings,
+        setup_notices: SetupNotices,
     ) -> None:
         self._journal = journal
+        self._setup_notices = setup_notices
         self._stop_flags = stop_flags
         self._continuation = continuation
         self._saver = saver
@@ -100,8 +105,10 @@ class AgentRunner:
             )
         except ModelError as error:
             logger.error("model call failed: %s", error, extra=log)
+            # A setup problem is the owner's to fix, whoever's turn met it: they are told.
+            setup_text = self._setup_notices.tell(run, scope, error)
             if apologise:
-                self._end(run, scope, MODEL_ERROR)
+                self._end(run, scope, setup_text or MODEL_ERROR)
                 return None
             self._journal.discard(run.journal_key, run.progress)
             return None

@@ -60,7 +60,7 @@ from nanobot_lambda.entry.agent_turn.draft_stream import Drafts
 from nanobot_lambda.entry.agent_turn.job_scope import JobScope
 from nanobot_lambda.entry.agent_turn.memory_commands import MemoryCommands
 from nanobot_lambda.entry.agent_turn.saving import TurnSaver
-from nanobot_lambda.entry.agent_turn.spending import SpendNotices
+from nanobot_lambda.entry.agent_turn.spending import SetupNotices, SpendNotices
 from nanobot_lambda.entry.agent_turn.toolbox import SandboxPrograms, agent_tools
 from nanobot_lambda.entry.agent_turn.turn_request import TurnRequests
 from nanobot_lambda.entry.agent_turn.turn_run import TurnStarter
@@ -324,6 +324,7 @@ def build_turn_deps(
             Continuation(stores.journal, services.queue),
             saver,
             settings,
+            SetupNotices(stores.usage, settings.owner, clock),
         ),
         # Live replies: the answer shown as it is written, in private chats.
         drafts=Drafts(services.channel, settings.stream_replies),

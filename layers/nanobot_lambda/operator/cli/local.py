@@ -119,7 +119,25 @@ def _model_env() -> dict[str, str] | None:
     if "LLM_MODEL" not in model_env:
         print(MODEL_HELP, file=sys.stderr)
         return None
+    if problems := _model_name_problems():
+        for variable, problem in problems:
+            print(f"error: {variable}: {problem}", file=sys.stderr)
+        print(f"\n{MODEL_HELP.split(chr(10), 2)[2]}", file=sys.stderr)  # the examples
+        return None
     return model_env
+
+
+def _model_name_problems() -> list[tuple[str, str]]:
+    """Models named without a provider litellm knows: said before the stack starts, as no
+    request to them can ever succeed (litellm is imported here; the agent imports it anyway)."""
+    from nanobot_lambda.adapters.llm.model_errors import model_name_problems
+    from nanobot_lambda.settings import LlmSettings
+
+    names = ("LLM_MODEL", "LLM_FALLBACK_MODELS", "HEARTBEAT_MODEL", "CONSOLIDATION_MODEL")
+    settings = LlmSettings.model_validate(
+        {name: os.environ[name] for name in names if os.environ.get(name)}
+    )
+    return model_name_problems(settings)
 
 
 def _log_printer(verbose: bool) -> Any:

@@ -144,7 +144,7 @@ class TemplateContext:
             return {key: self.evaluate(item) for key, item in value.items()}
         ((name, argument),) = value.items()
         if name == "Ref":
-            return self._ref(argument)
+            return self._ref_value(argument)
         if name == "Fn::GetAtt":
             resource, attribute = argument
             try:
@@ -194,6 +194,14 @@ class TemplateContext:
             batch_size = int(properties.get("BatchSize", SQS_DEFAULT_BATCH_SIZE))
             return QueueMapping(queues[0], batch_size)
         raise UnresolvedValue(f"no event source mapping invokes {function}")
+
+    def _ref_value(self, name: str) -> str | list[str]:
+        """A Ref as CloudFormation gives it: a CommaDelimitedList parameter is a list."""
+        value = self._ref(name)
+        declared = self.template.get("Parameters", {}).get(name, {})
+        if declared.get("Type") == "CommaDelimitedList":
+            return [item.strip() for item in value.split(",")]
+        return value
 
     def _ref(self, name: str) -> str:
         if name.endswith(".Alias"):  # SAM: the alias AutoPublishAlias creates (a qualified name)

@@ -2,8 +2,11 @@
 each a pass or a failure with its fix, run in the order a request travels.
 
 With `--stack`, the functions' settings are checked as the stack gives them (its parameters,
-its SSM secrets); without, the environment's (what `chat` and `poll` use). The model check is
-a real one-token completion, so it costs a fraction of a cent.
+its SSM secrets); without, the environment's (what `chat` and `poll` use). A stack that cannot
+be read (no credentials, no such stack) is therefore reported first, and every check that
+needs what it holds is skipped rather than failed on the environment's values. The model check
+starts with its name (no request: litellm must know its provider), then makes a real one-token
+completion, which costs a fraction of a cent.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
 from nanobot_lambda.core.bot_commands import BOT_COMMANDS
-from nanobot_lambda.core.errors import ConfigError, StorageError, ToolError
+from nanobot_lambda.core.errors import ConfigError, ModelError, StorageError, ToolError
 from nanobot_lambda.core.remote_tools import ServerAccess
 from nanobot_lambda.core.skills import load_skills
 from nanobot_lambda.core.workspace import default_workspace_files
@@ -125,6 +128,7 @@ class Doctor:
         self._owner: OwnerSettings | None = None
         self._environment: dict[str, str] = {}
         self._bot: TelegramBot | None = None
+        self._no_credentials = False
 
     @property
     def _stack_flag(self) -> str:
@@ -132,9 +136,10 @@ class Doctor:
 
     def run(self) -> Iterator[Check]:
         """The checks, each yielded as soon as it is done (the caller prints progress)."""
-        yield self.configuration()
+        operator_settings = self.connect()
         yield self.aws_credentials()
         yield self.stack()
+        yield self.configuration(operator_settings)
         yield self.model()
         yield self.mcp_servers()
         yield self.bot_token()
@@ -157,19 +162,27 @@ class Doctor:
             if parameter in parameters
         }
 
-    def configuration(self) -> Check:
-        name = "configuration"
+    def connect(self) -> ConfigError | None:
+        """Read the stack (with --stack), quietly: the checks report what failed. The operator's
+        own settings' error, if any, is the configuration check's."""
         try:
             settings = OperatorSettings.from_env(self._environ, fetch=fetch_reference)
         except ConfigError as error:
             self._deployment = Deployment(OperatorSettings.model_validate({}))
-            return _fail(name, str(error), "fix those variables (environment or .env)")
+            return error
         self._deployment = Deployment(settings)
         if self._stack_name:
-            # A stack that cannot be read is the stack check's failure; the settings are then
-            # checked as the environment gives them.
             with suppress(OperatorError, ClientError, BotoCoreError):
                 self._deployment = Deployment.connect(self._stack_name, settings)
+        return None
+
+    def configuration(self, operator_error: ConfigError | None = None) -> Check:
+        name = "configuration"
+        if operator_error is not None:
+            return _fail(name, str(operator_error), "fix those variables (environment or .env)")
+        if self._stack_unreadable():
+            # The environment's values are not the stack's: judging them would mislead.
+            return _skip(name, "the stack could not be read (see above)")
         environment = self._environment = self._function_environment()
         problems = []
         for model in CHECKED_SETTINGS:
@@ -217,8 +230,10 @@ class Doctor:
         try:
             identity = self._deployment.client("sts").get_caller_identity()
         except NoCredentialsError:
+            self._no_credentials = True
             return _fail(name, "no credentials found", "run `aws configure` (or set AWS_PROFILE)")
         except (ClientError, BotoCoreError) as error:
+            self._no_credentials = True
             return _fail(name, str(error), "refresh your credentials (aws sso login, or new keys)")
         return _ok(name, f"{identity['Arn']} (account {identity['Account']})")
 
@@ -226,6 +241,8 @@ class Doctor:
         name = "stack"
         if self._stack_name is None:
             return _skip(name, "no --stack given")
+        if self._no_credentials:
+            return _skip(name, "cannot be read without AWS credentials (see above)")
         assert self._deployment is not None
         try:
             stack = describe_stack(self._stack_name, self._deployment.client("cloudformation"))
@@ -252,20 +269,62 @@ class Doctor:
 
     def model(self) -> Check:
         name = "model"
+        if self._stack_unreadable():
+            return _skip(name, "the stack could not be read")
         if self._llm is None:
             return _skip(name, "its settings are not valid (see configuration)")
-        try:
-            one_token_completion(self._llm)
-        except Exception as error:
-            key = "LlmApiKeyParameter" if self._stack_name else "LLM_API_KEY"
-            model = "LlmModel" if self._stack_name else "LLM_MODEL"
-            base = "LlmApiBase" if self._stack_name else "LLM_API_BASE"
+        key = "LlmApiKeyParameter" if self._stack_name else "LLM_API_KEY"
+        model, base = self._setting("LLM_MODEL"), self._setting("LLM_API_BASE")
+        general_fix = f"check {model} (a litellm model string), the key in {key}, and {base}"
+        from nanobot_lambda.adapters.llm.model_errors import model_name_problems
+
+        if problems := model_name_problems(self._llm):  # no request needed to know these
+            settings = [self._setting(variable) for variable, _ in problems]
             return _fail(
                 name,
-                f"{self._llm.llm_model}: {error}",
-                f"check {model} (a litellm model string), the key in {key}, and {base}",
+                "; ".join(problem for _, problem in problems),
+                f"set {', '.join(dict.fromkeys(settings))} to a litellm model string",
             )
+        if bedrock := self._bedrock_grant_problem():
+            return bedrock
+        try:
+            one_token_completion(self._llm)
+        except ModelError as error:
+            return _fail(name, str(error), error.setup_problem or general_fix)
+        except Exception as error:  # not the adapter's: a bug to see in full
+            return _fail(name, f"{self._llm.llm_model}: {error!r}", general_fix)
         return _ok(name, f"{self._llm.llm_model} answered a one-token request")
+
+    def _setting(self, variable: str) -> str:
+        """How the operator sets `variable`: its stack parameter with --stack."""
+        if self._stack_name is None:
+            return variable
+        parameters = {variable: parameter for parameter, variable in STACK_SETTINGS.items()}
+        return parameters.get(variable, variable)
+
+    def _bedrock_grant_problem(self) -> Check | None:
+        """A deployed Bedrock model needs BedrockModelArns: the one-token request below is the
+        operator's own credentials', which say nothing of the function's role."""
+        if self._deployment is None or self._deployment.stack is None or self._llm is None:
+            return None
+        bedrock = [
+            model
+            for model in (self._llm.llm_model, *self._llm.llm_fallback_models)
+            if model.startswith("bedrock/")
+        ]
+        if not bedrock:
+            return None
+        granted = self._deployment.stack.parameters.get("BedrockModelArns", "")
+        ungranted = [model for model in bedrock if model.rsplit("/", 1)[-1] not in granted]
+        if not ungranted:
+            return None
+        return _fail(
+            "model",
+            f"AgentTurnFunction may not invoke {', '.join(ungranted)}: no ARN in "
+            f"BedrockModelArns names it ({granted or 'empty'})",
+            "redeploy with the model's foundation-model or inference-profile ARN in "
+            "BedrockModelArns (README, Deploy: Bedrock)",
+        )
 
     def mcp_servers(self) -> Check:
         """Each remote MCP server (MCP_SERVERS): whether it answers, its tool count and who may
