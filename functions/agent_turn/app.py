@@ -35,14 +35,20 @@ from nanobot_lambda.adapters.aws.logs import configure_logging, correlated
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.recall_index import S3RecallIndexObjects
 from nanobot_lambda.adapters.aws.sandbox import LambdaSandbox
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
 from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
-from nanobot_lambda.adapters.aws.workspace import S3Workspace, scope_workspaces
+from nanobot_lambda.adapters.aws.workspace import (
+    S3Workspace,
+    any_scope_workspace,
+    scope_workspaces,
+)
 from nanobot_lambda.adapters.llm.catalog import LitellmModelCatalog
+from nanobot_lambda.adapters.llm.embeddings import embedder_for
 from nanobot_lambda.adapters.llm.images import image_generator_for
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.speech import speaker_for
@@ -79,6 +85,7 @@ def build_records() -> RecordRunner:
     stores = Stores(
         workspace=S3Workspace(settings.workspace_bucket, s3),
         scope_workspace=scope_workspaces(settings.workspace_bucket, s3),
+        versioned_workspace=any_scope_workspace(settings.workspace_bucket, s3),
         sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
         journal=DynamoTurnJournal(settings.sessions_table, dynamodb),
         jobs=DynamoJobStore(settings.jobs_table, dynamodb),
@@ -88,6 +95,7 @@ def build_records() -> RecordRunner:
         pairing=DynamoPairingStore(settings.sessions_table, lambda: dynamodb),
         hooks=DynamoHookStore(settings.sessions_table, lambda: dynamodb),
         feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
+        recall_indexes=S3RecallIndexObjects(settings.workspace_bucket, s3),
     )
     model = LitellmChatModel(settings)
     services = Services(
@@ -108,6 +116,7 @@ def build_records() -> RecordRunner:
         ),
         transcriber=transcriber_for(settings),  # None unless TRANSCRIPTION_MODEL is set
         speaker=speaker_for(settings),
+        embedder=embedder_for(settings),  # None unless EMBEDDING_MODEL is set
         remote_servers=mcp_servers(
             settings.mcp_servers, settings.web_fetch_allow_networks, fetch_secret
         ),

@@ -457,6 +457,10 @@ class LoopSettings(_Settings):
     send_tool_hints: bool = Field(default=False, alias="SEND_TOOL_HINTS")
     # In private chats, show the answer as it is written (Telegram message drafts).
     stream_replies: bool = Field(default=True, alias="STREAM_REPLIES")
+    # One short line before the next answer when earlier conversation was summarised into
+    # memory by automatic consolidation (entry/agent_turn/turn.py); /compact and /new say so
+    # themselves.
+    compaction_notice: bool = Field(default=True, alias="COMPACTION_NOTICE")
     # Seconds of the Lambda invocation kept back from model calls: when less remains, the
     # turn records where it is and continues in a new invocation.
     turn_time_reserve_seconds: float = Field(

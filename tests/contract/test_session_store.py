@@ -116,3 +116,27 @@ def test_an_append_makes_the_journal_s_closing_with_it(session_stores: SessionSt
     loaded = sessions.load(KEY, 50)
     assert loaded.open_turns == {} and loaded.recent_turns == ("t1",)
     assert journal.get(KEY, "t1") == TurnProgress("t1")  # no record any more
+
+
+def test_a_consolidation_leaves_a_notice_due_until_a_save_records_it(
+    sessions: SessionStore,
+) -> None:
+    """`noticed_upto` (core/sessions.py): absent, nothing is due; an automatic consolidation
+    moves the cursor and leaves it behind; the save of the turn that told the chat brings it
+    up; /compact and /new (`noticed`) move both."""
+    history = sessions.load(KEY, 50)
+    sessions.append(history, [*exchange(1), *exchange(2)])
+    assert sessions.load(KEY, 50).noticed_upto is None  # a session never consolidated
+
+    assert sessions.advance_cursor(KEY, 0, 2)
+    history = sessions.load(KEY, 50)
+    assert (history.consolidated_upto, history.noticed_upto) == (2, 0)
+    assert history.summarised_unnoticed
+
+    history.noticed_upto = history.consolidated_upto  # the turn told the chat
+    sessions.append(history, exchange(3), turn_id="update-3")
+    assert not sessions.load(KEY, 50).summarised_unnoticed
+
+    assert sessions.advance_cursor(KEY, 2, 4, noticed=True)  # /compact told it itself
+    history = sessions.load(KEY, 50)
+    assert (history.consolidated_upto, history.noticed_upto) == (4, 4)

@@ -10,6 +10,7 @@ import json
 import boto3
 import pytest
 
+from nanobot_lambda.core import texts
 from nanobot_lambda.core.budget import CUT_MARKER
 from nanobot_lambda.core.consolidation import SAVE_MEMORY
 from nanobot_lambda.core.memory import HISTORY_FILE
@@ -116,7 +117,11 @@ def test_a_history_over_budget_is_summarised_before_the_request_that_would_not_f
     assert model_server.too_long == [] and model_server.remaining == 0
     summaries = [request.get("tool_choice") for request in model_server.requests[:2]]
     assert all(choice["function"]["name"] == SAVE_MEMORY for choice in summaries)
-    assert answers(stack) == ["Still here, and I remember the foxes."]
+    # The summary before the request is told in that very turn, before the answer.
+    assert answers(stack) == [
+        texts.load("compaction_notice"),
+        "Still here, and I remember the foxes.",
+    ]
     history = stack.workspace.read(HISTORY_FILE, fresh=True)
     assert history is not None and "Foxes, first part." in history.text
     assert "Foxes, second part." in history.text

@@ -131,12 +131,22 @@ def test_failed_consolidation_keeps_the_cursor_and_is_retried(
     assert session_store(stack).load(key, 0).consolidated_upto == 0
     assert [m.plain_text for m in stack.bot_api.messages] == ["one", "two"]  # user unaffected
 
-    model_server.reply("three").call_tool(
+    # The next turn finds more unsummarised messages than the window sends: it summarises them
+    # before its request (the retry), answers, and summarises again after its reply.
+    model_server.call_tool(
         "save_memory", save_memory("[2026-11-22 11:00] Two messages.", "# Memory\n")
+    )
+    model_server.reply("three").call_tool(
+        "save_memory", save_memory("[2026-11-22 11:01] Two more.", "# Memory\n")
     )
     say(stack, "third")
     assert session_store(stack).load(key, 0).consolidated_upto == 4
     assert "[2026-11-22 11:00] Two messages." in read(stack, HISTORY_FILE)
+    assert [m.plain_text for m in stack.bot_api.messages][2:] == [
+        texts.load("compaction_notice"),
+        "three",
+    ]
+    assert model_server.unexpected == [] and model_server.remaining == 0
 
 
 def test_new_archives_and_starts_fresh(

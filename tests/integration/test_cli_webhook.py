@@ -73,7 +73,7 @@ def test_set_generates_and_stores_the_secret_then_registers_the_stack_url(
     assert "drop_pending_updates" not in call  # only on request
     assert f"url:              {url}  (the stack's)" in out
     assert bot_api.commands == command_menu()  # the menu Telegram shows for "/"
-    assert "Command menu set: /new /stop /usage /model /think /help." in out
+    assert "Command menu set: /new /stop /compact /memory /usage /model /think /help." in out
 
     # A second set reuses the stored secret.
     assert main(["webhook", "set", "--stack", stack, "--drop-pending-updates"]) == 0

@@ -69,6 +69,15 @@ def test_adds_accumulate_by_day_month_and_total(store: DynamoUsageStore, table: 
     assert summary.total.cost_usd == Decimal("0.0045")  # exact: Decimal, not float
 
 
+def test_costs_of_a_fraction_of_a_microdollar_add_up(store: DynamoUsageStore) -> None:
+    """An embedding of a short query costs 3e-7 USD: its sums add up (moto wrote such a sum as
+    "3E-7" and failed every later add of the chat: operator/local/moto_server.py mends it)."""
+    embedding = Tally(model_calls=1, prompt_tokens=15, cost_usd=Decimal("3E-7"))
+    for _ in range(3):
+        store.add(CHAT, embedding, NOON)
+    assert store.summary(CHAT, NOON).total.cost_usd == Decimal("9E-7")
+
+
 def test_days_follow_the_users_time_zone_and_expire(store: DynamoUsageStore, table: str) -> None:
     late = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)  # already December 1st in Paris
     store.add(CHAT, CALL, late)

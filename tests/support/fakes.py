@@ -873,6 +873,7 @@ class MemorySessionStore:
     def __init__(self, journal: MemoryTurnJournal | None = None) -> None:
         self.messages: dict[str, list[Message]] = {}
         self.cursors: dict[str, int] = {}
+        self.noticed: dict[str, int] = {}  # noticed_upto, where a session has one
         self.recent: dict[str, tuple[str, ...]] = {}
         self.preferences: dict[str, ChatPreferences] = {}
         self.journal = journal
@@ -892,6 +893,7 @@ class MemorySessionStore:
             recent_turns=self.recent.get(key, ()),
             open_turns=self.journal.open_turns(key) if self.journal is not None else {},
             preferences=self.preferences.get(key, ChatPreferences()),
+            noticed_upto=self.noticed.get(key),
         )
 
     def append(
@@ -913,6 +915,8 @@ class MemorySessionStore:
         if turn_id is not None:
             history.recent_turns = (*history.recent_turns, turn_id)[-RECENT_TURNS:]
             self.recent[history.key] = history.recent_turns
+        if history.noticed_upto is not None:
+            self.noticed[history.key] = history.noticed_upto
         history.next_seq += len(messages)
         history.messages.extend(messages)
 
@@ -926,7 +930,7 @@ class MemorySessionStore:
     def set_preferences(self, key: str, preferences: ChatPreferences) -> None:
         self.preferences[key] = preferences
 
-    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
+    def advance_cursor(self, key: str, expected: int, new: int, *, noticed: bool = False) -> bool:
         self.advances.append((key, expected, new))
         if self.advance_failures:
             self.advance_failures -= 1
@@ -934,6 +938,7 @@ class MemorySessionStore:
         if self.cursors.get(key, 0) != expected:
             return False
         self.cursors[key] = new
+        self.noticed[key] = new if noticed else self.noticed.get(key, expected)
         return True
 
 

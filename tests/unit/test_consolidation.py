@@ -472,9 +472,9 @@ def test_a_concurrent_run_that_moved_the_cursor_first_is_not_an_error() -> None:
 
     real_advance = store.advance_cursor
 
-    def advance(key: str, expected: int, new: int) -> bool:
+    def advance(key: str, expected: int, new: int, *, noticed: bool = False) -> bool:
         store.cursors[key] = new  # the other run got there first
-        return real_advance(key, expected, new)
+        return real_advance(key, expected, new, noticed=noticed)
 
     store.advance_cursor = advance  # type: ignore[method-assign]
     result = consolidator(ScriptedModel(save()), workspace, store).consolidate(KEY)

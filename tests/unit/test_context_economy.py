@@ -192,7 +192,7 @@ def test_a_history_too_long_for_the_window_is_summarised_before_the_turn() -> No
     turn_request, tools = model.requests[3]
     assert len(turn_request) < 1 + 40 + 1
     assert ApproxTokenCounter().count(turn_request, tools) <= int(9_000 * 0.95) - 4096
-    assert bot.said == ["Fine."]
+    assert bot.said == [texts.load("compaction_notice"), "Fine."]  # told in this very turn
 
 
 # -- requests within the context window --------------------------------------------------------

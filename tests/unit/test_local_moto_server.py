@@ -64,3 +64,16 @@ def test_sqs_requests_run_side_by_side() -> None:
 
     run_side_by_side(AtomicRequests(app), "sqs", 2)
     assert met == [True, True]
+
+
+def test_adding_small_numbers_is_exact_as_in_dynamodb() -> None:
+    """moto wrote 0 + 0.0000003 as "3E-7" and then failed to add to it (int("3E-7"))."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    from nanobot_lambda.operator.local.moto_server import _add_numbers_as_dynamodb_does
+
+    _add_numbers_as_dynamodb_does()
+    total = DynamoType({"N": "0"}) + DynamoType({"N": "0.0000003"})
+    total = total + DynamoType({"N": "0.0000003"}) + DynamoType({"N": "2"})
+    assert total.value == "2.0000006"
+    assert (DynamoType({"N": "0"}) + DynamoType({"N": "0.000000000000"})).value == "0"

@@ -86,6 +86,8 @@ class Bot:
     sandbox: Any = None  # the code sandbox (SANDBOX_FUNCTION): the exec tool
     models: Any = None  # the models /model and /think choose from (core/model_choice.py)
     images: Any = None  # IMAGE_MODEL: the generate_image tool
+    embedder: Any = None  # EMBEDDING_MODEL: hybrid recall (with `recall_indexes`)
+    recall_indexes: Any = None
     clock: Callable[[], datetime] | None = None  # default: the real time
     settings: dict[str, str] = field(default_factory=dict)
 
@@ -93,12 +95,17 @@ class Bot:
         """A person's or a group's own workspace (core/scopes.py), kept for the assertions."""
         return self.scopes.setdefault(scope.name, MemoryWorkspace())
 
+    def any_workspace(self, scope: Scope) -> MemoryWorkspace:
+        """Any scope's workspace, the owner's included (/memory)."""
+        return self.workspace if scope.is_owner else self.scope_workspace(scope)
+
     def __post_init__(self) -> None:
         self.sessions = MemorySessionStore(self.journal)
         ports = TurnPorts(
             Stores(
                 workspace=self.workspace,
                 scope_workspace=self.scope_workspace,
+                versioned_workspace=self.any_workspace,
                 sessions=self.sessions,
                 journal=self.journal,
                 jobs=self.jobs,
@@ -108,6 +115,7 @@ class Bot:
                 pairing=self.pairing,
                 hooks=self.hooks,
                 feedback=self.feedback,
+                recall_indexes=self.recall_indexes,
             ),
             Services(
                 channel=self.channel,
@@ -122,6 +130,7 @@ class Bot:
                 sandbox=self.sandbox,
                 models=self.models,
                 images=self.images,
+                embedder=self.embedder,
             ),
             self.metrics,
         )

@@ -10,6 +10,8 @@ from nanobot_lambda.core import texts
 BOT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("new", "save our conversation to memory and start a fresh one"),
     ("stop", "stop what I'm working on (what I did so far is kept)"),
+    ("compact", "summarise our earlier conversation into memory now (the newest stays)"),
+    ("memory", "versions of my memory of this chat; /memory restore N brings one back"),
     ("usage", "tokens, turns and cost of this chat (today, this month, all time)"),
     ("model", "which model answers this chat; /model NAME switches"),
     ("think", "how hard I think: /think off, low, medium or high"),

@@ -9,9 +9,10 @@ cache serves.
 `RequestFitter` runs before each model call, so a request never fails with a context-length
 error: when the request would not fit the model's window, the turn's largest tool results are
 cut, newest first (a result cut before it is first sent keeps the history byte-stable), and only
-then, as a last resort, the oldest history is left out of that request. (Summarising the oldest
-exchanges, the better remedy, happens first, at the start of a turn whose request would not fit:
-see entry/agent_turn/turn_deps.py.)
+then, as a last resort, the oldest history is left out of that request (it stays in the session,
+unsummarised, and is summarised in its turn). Summarising the oldest exchanges, the better
+remedy, happens first, at the start of a turn whose request would not fit or whose session holds
+more than HISTORY_WINDOW messages: see entry/agent_turn/turn_request.py.
 """
 
 from __future__ import annotations

@@ -11,6 +11,17 @@ failure before the cursor moves leaves it where it was. A later run first looks 
 of an entry already written from the cursor on (a run that died before moving the cursor): if
 there is one, it only moves the cursor, with no model call and no second entry, even if new
 messages arrived meanwhile.
+
+Nothing leaves the history window unsummarised: the model is sent the unconsolidated messages
+only, and the cursor moves past a message only once its summary is written. A request that
+would not fit, or a session past its message backstop (HISTORY_WINDOW: the model would be sent
+only the newest of them), is consolidated before the turn's request is built
+(entry/agent_turn/turn_request.py); what the request fitter still leaves out of one request
+(core/budget.py) stays unconsolidated, is sent again by later turns and summarised in its turn.
+
+Moving the cursor leaves a notice due (core/sessions.py: `noticed_upto`): the next answer tells
+the chat in one line that earlier conversation was summarised. A caller that tells the chat
+itself (/compact, /new) consolidates with `noticed`.
 """
 
 from __future__ import annotations
@@ -88,28 +99,44 @@ class Consolidator:
     def due(self, history: SessionHistory) -> bool:
         return self._budget.over(history.messages, history.unconsolidated)
 
-    def consolidate(self, key: str, *, everything: bool = False) -> Consolidated | None:
-        """Summarise the older unconsolidated messages (all of them with `everything`).
+    def consolidate(
+        self,
+        key: str,
+        *,
+        everything: bool = False,
+        keep_exchanges: int | None = None,
+        noticed: bool = False,
+    ) -> Consolidated | None:
+        """Summarise the older unconsolidated messages: those past the budget's kept half, all
+        of them with `everything`, all but the newest `keep_exchanges` exchanges (a user message
+        and what answered it) with that. `noticed`: the caller tells the chat (no notice due).
 
         Returns None when there was nothing to do. Raises ConsolidationError on failure.
         """
         try:
-            return self._consolidate(key, everything)
+            return self._consolidate(key, everything, keep_exchanges, noticed)
         except _STORAGE_ERRORS as error:
             raise ConsolidationError(f"storage failed: {type(error).__name__}") from None
 
-    def _consolidate(self, key: str, everything: bool) -> Consolidated | None:
+    def _consolidate(
+        self, key: str, everything: bool, keep_exchanges: int | None, noticed: bool
+    ) -> Consolidated | None:
         header = self._sessions.load(key, 0)
         start, end = header.consolidated_upto, header.next_seq
         recorded = find_marker(self._workspace, f"{key} {start}-")
         if recorded is not None:
             # A run died after writing its entry: finish it rather than summarise again.
             target = int(recorded.rsplit("-", 1)[1])
-            self._sessions.advance_cursor(key, start, target)
+            self._sessions.advance_cursor(key, start, target, noticed=noticed)
             logger.info("consolidation resumed", extra={"session": key, "end": target})
             return Consolidated(start, target, False)
         messages = self._sessions.load_range(key, start, end)
-        target = end if everything else self._budget.keep_from(messages, end)
+        if everything:
+            target = end
+        elif keep_exchanges is not None:
+            target = _exchanges_from(messages, keep_exchanges, end)
+        else:
+            target = self._budget.keep_from(messages, end)
         target = self._budget.summarised_until(messages, target)
         archived = [message for seq, message in messages if seq < target]
         if target <= start or not archived:
@@ -126,7 +153,7 @@ class Consolidator:
             MEMORY_FILE,
             lambda current: guard_memory_update(current or "", memory_update),
         )
-        if not self._sessions.advance_cursor(key, start, target):
+        if not self._sessions.advance_cursor(key, start, target, noticed=noticed):
             logger.info("consolidation of %s already recorded by another run", key)
         logger.info(
             "session consolidated",
@@ -180,6 +207,17 @@ class Consolidator:
                     continue
                 return moment.astimezone(self._zone).strftime("%Y-%m-%d %H:%M")
         return self._clock().astimezone(self._zone).strftime("%Y-%m-%d %H:%M")
+
+
+def _exchanges_from(messages: list[tuple[int, Message]], count: int, end: int) -> int:
+    """Where the newest `count` exchanges start (the `count`-th user message from the end);
+    the first message when there are fewer, `end` when `count` is 0."""
+    users = [seq for seq, message in messages if message.get("role") == "user"]
+    if count <= 0:
+        return end
+    if len(users) <= count:
+        return messages[0][0] if messages else end
+    return users[-count]
 
 
 def transcript(messages: list[Message]) -> str:

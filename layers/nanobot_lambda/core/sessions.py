@@ -7,6 +7,12 @@ turns saved (see core/journal.py). Appending a turn is one conditional write on 
 writers can never interleave or overwrite messages. The model is given only unconsolidated
 messages, at most `limit` of them, starting at a user message so that a tool call is never
 separated from its results. (`adapters/aws/sessions.py` keeps them in DynamoDB.)
+
+`noticed_upto` is how far the chat was told its conversation was summarised (the compaction
+notice, entry/agent_turn/turn.py): an automatic consolidation moves the cursor and leaves it
+behind (a notice is due), the next answered message turn says so and its save brings it up to
+the cursor; /compact and /new, which say so themselves, move both. A session that never had it
+(None) has nothing to announce.
 """
 
 from __future__ import annotations
@@ -44,10 +50,16 @@ class SessionHistory:
     recent_turns: tuple[str, ...] = ()
     open_turns: dict[str, TurnProgress] = field(default_factory=dict)  # by turn id
     preferences: ChatPreferences = field(default_factory=ChatPreferences)
+    noticed_upto: int | None = None  # None: as far as the cursor (nothing to announce)
 
     @property
     def unconsolidated(self) -> int:
         return self.next_seq - self.consolidated_upto
+
+    @property
+    def summarised_unnoticed(self) -> bool:
+        """Consolidation summarised messages the chat was not told about yet."""
+        return self.noticed_upto is not None and self.noticed_upto < self.consolidated_upto
 
 
 def align_to_user_turn(messages: list[Message]) -> list[Message]:
@@ -87,8 +99,10 @@ class SessionStore(Protocol):
         """Messages with start <= seq < end, oldest first."""
         ...
 
-    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
-        """Move `consolidated_upto` from `expected` to `new`; False if it had moved already."""
+    def advance_cursor(self, key: str, expected: int, new: int, *, noticed: bool = False) -> bool:
+        """Move `consolidated_upto` from `expected` to `new`; False if it had moved already.
+        `noticed`: the caller tells the chat itself (/compact, /new): `noticed_upto` moves too;
+        otherwise it stays where it was (at `expected` if it had none), so a notice is due."""
         ...
 
     def set_preferences(self, key: str, preferences: ChatPreferences) -> None:

@@ -2,9 +2,10 @@
 
 Items of a session (partition `pk` = session key):
 - `msg#<12-digit seq>`: one chat message as JSON, append-only;
-- `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns`, and the chat's
-  `/model` and `/think` choices `model_preset`, `thinking` when it made any). It sorts after every
-  `msg#` item, so one Query, newest first, returns the header and the recent window together;
+- `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns`; the chat's `/model` and
+  `/think` choices `model_preset`, `thinking` when it made any; `noticed_upto` once a
+  consolidation moved the cursor, see core/sessions.py). It sorts after every `msg#` item, so
+  one Query, newest first, returns the header and the recent window together;
 - `~turn#<turn id>`: an unfinished turn's progress (`adapters/aws/journal.py`), returned by
   the same Query.
 
@@ -117,6 +118,7 @@ class DynamoSessionStore:
             preferences=ChatPreferences(
                 model_preset=_text(meta, "model_preset"), thinking=_text(meta, "thinking")
             ),
+            noticed_upto=_number(meta, "noticed_upto") if meta and "noticed_upto" in meta else None,
         )
 
     @aws_errors
@@ -153,7 +155,11 @@ class DynamoSessionStore:
             recent = history.recent_turns
             if last and turn_id is not None:
                 recent = (*recent, turn_id)[-RECENT_TURNS:]
-            items.append(self._header_update(history.key, first, first + len(chunk), recent))
+            items.append(
+                self._header_update(
+                    history.key, first, first + len(chunk), recent, history.noticed_upto
+                )
+            )
             if last:
                 items.extend(also)  # type: ignore[arg-type]  # the other stores' writes
             try:
@@ -167,22 +173,32 @@ class DynamoSessionStore:
             history.recent_turns = recent
 
     def _header_update(
-        self, key: str, expected: int, new: int, recent_turns: tuple[str, ...]
+        self,
+        key: str,
+        expected: int,
+        new: int,
+        recent_turns: tuple[str, ...],
+        noticed_upto: int | None,
     ) -> TransactWriteItemTypeDef:
         condition = "next_seq = :expected"
         if expected == 0:
             condition = "attribute_not_exists(next_seq) OR next_seq = :expected"
+        update = "SET next_seq = :new, recent_turns = :recent"
+        values: dict[str, Any] = {
+            ":expected": {"N": str(expected)},
+            ":new": {"N": str(new)},
+            ":recent": {"L": [{"S": turn} for turn in recent_turns]},
+        }
+        if noticed_upto is not None:  # how far the chat was told of consolidation
+            update += ", noticed_upto = :noticed"
+            values[":noticed"] = {"N": str(noticed_upto)}
         return {
             "Update": {
                 "TableName": self._table,
                 "Key": {"pk": {"S": key}, "sk": {"S": META_KEY}},
-                "UpdateExpression": "SET next_seq = :new, recent_turns = :recent",
+                "UpdateExpression": update,
                 "ConditionExpression": condition,
-                "ExpressionAttributeValues": {
-                    ":expected": {"N": str(expected)},
-                    ":new": {"N": str(new)},
-                    ":recent": {"L": [{"S": turn} for turn in recent_turns]},
-                },
+                "ExpressionAttributeValues": values,
             }
         }
 
@@ -239,15 +255,17 @@ class DynamoSessionStore:
         )
 
     @aws_errors
-    def advance_cursor(self, key: str, expected: int, new: int) -> bool:
+    def advance_cursor(self, key: str, expected: int, new: int, *, noticed: bool = False) -> bool:
         condition = "consolidated_upto = :expected"
         if expected == 0:
             condition = "attribute_not_exists(consolidated_upto) OR consolidated_upto = :expected"
+        # The notice is due from the old cursor on, unless the caller tells the chat itself.
+        notice = ":new" if noticed else "if_not_exists(noticed_upto, :expected)"
         try:
             self._dynamodb.update_item(
                 TableName=self._table,
                 Key={"pk": {"S": key}, "sk": {"S": META_KEY}},
-                UpdateExpression="SET consolidated_upto = :new",
+                UpdateExpression=f"SET consolidated_upto = :new, noticed_upto = {notice}",
                 ConditionExpression=condition,
                 ExpressionAttributeValues={
                     ":expected": {"N": str(expected)},

@@ -279,3 +279,10 @@ def scope_prefix(scope: Scope) -> str:
 def scope_workspaces(bucket: str, s3: S3Client) -> Callable[[Scope], S3Workspace]:
     """A scope's own workspace in the bucket (the caller keeps one per scope)."""
     return lambda scope: S3Workspace(bucket, s3, scope_prefix(scope))
+
+
+def any_scope_workspace(bucket: str, s3: S3Client) -> Callable[[Scope], S3Workspace]:
+    """Any scope's workspace, the owner's (`workspace/`) included: for /memory's versions."""
+    return lambda scope: S3Workspace(
+        bucket, s3, WORKSPACE_PREFIX if scope.is_owner else scope_prefix(scope)
+    )

@@ -1,8 +1,9 @@
-"""Bot commands: /start, /help, /new, /stop, /usage (with the reactions to the chat's answers,
+"""Bot commands: /start, /help, /stop, /usage (with the reactions to the chat's answers,
 core/feedback.py), /model and /think (the chat's model and how hard it thinks,
-core/model_choice.py); and the owner's /approve, /deny and /people (pairing, see
-core/pairing.py) and /hooks (event hooks, core/hooks.py: a hook's secret is sent once, never
-journaled, saved or logged; one made in a group has it sent to the owner's private chat only).
+core/model_choice.py); /new, /compact and /memory (memory_commands.py); and the owner's
+/approve, /deny and /people (pairing, see core/pairing.py) and /hooks (event hooks,
+core/hooks.py: a hook's secret is sent once, never journaled, saved or logged; one made in a
+group has it sent to the owner's private chat only).
 
 Their answers are not journaled: answering a command twice is harmless.
 
@@ -21,7 +22,6 @@ from dataclasses import dataclass
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import help_text
-from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.feedback import FeedbackBook, feedback_line
 from nanobot_lambda.core.hooks import HookCommands
@@ -29,6 +29,7 @@ from nanobot_lambda.core.model_choice import ModelMenu
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import Channel, SessionStore, StopFlags
 from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.entry.agent_turn.memory_commands import MEMORY_COMMANDS, MemoryCommands
 from nanobot_lambda.entry.agent_turn.outbox import send_unjournaled
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class CommandDeps:
 
     channel: Channel
     stop_flags: StopFlags
-    consolidator: Consolidator
+    memory: MemoryCommands  # /new, /compact, /memory
     meter: UsageMeter
     pairing: Pairing
     owner: int | None
@@ -56,7 +57,7 @@ class Commands:
     def __init__(self, deps: CommandDeps) -> None:
         self._channel = deps.channel
         self._stop_flags = deps.stop_flags
-        self._consolidator = deps.consolidator
+        self._memory = deps.memory
         self._meter = deps.meter
         self._pairing = deps.pairing
         self._owner = deps.owner
@@ -72,8 +73,6 @@ class Commands:
             self._answer(inbound, texts.load("start"))
         elif command == "help":
             self._answer(inbound, help_text())
-        elif command == "new":
-            self._new_session(inbound)
         elif command == "stop":
             # A turn that was stopped cleared the flag and told the user; a flag still here
             # means nothing was running.
@@ -91,6 +90,8 @@ class Commands:
             self._choose(inbound, command)
         elif command == "hooks":
             self._hooks_command(inbound)
+        elif command in MEMORY_COMMANDS:
+            self._memory.handle(inbound, command)
         else:
             return False
         return True
@@ -166,14 +167,3 @@ class Commands:
 
     def _answer(self, inbound: InboundMessage, text: str) -> None:
         send_unjournaled(self._channel, inbound.chat_id, text, inbound.thread_id)
-
-    def _new_session(self, inbound: InboundMessage) -> None:
-        """/new: archive the conversation into memory, then start afresh; keep it on failure."""
-        with self._channel.typing(inbound.chat_id, thread_id=inbound.thread_id):
-            try:
-                self._consolidator.consolidate(inbound.session_key, everything=True)
-            except ConsolidationError as error:
-                logger.warning("/new: archiving failed, session kept: %s", error)
-                self._answer(inbound, texts.load("new_session_failed"))
-                return
-        self._answer(inbound, texts.load("new_session"))

@@ -8,16 +8,26 @@ A final answer in several parts, or followed by a voice note, is recorded (check
 before its first part, so that a retry finishes that answer instead of asking the model for
 another one; its last part is recorded by the write that saves the turn, or at once when a
 voice note follows it.
+
+The compaction notice (`tell_compaction`): when consolidation summarised earlier conversation
+since the chat was last told (core/sessions.py: `noticed_upto`), one short line goes out
+through the run's outbox before the turn's first step, and the turn's save records that it was
+told. Consolidation after a reply announces itself this way, in the next answered turn (the
+turn it ran after is closed by then); consolidation before a request, in that very turn. It is
+sent once: a run that dies before the save sends it again as the same message of the same turn
+(the outbox skips it), and a run resumed from a record was past it already.
 """
 
 from __future__ import annotations
 
 import logging
 
+from nanobot_lambda.core import texts
 from nanobot_lambda.core.agent import TurnOutcome
 from nanobot_lambda.core.errors import ChannelError, ModelError
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.ports import Speaker, TurnJournal
+from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.entry.agent_turn.spending import SpendNotices
 from nanobot_lambda.entry.agent_turn.turn_run import TurnRun, checkpoint
 from nanobot_lambda.tools.chat import TurnScope
@@ -29,11 +39,26 @@ VOICE_REPLY_NAME = "answer.ogg"
 
 class Delivery:
     def __init__(
-        self, journal: TurnJournal, spend_notices: SpendNotices, speaker: Speaker | None
+        self,
+        journal: TurnJournal,
+        spend_notices: SpendNotices,
+        speaker: Speaker | None,
+        *,
+        compaction_notice: bool = False,
     ) -> None:
         self._journal = journal
         self._spend_notices = spend_notices
         self._speaker = speaker  # None: voice replies are off (TTS_MODEL)
+        self._compaction_notice = compaction_notice  # COMPACTION_NOTICE
+
+    def tell_compaction(self, run: TurnRun, scope: TurnScope, history: SessionHistory) -> None:
+        """Tell the chat that earlier conversation was summarised, if it was since it was last
+        told; the turn's save records it (see the module's docstring)."""
+        if not (self._compaction_notice and history.summarised_unnoticed):
+            return
+        if not run.progress.messages and run.progress.iterations == 0:  # no record past it
+            run.outbox.send(scope.chat_id, texts.load("compaction_notice"), scope.thread_id)
+        history.noticed_upto = run.noticed_upto = history.consolidated_upto
 
     def deliver(
         self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, voice: bool = False

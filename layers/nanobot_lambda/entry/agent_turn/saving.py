@@ -64,7 +64,10 @@ class TurnSaver:
         if not run.saves_session:
             self._journal.mark_done(run.journal_key, run.progress)
             return
-        self._append(self._sessions.load(run.journal_key, 1), [], run, [])
+        history = self._sessions.load(run.journal_key, 1)
+        if run.noticed_upto is not None:  # the chat was told of consolidation before the apology
+            history.noticed_upto = run.noticed_upto
+        self._append(history, [], run, [])
 
     def _append(
         self,

@@ -12,6 +12,8 @@ the answer. The steps:
    session's turn is answered by its chat's model (/model, /think: core/model_choice.py);
 3. build the request, in the job's chat scope (job_scope.py): the kind's prompt, with the
    runtime block and, for a session, its history, fitted to the model's window (turn_request.py);
+   a person's turn first tells the chat when earlier conversation was summarised since it was
+   last told (delivery.py: `tell_compaction`);
 4. run the loop (agent_runner.py): the agent loop runs or resumes, each step recorded; a turn
    out of time continues in another invocation (continuation.py: `TurnSuspended` ends this run
    here); a turn the model failed ends unanswered, and the kind says what that means;
@@ -21,7 +23,12 @@ the answer. The steps:
    (saving.py); a turn outside a session has its record marked done;
 7. the kind's bookkeeping (`finished`): a scheduled task's last run, the turn's log line;
 8. consolidate: when the session has grown enough, after everything else, so the user never
-   waits for it.
+   waits for it;
+9. index for recall (entry/recall.py, `TurnRecall.after_reply`): with EMBEDDING_MODEL, the
+   documents the job stored and the scope's memory and history if they changed (consolidation
+   included), embedded for the job's chat; without it, nothing. Every job that ends takes this
+   step, a command's too (/new's archive); a turn suspended to continue in another invocation
+   does not (its continuation will), nor a job that raised (its retry will).
 
 The reply is sent before the turn is saved: if sending fails the job is retried by SQS and the
 session holds no answer the user never saw.
@@ -102,13 +109,19 @@ class JobTurn(Generic[J]):
 
 
 def run_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis | None) -> None:
-    """One job's turn, in the job's scope (dispatch.py entered it)."""
+    """One job's turn, in the job's scope (dispatch.py entered it), then its indexing."""
+    if _take_turn(deps, kind, remaining_ms):
+        deps.recall.after_reply()
+
+
+def _take_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis | None) -> bool:
+    """Steps 1-8; False when the turn was suspended to continue in another invocation."""
     opening = kind.open()
     if opening is None:
-        return
+        return True
     history, run = deps.starter.start(kind.job, opening, remaining_ms)
     if run is None or not kind.ready(run):
-        return
+        return True
     if history is not None:
         deps.job_scope.use_model_of(history.preferences)
     with (
@@ -117,16 +130,18 @@ def run_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis |
     ):
         request = kind.request(run, history)
         if request is None:
-            return
+            return True
+        if history is not None and kind.apologise:  # a person waits for this answer
+            deps.delivery.tell_compaction(run, scope, history)
         try:
             outcome = deps.runner.run(
                 request.loop, request.messages, scope, run, kind.log, apologise=kind.apologise
             )
         except TurnSuspended:
-            return  # recorded; its continuation is queued
+            return False  # recorded; its continuation is queued
     if outcome is None:
         kind.unanswered(run)
-        return
+        return True
     if kind.deliver(run, scope, outcome):
         if history is None:
             deps.ports.stores.journal.mark_done(run.journal_key, run.progress)
@@ -136,3 +151,4 @@ def run_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis |
     kind.finished(run, outcome)
     if history is not None and deps.consolidator.due(history):
         consolidate_quietly(deps.consolidator, history.key)
+    return True

@@ -25,16 +25,19 @@ from nanobot_lambda.core.context import ContextBuilder
 from nanobot_lambda.core.feedback import FeedbackBook
 from nanobot_lambda.core.hooks import HookCommands, HookStore
 from nanobot_lambda.core.images import ImageGenerator
+from nanobot_lambda.core.memory_versions import VersionedFiles
 from nanobot_lambda.core.model_choice import ChatModels, ModelMenu, ModelSwitch
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import (
     AlbumBook,
     Channel,
     ChatModel,
+    Embedder,
     JobStore,
     MediaSource,
     MetricsPort,
     PairingStore,
+    RecallIndexObjects,
     Schedules,
     SessionStore,
     Speaker,
@@ -46,7 +49,6 @@ from nanobot_lambda.core.ports import (
     UsageStore,
     Workspace,
 )
-from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.remote_tools import RemoteToolServer
 from nanobot_lambda.core.sandbox import Sandbox, describe_programs
 from nanobot_lambda.core.scopes import Scope, ScopeSwitch
@@ -58,11 +60,13 @@ from nanobot_lambda.entry.agent_turn.continuation import Continuation
 from nanobot_lambda.entry.agent_turn.delivery import Delivery
 from nanobot_lambda.entry.agent_turn.draft_stream import Drafts
 from nanobot_lambda.entry.agent_turn.job_scope import JobScope
+from nanobot_lambda.entry.agent_turn.memory_commands import MemoryCommands
 from nanobot_lambda.entry.agent_turn.saving import TurnSaver
 from nanobot_lambda.entry.agent_turn.spending import SetupNotices, SpendNotices
 from nanobot_lambda.entry.agent_turn.toolbox import SandboxPrograms, agent_tools
 from nanobot_lambda.entry.agent_turn.turn_request import TurnRequests
 from nanobot_lambda.entry.agent_turn.turn_run import TurnStarter
+from nanobot_lambda.entry.recall import TurnRecall
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import CurrentTurn
 from nanobot_lambda.tools.images import GenerateImageTool
@@ -76,6 +80,8 @@ class Stores:
 
     workspace: Workspace  # the owner's
     scope_workspace: Callable[[Scope], Workspace]  # a person's or a group's own (core/scopes.py)
+    # Any scope's files with their versions, the owner's too (/memory: core/memory_versions.py).
+    versioned_workspace: Callable[[Scope], VersionedFiles]
     sessions: SessionStore
     journal: TurnJournal
     jobs: JobStore
@@ -85,6 +91,7 @@ class Stores:
     pairing: PairingStore  # people the owner approved, codes strangers were given
     hooks: HookStore  # the owner's event hooks (/hooks)
     feedback: FeedbackBook  # reactions and edits, recorded by the webhook
+    recall_indexes: RecallIndexObjects | None = None  # each scope's recall index (hybrid recall)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +115,7 @@ class Services:
     # The models a chat may choose with /model and /think (MODEL_PRESETS, LLM_THINKING);
     # None: every chat is answered by `model`.
     models: ChatModels | None = None
+    embedder: Embedder | None = None  # EMBEDDING_MODEL: hybrid recall; None: words only
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,7 @@ class TurnDeps:
     delivery: Delivery
     saver: TurnSaver
     consolidator: Consolidator
+    recall: TurnRecall  # BM25, or hybrid with EMBEDDING_MODEL; indexes after each job
 
 
 def build_turn_deps(
@@ -253,6 +262,8 @@ def build_turn_deps(
         timezone=settings.timezone,
         clock=clock,
     )
+    # Recall in the job's scope; with an embedder it indexes the scope at each job's end.
+    recall = TurnRecall(workspace, settings, meter, services.embedder, stores.recall_indexes)
     saver = TurnSaver(
         stores.sessions, stores.journal, meter, settings.saved_tool_result_max_chars, clock
     )
@@ -269,7 +280,7 @@ def build_turn_deps(
         heartbeat_model=heartbeat_model,
         context=context,
         requests=TurnRequests(
-            HistoryRecall(workspace, max_chars=settings.recall_max_chars),
+            recall,
             lambda request: fitter.fits(request, agent.tool_definitions()),
             consolidator,
             stores.sessions,
@@ -278,13 +289,24 @@ def build_turn_deps(
         ),
         albums=Albums(stores.albums),
         media=MediaResolver(
-            services.media, workspace, settings, meter.metered_transcriber(services.transcriber)
+            services.media,
+            workspace,
+            settings,
+            meter.metered_transcriber(services.transcriber),
+            on_document=recall.document_stored,
         ),
         commands=Commands(
             CommandDeps(
                 channel=services.channel,
                 stop_flags=stores.stop_flags,
-                consolidator=consolidator,
+                memory=MemoryCommands(
+                    services.channel,
+                    consolidator,
+                    lambda: workspace.scope,
+                    stores.versioned_workspace,
+                    owner=settings.owner,
+                    timezone=settings.timezone,
+                ),
                 meter=meter,
                 pairing=pairing,
                 owner=settings.owner,
@@ -316,9 +338,11 @@ def build_turn_deps(
             stores.journal,
             SpendNotices(stores.usage, settings.owner, clock),
             meter.metered_speaker(services.speaker),
+            compaction_notice=settings.compaction_notice,
         ),
         saver=saver,
         consolidator=consolidator,
+        recall=recall,
     )
 
 

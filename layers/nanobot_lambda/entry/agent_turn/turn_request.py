@@ -11,10 +11,10 @@ from datetime import datetime
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import RuntimeContext, earlier_blocks
 from nanobot_lambda.core.ports import SessionStore
-from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.entry.agent_turn.saving import consolidate_quietly
 from nanobot_lambda.entry.agent_turn.turn_run import TurnRun
+from nanobot_lambda.entry.recall import TurnRecall
 from nanobot_lambda.settings import AgentSettings
 
 # Consolidations a turn may run first to make its request fit the model's window (each one
@@ -25,7 +25,7 @@ BUDGET_CONSOLIDATIONS = 3
 class TurnRequests:
     def __init__(
         self,
-        recall: HistoryRecall,
+        recall: TurnRecall,
         fits: Callable[[list[Message]], bool],
         consolidator: Consolidator,
         sessions: SessionStore,
@@ -69,12 +69,16 @@ class TurnRequests:
         self, history: SessionHistory, build: Callable[[list[Message]], list[Message]]
     ) -> list[Message]:
         """The turn's first request, `build` from the history: when it would not fit the
-        model's window (the consolidation after an earlier turn failed, or a turn added a great
-        deal), the oldest exchanges are summarised first, a slice at a time, and it is built
-        again. What still does not fit, the request fitter leaves out."""
+        model's window, or the session holds more unsummarised messages than the history window
+        sends (the consolidation after an earlier turn failed, a turn added a great deal,
+        HISTORY_WINDOW was lowered), the oldest exchanges are summarised first, a slice at a
+        time, and it is built again: no message leaves what the model sees unsummarised. What
+        still does not fit, the request fitter leaves out of this request only (it stays in the
+        session, to be summarised later)."""
         request = build(history.messages)
         for _ in range(BUDGET_CONSOLIDATIONS):
-            if self._fits(request) or not self._consolidator.due(history):
+            whole = history.unconsolidated <= self._settings.history_window
+            if (whole and self._fits(request)) or not self._consolidator.due(history):
                 break
             cursor = history.consolidated_upto
             consolidate_quietly(self._consolidator, history.key)
@@ -82,5 +86,6 @@ class TurnRequests:
             if fresh.consolidated_upto == cursor:
                 break  # it failed: nothing more to try now
             history.messages, history.consolidated_upto = fresh.messages, fresh.consolidated_upto
+            history.noticed_upto = fresh.noticed_upto  # this turn's answer tells of it
             request = build(history.messages)
         return request

@@ -52,6 +52,9 @@ class TurnRun:
     outbox: JournaledOutbox
     remaining_ms: RemainingMillis | None = None
     saves_session: bool = True  # its journal key is its session's (else a turn marked done)
+    # How far this turn told the chat of consolidation (delivery.py, `tell_compaction`): the
+    # session records it when the turn is saved or closed. None: it told nothing.
+    noticed_upto: int | None = None
 
     def deadline(self, reserve_seconds: float) -> Callable[[], float] | None:
         """For the agent loop: the seconds a model call may take and still leave

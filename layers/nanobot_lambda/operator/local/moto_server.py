@@ -6,6 +6,12 @@ read-modify-write side by side, and one `ADD` or one conditional write can be lo
 writers (forum topics, background tasks, the tests that prove they lose nothing) need AWS's
 behaviour, so requests to those two services are serialised here. SQS is left out: its long
 polls wait inside the request and would hold everyone else up.
+
+moto's DynamoDB `ADD` on numbers is mended too (`_add_numbers_as_dynamodb_does`): it reads a
+stored number without a "." as an int and writes a small sum as "3E-7", so once a chat's cost
+summed to less than a millionth of a dollar (an embedding's: 3e-7 USD) every later usage `ADD`
+of the chat failed, and with it the transaction that saves the turn. DynamoDB adds any two
+numbers exactly.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,10 +54,29 @@ class AtomicRequests:
             return list(self._app(environ, start_response))
 
 
+def _add_numbers_as_dynamodb_does() -> None:
+    """Make moto's `ADD` of two numbers exact, written in plain notation (see above)."""
+    from moto.dynamodb.models.dynamo_type import DDBType, DynamoType
+
+    moto_add = DynamoType.__add__
+    if getattr(moto_add, "mended", False):
+        return
+
+    def add(self: DynamoType, other: DynamoType) -> DynamoType:
+        if not (self.is_number() and other.is_number()):
+            return moto_add(self, other)
+        total = Decimal(self.value) + Decimal(other.value)
+        return DynamoType({DDBType.NUMBER: format(total.normalize(), "f")})
+
+    add.mended = True  # type: ignore[attr-defined]
+    DynamoType.__add__ = add  # type: ignore[method-assign]
+
+
 def start_moto_server() -> tuple[ThreadedMotoServer, str]:
     """Start moto server on a free port of 127.0.0.1; returns it and its endpoint URL."""
     from moto.server import ThreadedMotoServer
 
+    _add_numbers_as_dynamodb_does()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
