@@ -56,10 +56,12 @@ def test_warm_turn_aws_requests(
     counter.reset()
     say(stack, "warm turn")
     assert counter.operations("s3") == {"ListObjectsV2": 1}  # one listing validates the cache
-    # agent_turn: the session Query (history, header, unfinished turns) and the one transaction
-    # that saves the turn; the webhook: the Powertools Idempotency record of the update.
+    # agent_turn: the session Query (history, header, unfinished turns), the message's latest
+    # edit if it was edited before its turn ran (one GetItem), and the one transaction that
+    # saves the turn; the webhook: the Powertools Idempotency record of the update.
     assert counter.operations("dynamodb") == {
         "Query": 1,
+        "GetItem": 1,
         "TransactWriteItems": 1,
         "PutItem": 1,
         "UpdateItem": 1,
