@@ -4,10 +4,31 @@ A record that raises is reported as a batch item failure: SQS retries it (after 
 backoff) and, after maxReceiveCount attempts, moves it to the dead-letter queue; see
 nanobot_lambda.entry.agent_turn.records. Other chats' records go on (`skip_group_on_error`);
 later records of the failing chat wait, preserving order.
+
+A cold start reads the system prompt's files while the imports below run (litellm's alone takes
+seconds): the prefetch starts first, on the S3 client the workspace then uses (issue 31; see
+nanobot_lambda.adapters.aws.workspace). The keep-warm ping (nanobot_lambda.entry.keep_warm) is
+answered before anything else the handler does.
 """
 
+from __future__ import annotations
+
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from nanobot_lambda.adapters.aws.clients import s3_client
+from nanobot_lambda.adapters.aws.workspace import WorkspacePrefetch
+from nanobot_lambda.core.context import is_prompt_file
+
+s3 = s3_client()
+# Not into a SnapStart snapshot: files read then would be restored days later (the workspace
+# would only drop them again), so a restored copy reads at its first turn.
+prefetch = (
+    WorkspacePrefetch(os.environ["WORKSPACE_BUCKET"], s3, is_prompt_file).start()
+    if os.environ.get("WORKSPACE_BUCKET")
+    and os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") != "snap-start"
+    else None
+)
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import (
@@ -23,7 +44,6 @@ from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
 from nanobot_lambda.adapters.aws.clients import (
     dynamodb_client,
     lambda_client,
-    s3_client,
     scheduler_client,
     sqs_client,
 )
@@ -46,10 +66,14 @@ from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
+from nanobot_lambda.entry import keep_warm
 from nanobot_lambda.entry.agent_turn.ports import Services, Stores, TurnPorts
 from nanobot_lambda.entry.agent_turn.records import RecordRunner
 from nanobot_lambda.entry.agent_turn.service import TurnService
 from nanobot_lambda.settings import AgentSettings, fetch_from_aws
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
@@ -64,14 +88,17 @@ def _model_for(name: str | None) -> LitellmChatModel | None:
     return LitellmChatModel(settings, name) if name else None
 
 
-def build_records() -> RecordRunner:
-    """The turn machinery and its clients: made at init, and anew after a SnapStart restore."""
+def build_records(
+    s3: S3Client | None = None, prefetched: WorkspacePrefetch | None = None
+) -> RecordRunner:
+    """The turn machinery and its clients: made at init (with the prefetch's S3 client, whose
+    connection is then open), and anew after a SnapStart restore."""
+    s3 = s3 or s3_client()
     dynamodb = dynamodb_client()
-    s3 = s3_client()
     telegram = TelegramBot(settings.telegram_bot_token, settings.telegram_api_base)
     queue = SqsTurnQueue(settings.turn_queue_url, sqs_client())
     stores = Stores(
-        workspace=S3Workspace(settings.workspace_bucket, s3),
+        workspace=S3Workspace(settings.workspace_bucket, s3, prefetch=prefetched),
         scope_workspace=scope_workspaces(settings.workspace_bucket, s3),
         sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
         journal=DynamoTurnJournal(settings.sessions_table, dynamodb),
@@ -117,7 +144,7 @@ def build_records() -> RecordRunner:
     )
 
 
-records = build_records()
+records = build_records(s3, prefetch)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
@@ -135,10 +162,17 @@ def process_record(record: SQSRecord, lambda_context: LambdaContext | None = Non
         records.run(record, lambda_context)
 
 
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    if keep_warm.is_keep_warm(event):  # before logging, tracing and metrics: touches nothing
+        return {"batchItemFailures": []}  # an empty batch response, as a hand-made ping reads
+    response: PartialItemFailureResponse = process_records(event, context)  # decorated: Any
+    return response
+
+
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+def process_records(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=process_record, processor=processor, context=context
     )

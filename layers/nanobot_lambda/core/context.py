@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.ports import Workspace
 from nanobot_lambda.core.skills import (
+    SKILL_FILE,
     SKILLS_DIR,
     Which,
     load_skills,
@@ -101,6 +102,14 @@ def earlier_blocks(history: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
+def is_prompt_file(path: str) -> bool:
+    """Whether the system prompt reads this workspace file (what a new container prefetches)."""
+    if path in BOOTSTRAP_FILES or path == MEMORY_FILE:
+        return True
+    parts = path.split("/")
+    return len(parts) == 3 and parts[0] == SKILLS_DIR and parts[2] == SKILL_FILE
+
+
 def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
 
@@ -152,7 +161,7 @@ class ContextBuilder:
         found = {}
         for entry in self._workspace.list_files(SKILLS_DIR):
             parts = entry.path.split("/")
-            if len(parts) == 3 and parts[2] == "SKILL.md":
+            if len(parts) == 3 and parts[2] == SKILL_FILE:
                 file = self._workspace.read(entry.path)
                 if file is not None:
                     try:
