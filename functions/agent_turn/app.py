@@ -59,7 +59,7 @@ from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
 from nanobot_lambda.adapters.aws.workspace import S3Workspace, scope_workspaces
-from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel, forget_connections
 from nanobot_lambda.adapters.llm.speech import speaker_for
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
 from nanobot_lambda.adapters.llm.transcription import transcriber_for
@@ -149,11 +149,15 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def _rebuild_records() -> None:
-    global records
-    records = build_records()
+    """After a SnapStart restore: the turn machinery anew (clients, caches, clocks)."""
+    global records, s3
+    forget_connections()
+    s3 = s3_client()
+    records = build_records(s3)
 
 
-snapstart.register(_rebuild_records)  # restored copies get their own clients and random seed
+# Restored copies get their own connections, clients, turn state and random seed.
+snapstart.register(_rebuild_records, close=forget_connections)
 
 
 def process_record(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:

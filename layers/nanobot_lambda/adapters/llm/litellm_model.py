@@ -56,6 +56,22 @@ RETRY_MAX_PAUSE = 8.0
 _RETRYABLE_STATUSES = {408, 409, 429}
 
 
+# litellm's HTTP clients: singletons it makes on first use and keeps in its module (each with
+# a pool of open connections), and remakes when the name is missing (litellm/_lazy_imports.py).
+_CONNECTION_SINGLETONS = (
+    "in_memory_llm_clients_cache",
+    "module_level_client",
+    "module_level_aclient",
+)
+
+
+def forget_connections() -> list[str]:
+    """Drop litellm's HTTP clients (after a SnapStart restore, their sockets are the snapshotted
+    machine's): the next request makes new ones. Returns the names that were held."""
+    held = vars(litellm)
+    return [name for name in _CONNECTION_SINGLETONS if held.pop(name, None) is not None]
+
+
 class IncompleteStreamError(Exception):
     """A stream that ended without a finish_reason: the reply may be cut short."""
 
