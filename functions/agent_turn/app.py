@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from nanobot_lambda.adapters.aws.clients import s3_client
+from nanobot_lambda.adapters.aws.clients import workspace_s3_client
 from nanobot_lambda.adapters.aws.workspace import WorkspacePrefetch
 from nanobot_lambda.core.context import is_prompt_file
 
-s3 = s3_client()
+s3 = workspace_s3_client()
 # Not into a SnapStart snapshot: files read then would be restored days later (the workspace
 # would only drop them again), so a restored copy reads at its first turn.
 prefetch = (
@@ -93,7 +93,7 @@ def build_records(
 ) -> RecordRunner:
     """The turn machinery and its clients: made at init (with the prefetch's S3 client, whose
     connection is then open), and anew after a SnapStart restore."""
-    s3 = s3 or s3_client()
+    s3 = s3 or workspace_s3_client()
     dynamodb = dynamodb_client()
     telegram = TelegramBot(settings.telegram_bot_token, settings.telegram_api_base)
     queue = SqsTurnQueue(settings.turn_queue_url, sqs_client())
@@ -152,7 +152,7 @@ def _rebuild_records() -> None:
     """After a SnapStart restore: the turn machinery anew (clients, caches, clocks)."""
     global records, s3
     forget_connections()
-    s3 = s3_client()
+    s3 = workspace_s3_client()
     records = build_records(s3)
 
 

@@ -6,12 +6,18 @@ Timestamps in responses are parsed faster than botocore does by default, in ever
 session created after this module is imported (the handlers import it before making any
 client): S3's listing carries a LastModified per key, which dateutil parsed at about 0.1 ms
 each, the larger part of a warm turn's own time with 200 skills (bench/warm_turn.py).
+
+The workspace's own S3 client (`workspace_s3_client`) goes further: its listings keep of each
+object only what the workspace reads (Key, ETag, Size). botocore otherwise walks the whole
+object shape of every listed key (checksums, storage class, owner, restore status), which made
+the per-turn listing, and so a warm turn, grow with the number of skills.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+from xml.etree import ElementTree
 
 import boto3
 import botocore
@@ -58,6 +64,41 @@ botocore.register_initializer(_with_fast_timestamps)
 
 def s3_client() -> S3Client:
     return boto3.client("s3", config=CLIENT_CONFIG)
+
+
+def workspace_s3_client() -> S3Client:
+    """An S3 client whose ListObjectsV2 results give each object's Key, ETag and Size only."""
+    client = s3_client()
+    # First: botocore's own before-parse check (S3's 200 with an error) then parses the short body.
+    client.meta.events.register_first("before-parse.s3.ListObjectsV2", lean_listing)
+    return client
+
+
+def lean_listing(
+    response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **_: Any
+) -> None:
+    """botocore's `before-parse` hook: take the objects out of a listing's XML, parsed here with
+    only the three fields, and let botocore parse the rest (prefix, continuation token...).
+    Keys are url-decoded later by botocore as usual. An error response is left to botocore."""
+    body = response_dict.get("body")
+    if response_dict.get("status_code") != 200 or not body:
+        return
+    root = ElementTree.fromstring(body)  # noqa: S314 - S3's answer, which botocore parses alike
+    namespace = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    objects = root.findall(f"{namespace}Contents")
+    if not objects:
+        return
+    customized_response_dict["Contents"] = [
+        {
+            "Key": item.findtext(f"{namespace}Key", ""),
+            "ETag": item.findtext(f"{namespace}ETag", ""),
+            "Size": int(item.findtext(f"{namespace}Size", "0")),
+        }
+        for item in objects
+    ]
+    for item in objects:
+        root.remove(item)
+    response_dict["body"] = ElementTree.tostring(root)
 
 
 def sqs_client() -> SQSClient:
