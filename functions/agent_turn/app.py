@@ -16,17 +16,25 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from nanobot_lambda.adapters.aws.clients import workspace_s3_client
+from nanobot_lambda.adapters.aws.clients import lambda_client, workspace_s3_client
+from nanobot_lambda.adapters.aws.sandbox import LambdaSandbox
 from nanobot_lambda.adapters.aws.workspace import WorkspacePrefetch
 from nanobot_lambda.core.context import is_prompt_file
 
 s3 = workspace_s3_client()
-# Not into a SnapStart snapshot: files read then would be restored days later (the workspace
-# would only drop them again), so a restored copy reads at its first turn.
+# Not into a SnapStart snapshot: what is read then would be restored days later, so a restored
+# copy reads at its first turn.
+_early = os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") != "snap-start"
 prefetch = (
     WorkspacePrefetch(os.environ["WORKSPACE_BUCKET"], s3, is_prompt_file).start()
-    if os.environ.get("WORKSPACE_BUCKET")
-    and os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") != "snap-start"
+    if _early and os.environ.get("WORKSPACE_BUCKET")
+    else None
+)
+# The first turn's prompt names the sandbox's programs: asked now, the sandbox's own cold start
+# overlaps this one's.
+early_sandbox = (
+    LambdaSandbox(os.environ["SANDBOX_FUNCTION"], lambda_client()).ask_programs_early()
+    if _early and os.environ.get("SANDBOX_FUNCTION")
     else None
 )
 
@@ -43,7 +51,6 @@ from nanobot_lambda.adapters.aws import snapstart
 from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
 from nanobot_lambda.adapters.aws.clients import (
     dynamodb_client,
-    lambda_client,
     scheduler_client,
     sqs_client,
 )
@@ -53,7 +60,6 @@ from nanobot_lambda.adapters.aws.logs import configure_logging, correlated
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
-from nanobot_lambda.adapters.aws.sandbox import LambdaSandbox
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
@@ -89,10 +95,13 @@ def _model_for(name: str | None) -> LitellmChatModel | None:
 
 
 def build_records(
-    s3: S3Client | None = None, prefetched: WorkspacePrefetch | None = None
+    s3: S3Client | None = None,
+    prefetched: WorkspacePrefetch | None = None,
+    sandbox: LambdaSandbox | None = None,
 ) -> RecordRunner:
     """The turn machinery and its clients: made at init (with the prefetch's S3 client, whose
-    connection is then open), and anew after a SnapStart restore."""
+    connection is then open, and the sandbox already asked for its programs), and anew after a
+    SnapStart restore."""
     s3 = s3 or workspace_s3_client()
     dynamodb = dynamodb_client()
     telegram = TelegramBot(settings.telegram_bot_token, settings.telegram_api_base)
@@ -128,10 +137,10 @@ def build_records(
             settings.mcp_servers, settings.web_fetch_allow_networks, fetch_from_aws
         ),
         sandbox=(
-            LambdaSandbox(settings.sandbox_function, lambda_client())
+            sandbox or LambdaSandbox(settings.sandbox_function, lambda_client())
             if settings.sandbox_function
             else None
-        ),  # None unless TTS_MODEL is set
+        ),  # None without the sandbox (EnableSandbox false)
     )
     # Skills check their `requires.env` against the environment.
     turns = TurnService(settings, TurnPorts(stores, services, EMF), environ=os.environ)
@@ -144,7 +153,7 @@ def build_records(
     )
 
 
-records = build_records(s3, prefetch)
+records = build_records(s3, prefetch, early_sandbox)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
