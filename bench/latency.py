@@ -47,7 +47,6 @@ sys.path.insert(0, str(ROOT))  # tests.support: the scripted model server
 
 from _moto import start_moto  # noqa: E402
 
-from nanobot_lambda.entry.keep_warm import KEEP_WARM_EVENT  # noqa: E402
 from nanobot_lambda.operator.local import stack as local_stack  # noqa: E402
 from tests.support.scripted_model import ScriptedModelServer, Step  # noqa: E402
 
@@ -184,6 +183,8 @@ def run_child(args: argparse.Namespace) -> None:
     timeline = Timeline(stack.bot_api)
     try:
         if args.keep_warm:  # the ping started the container (its init), then a quiet time
+            from nanobot_lambda.entry.keep_warm import KEEP_WARM_EVENT  # not in older trees
+
             agent_turn = stack.handlers["agent_turn"]
             agent_turn.handler(dict(KEEP_WARM_EVENT), stack._context("agent_turn"))
             time.sleep(args.idle)

@@ -20,8 +20,10 @@ cache; the tokens read show as cached tokens in the usage.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
+import threading
 import time
 import uuid
 from typing import Any
@@ -54,6 +56,26 @@ RETRY_FIRST_PAUSE = 0.5
 RETRY_MAX_PAUSE = 8.0
 # Statuses worth another attempt: time-outs, conflicts, rate limits, server errors.
 _RETRYABLE_STATUSES = {408, 409, 429}
+
+
+# What litellm's first completion imports: the OpenAI SDK (litellm's client for OpenAI and the
+# many OpenAI-compatible providers) loads its resources at the first `client.chat`, about half
+# a second that a container's first turn would otherwise pay before its first token.
+FIRST_USE_MODULES = ("openai.resources",)
+
+
+def import_first_use_modules() -> None:
+    for name in FIRST_USE_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+def import_first_use_modules_in_background() -> threading.Thread:
+    """The same in a thread: it runs while the init and the first turn wait on the network (a
+    first completion meanwhile waits for the import to end, as Python's import lock has it)."""
+    thread = threading.Thread(target=import_first_use_modules, name="first-use", daemon=True)
+    thread.start()
+    return thread
 
 
 # litellm's HTTP clients: singletons it makes on first use and keeps in its module (each with
