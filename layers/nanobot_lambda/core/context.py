@@ -135,7 +135,7 @@ class ContextBuilder:
         self._which = which  # what skills' `requires.bins` is checked against
         self._programs_line = programs_line  # the sandbox's programs, for the prompt
         # SKILL.md versions -> rendered sections, for the few scopes a container serves.
-        self._skills_rendered: dict[tuple[tuple[str, str], ...], tuple[str, str]] = {}
+        self._skills_rendered: dict[tuple[object, ...], tuple[str, str]] = {}
 
     def _read(self, path: str) -> str:
         file = self._workspace.read(path)
@@ -162,16 +162,17 @@ class ContextBuilder:
         programs = self._programs_line() if self._programs_line is not None else ""
         if programs:
             sections.append(f"# Sandbox\n\n{programs}")
-        sections += self._skills_sections()
+        sections += self._skills_sections(programs)
         return SECTION_SEPARATOR.join(section for section in sections if section)
 
-    def _skills_sections(self) -> tuple[str, str]:
+    def _skills_sections(self, programs: str) -> tuple[str, str]:
         """The always-on skills and the summary, parsed and rendered again only when a
-        SKILL.md's version (ETag) changed: with hundreds of skills, doing it every turn made
-        a warm turn's own time grow with their number (bench/warm_turn.py). The environment
-        and PATH that skills' requirements are checked against are a container's own."""
+        SKILL.md's version (ETag) or the sandbox's programs (`programs`, the line that names
+        what `which` finds there) changed: with hundreds of skills, doing it every turn made a
+        warm turn's own time grow with their number (bench/warm_turn.py). The environment and
+        PATH that skills' requirements are otherwise checked against are a container's own."""
         files = self._workspace_skill_files()
-        versions = tuple((file.path, file.etag) for file in files)
+        versions = (programs, *((file.path, file.etag) for file in files))
         sections = self._skills_rendered.get(versions)
         if sections is None:
             skills = load_skills(
