@@ -54,20 +54,25 @@ def test_counts_as_litellm_counts_the_request_whole(
     assert counter.count(messages, tools) == expected  # the kept count, the same
 
 
-def test_the_system_prompt_is_tokenized_once_per_version(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_system_prompt_and_tools_are_tokenized_once_per_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     counter = LitellmTokenCounter("openai/gpt-4.1-mini")
-    counter.count([SYSTEM, HISTORY[0]])  # the first count, and the split's cost, measured
+    counter.count([SYSTEM, HISTORY[0]], TOOLS)  # the first count, and the split's cost, measured
     counted: list[list[dict[str, Any]]] = []
+    with_tools: list[object] = []
     real = litellm.token_counter
 
     def spy(**arguments: Any) -> int:
         counted.append(arguments["messages"])
+        with_tools.append(arguments.get("tools"))
         return int(real(**arguments))
 
     monkeypatch.setattr(litellm, "token_counter", spy)
     for turn in range(1, 4):
-        counter.count([SYSTEM, *HISTORY[:turn]])
+        counter.count([SYSTEM, *HISTORY[:turn]], TOOLS)
     assert all(SYSTEM not in messages for messages in counted)
+    assert with_tools == [None, None, None]  # the history alone, each time
 
     edited = {"role": "system", "content": SYSTEM["content"] + "<skill>new</skill>\n"}
     counter.count([edited, HISTORY[0]])
