@@ -69,7 +69,6 @@ from nanobot_lambda.adapters.llm.litellm_model import (
     LitellmChatModel,
     forget_connections,
     import_first_use_modules,
-    import_first_use_modules_in_background,
 )
 from nanobot_lambda.adapters.llm.speech import speaker_for
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
@@ -90,11 +89,10 @@ logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
 telemetry.use(tracer)
 
-# What the first completion would import: into the snapshot under SnapStart; otherwise in a
-# thread beside the init's and the first turn's waits on the network.
-first_use_imports = import_first_use_modules_in_background() if _early else None
-if not _early:
-    import_first_use_modules()
+# What the first completion would import, now rather than in the first turn: into the snapshot
+# under SnapStart, and for keep-warm into the ping's init. (Not in a thread beside the other
+# imports: a probe of the init hung once in six that way.)
+import_first_use_modules()
 
 settings = AgentSettings.from_env()
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
@@ -188,8 +186,6 @@ def process_record(record: SQSRecord, lambda_context: LambdaContext | None = Non
 
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     if keep_warm.is_keep_warm(event):  # before logging, tracing and metrics: touches nothing
-        if first_use_imports is not None:  # the container it keeps has them all (first ping)
-            first_use_imports.join(keep_warm.WAIT_SECONDS)
         return {"batchItemFailures": []}  # an empty batch response, as a hand-made ping reads
     response: PartialItemFailureResponse = process_records(event, context)  # decorated: Any
     return response

@@ -7,10 +7,9 @@ first message after a quiet hour usually meets a container whose imports are don
 paying them (README "Cold starts").
 
 The handler answers the ping before anything else and touches nothing: no S3, DynamoDB, queue
-or model call, no log record, no metric. The first ping of a container (the one whose init it
-ran) waits for the init's background imports (`import_first_use_modules_in_background`), so
-that the container it keeps warm is warm all through: the first message then meets what a
-tenth message meets. It is told from a turn by its whole shape, never by a
+or model call, no log record, no metric. The init the first ping of a container runs also
+imports what a first completion would (`import_first_use_modules`), so the container it keeps
+is warm all through. It is told from a turn by its whole shape, never by a
 field a queued message could carry: SQS invokes the function with `{"Records": [...]}`, so an
 event with records is a batch of turns even if a record's body reads like the ping (such a
 body is then a message that is not a job, and goes where those go).
@@ -19,7 +18,6 @@ body is then a message that is not a job, and goes where those go).
 from __future__ import annotations
 
 KEEP_WARM_EVENT = {"nanobot": "keep-warm"}
-WAIT_SECONDS = 10  # at most, for the init's background imports (about half a second)
 
 
 def is_keep_warm(event: object) -> bool:

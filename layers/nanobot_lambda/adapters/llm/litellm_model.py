@@ -23,7 +23,6 @@ import contextlib
 import importlib
 import logging
 import os
-import threading
 import time
 import uuid
 from typing import Any
@@ -68,14 +67,6 @@ def import_first_use_modules() -> None:
     for name in FIRST_USE_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-
-
-def import_first_use_modules_in_background() -> threading.Thread:
-    """The same in a thread: it runs while the init and the first turn wait on the network (a
-    first completion meanwhile waits for the import to end, as Python's import lock has it)."""
-    thread = threading.Thread(target=import_first_use_modules, name="first-use", daemon=True)
-    thread.start()
-    return thread
 
 
 # litellm's HTTP clients: singletons it makes on first use and keeps in its module (each with
