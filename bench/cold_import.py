@@ -15,7 +15,20 @@ With the Lambda runtime's Python (python3.12) and `make build-check` output pres
 is also imported the way Lambda runs it: python3.12 with only `build/layers/CoreLayer` and the
 boto3 of `build/runtime` on its path, nothing written beside the modules (/opt is read-only).
 
-    make bench            or            .venv/bin/python bench/cold_import.py [runs]
+agent_turn's start by part (issue 31), on a workspace with the default files and 20 skills:
+- its import split by what pulled each module in (`python -X importtime`, self times summed:
+  litellm and what it imports, boto3, Powertools with the X-Ray SDK, pydantic, the package's own
+  modules, the rest), and the init's own work beside the imports (settings and SSM, clients,
+  the turn machinery): the import's wall time under importtime less the imports' self times;
+- the first reads, what the first turn reads from the workspace before its model request (the
+  listing and the system prompt's files), after init: S3 requests and milliseconds here, and
+  what those requests would take at AWS_REQUEST_MS each from a Lambda in the bucket's region
+  (moto on loopback answers in about a millisecond);
+- whether the cold-start prefetch (started before the imports) had finished when init ended.
+`--tree DIR` runs another checkout's handlers (with `PYTHONPATH=DIR/layers`), e.g. main's, for
+the figures before a change.
+
+    make bench            or            .venv/bin/python bench/cold_import.py [runs] [--tree DIR]
 """
 
 from __future__ import annotations
@@ -46,6 +59,8 @@ from runtime_python import find_runtime_python  # noqa: E402
 RUNS = 15
 AGENT_RUNS = 5  # agent_turn imports litellm: seconds per run
 IMPORTTIME_RUNS = 5
+SKILLS = 20  # in the workspace agent_turn's first reads see
+AWS_REQUEST_MS = 20  # an S3 request from Lambda in the bucket's region, roughly
 TEMPLATE = ROOT / "infra" / "template.yaml"
 SECRET = "bench-secret"  # noqa: S105 - a local test value
 FUNCTIONS = {"webhook": "WebhookFunction", "scheduler": "SchedulerFunction"}
@@ -85,14 +100,51 @@ print(json.dumps(result))
 """
 
 
+# agent_turn: its import as PROBE times it, then the first turn's reads of the workspace before
+# its model request (the listing and the system prompt's files), counted and timed apart.
+AGENT_PROBE = PROBE.replace(
+    "print(json.dumps(result))",
+    """
+import os
+import boto3
+from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.context import ContextBuilder
+
+prefetch = getattr(module, "prefetch", None)  # the cold-start prefetch, where there is one
+result["prefetched_by_init_end"] = prefetch is not None and prefetch.wait(0)
+s3 = getattr(module, "s3", None) or boto3.client("s3")  # before: the turn's client, made at init
+requests = []
+s3.meta.events.register("before-send.s3", lambda **kw: requests.append(kw["event_name"]))
+arguments = {"prefetch": prefetch} if prefetch is not None else {}
+start = time.perf_counter()
+workspace = S3Workspace(os.environ["WORKSPACE_BUCKET"], s3, **arguments)
+workspace.refresh()
+ContextBuilder(workspace).system_prompt()
+result["reads_ms"] = (time.perf_counter() - start) * 1000
+result["reads"] = len(requests)
+result["gets"] = sum(name.endswith("GetObject") for name in requests)
+print(json.dumps(result))""",
+)
+# What pulled a module in, for the parts of agent_turn's start: (group, top-level names).
+PARTS = (
+    ("litellm (and what it imports)", ("litellm",)),
+    ("boto3, botocore", ("boto3", "botocore", "s3transfer")),
+    ("Powertools, X-Ray SDK", ("aws_lambda_powertools", "aws_xray_sdk")),
+    ("pydantic, pydantic-settings", ("pydantic", "pydantic_core", "pydantic_settings")),
+)
+OWN_PART = "nanobot_lambda's own modules"
+OTHER_PART = "other imports (standard library...)"
+
+
 def run_probe(
     python: str,
     app: Path,
     env: dict[str, str],
     event: Path | None = None,
     flags: tuple[str, ...] = (),
+    probe: str = PROBE,
 ) -> dict[str, Any]:
-    arguments = [python, *flags, "-c", PROBE, str(app)]
+    arguments = [python, *flags, "-c", probe, str(app)]
     if event is not None:
         arguments.append(str(event))
     completed = subprocess.run(  # noqa: S603
@@ -120,26 +172,81 @@ def row(label: str, results: list[dict[str, Any]]) -> None:
     print(line + (f"   loads {heavy}" if heavy else ""))
 
 
+def import_once(app: Path, env: dict[str, str]) -> tuple[list[tuple[str, int, int]], float]:
+    """One handler import under `python -X importtime`: (raw name, self µs, cumulative µs) per
+    module, children before their parent, and the import's wall milliseconds."""
+    completed = subprocess.run(  # noqa: S603
+        [sys.executable, "-X", "importtime", "-c", PROBE, str(app)],
+        cwd=app.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = []
+    for line in completed.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        own, cumulative, name = line[len("import time:") :].split("|")
+        rows.append((name.rstrip(), int(own), int(cumulative)))
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    return rows, float(result["ms"])
+
+
 def importtime(app: Path, env: dict[str, str], runs: int) -> list[dict[str, tuple[int, int]]]:
     """Per run: module -> (self µs, cumulative µs) for modules the handler import pulled in."""
+    return [
+        {name: (own, cumulative) for name, own, cumulative in import_once(app, env)[0]}
+        for _ in range(runs)
+    ]
+
+
+def parts_of_start(app: Path, env: dict[str, str], runs: int) -> list[dict[str, float]]:
+    """Per run: milliseconds of agent_turn's import by part (PARTS), and the init's own work."""
     measured = []
     for _ in range(runs):
-        completed = subprocess.run(  # noqa: S603
-            [sys.executable, "-X", "importtime", "-c", PROBE, str(app)],
-            cwd=app.parent,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
+        rows, import_ms = import_once(app, env)
+        parts: dict[str, float] = defaultdict(float)
+        # A module counts for the outermost import outside the package that pulled it in.
+        outer: list[str | None] = []  # per depth: the group of the enclosing import, if any
+        for raw_name, own, _ in reversed(rows):  # parents before their children
+            # Names are indented two spaces per nesting level after one separating space.
+            depth = (len(raw_name) - len(raw_name.lstrip()) - 1) // 2
+            del outer[depth:]
+            enclosing = outer[-1] if outer else None
+            top = raw_name.strip().split(".")[0]
+            group = enclosing or next(
+                (label for label, tops in PARTS if top in tops),
+                OWN_PART if top == "nanobot_lambda" else None,
+            )
+            parts[group or OTHER_PART] += own / 1000
+            outer.append(None if group == OWN_PART else group or OTHER_PART)
+        parts["init's own work (settings, SSM, clients, turn machinery)"] = import_ms - sum(
+            parts.values()
         )
-        modules: dict[str, tuple[int, int]] = {}
-        for line in completed.stderr.splitlines():
-            if not line.startswith("import time:") or "cumulative" in line:
-                continue
-            own, cumulative, name = line[len("import time:") :].split("|")
-            modules[name.rstrip()] = (int(own), int(cumulative))
-        measured.append(modules)
+        measured.append(dict(parts))
     return measured
+
+
+def print_parts(runs: list[dict[str, float]]) -> None:
+    print(f"  agent_turn's start by part, ms (python -X importtime, median of {len(runs)}):")
+    labels = [label for label, _ in PARTS] + [OWN_PART, OTHER_PART]
+    labels += [label for label in runs[0] if label not in labels]
+    for label in labels:
+        print(f"    {statistics.median(run.get(label, 0.0) for run in runs):7.0f}  {label}")
+
+
+def print_first_reads(results: list[dict[str, Any]]) -> None:
+    reads = statistics.median(r["reads"] for r in results)
+    gets = statistics.median(r["gets"] for r in results)
+    here = statistics.median(r["reads_ms"] for r in results)
+    prefetched = sum(r["prefetched_by_init_end"] for r in results)
+    print(
+        f"  agent_turn's first reads after init (workspace listing and system prompt files, "
+        f"{SKILLS} skills): {reads:.0f} S3 requests ({gets:.0f} GET), {here:.0f} ms here, "
+        f"about {reads * AWS_REQUEST_MS:.0f} ms at {AWS_REQUEST_MS} ms a request on AWS; "
+        f"prefetch finished within init in {prefetched} of {len(results)} runs"
+    )
 
 
 def print_offenders(runs: list[dict[str, tuple[int, int]]], count: int = 10) -> None:
@@ -159,6 +266,19 @@ def print_offenders(runs: list[dict[str, tuple[int, int]]], count: int = 10) -> 
         print(f"    {micros / 1000:7.1f}  {name}")
 
 
+def seed_workspace_with_skills(context: TemplateContext) -> None:
+    """The default workspace and SKILLS skills: what a first turn reads before its request."""
+    from nanobot_lambda.adapters.aws.clients import s3_client
+    from nanobot_lambda.adapters.aws.workspace import S3Workspace
+    from nanobot_lambda.core.workspace import seed_workspace
+
+    workspace = S3Workspace(context.refs["WorkspaceBucket"], s3_client())
+    seed_workspace(workspace)
+    for n in range(SKILLS):
+        body = f"---\nname: chore-{n:03d}\ndescription: Does chore number {n}.\n---\n# {n}\n"
+        workspace.write(f"skills/chore-{n:03d}/SKILL.md", body.encode())
+
+
 def start_aws() -> tuple[ThreadedMotoServer, TemplateContext]:
     """moto server with the template's resources and secrets: each function's environment is
     then the deployed one (secrets as SSM references)."""
@@ -167,6 +287,7 @@ def start_aws() -> tuple[ThreadedMotoServer, TemplateContext]:
     parameters = {"AllowFrom": "111111111", "LlmModel": "openai/bench"}
     context = TemplateContext(load_template(TEMPLATE), parameters=parameters)
     create_resources(context, "bench")
+    seed_workspace_with_skills(context)
     ssm = boto3.client("ssm")
     for parameter, value in (
         ("TelegramSecretTokenParameter", SECRET),
@@ -212,20 +333,29 @@ def webhook_event(directory: Path) -> Path:
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else RUNS
+    arguments = sys.argv[1:]
+    tree = ROOT
+    if "--tree" in arguments:
+        at = arguments.index("--tree")
+        tree = Path(arguments[at + 1]).resolve()
+        del arguments[at : at + 2]
+    runs = int(arguments[0]) if arguments else RUNS
     server, context = start_aws()
     env = {
         name: {**os.environ, **context.function_environment(logical_id)}
         for name, logical_id in FUNCTIONS.items()
     }
-    app = {name: ROOT / "functions" / name / "app.py" for name in FUNCTIONS}
+    if tree != ROOT:
+        for variables in env.values():
+            variables["PYTHONPATH"] = str(tree / "layers")
+    app = {name: tree / "functions" / name / "app.py" for name in FUNCTIONS}
     direct = {**env["webhook"], "TELEGRAM_SECRET_TOKEN": SECRET}
     try:
         with tempfile.TemporaryDirectory() as scratch:
             event = webhook_event(Path(scratch))
             print(
                 f"Handler cold start, ms ({runs} fresh interpreters; agent_turn {AGENT_RUNS}), "
-                f"Python {sys.version.split()[0]}, moto server as AWS"
+                f"Python {sys.version.split()[0]}, moto server as AWS; code: {tree}"
             )
             print(
                 f"  {'':<36} {'import':>7} {'p95':>6} {'cpu':>6}   {'+first request':>14}\n"
@@ -245,12 +375,15 @@ def main() -> None:
                 [run_probe(python, app["scheduler"], env["scheduler"]) for _ in range(runs)],
             )
             agent_runs = [
-                run_probe(python, app["agent_turn"], env["agent_turn"]) for _ in range(AGENT_RUNS)
+                run_probe(python, app["agent_turn"], env["agent_turn"], probe=AGENT_PROBE)
+                for _ in range(AGENT_RUNS)
             ]
             row("agent_turn (deployed)", agent_runs)
             runtime_row(app["webhook"], direct, event, runs)
             moto_ms = moto_first_request_ms(context)
             print(f"  moto's own answers inside '+first request' (warm client): {moto_ms:.1f} ms")
+            print_first_reads(agent_runs)
+            print_parts(parts_of_start(app["agent_turn"], env["agent_turn"], AGENT_RUNS))
         print("\nwebhook (secret in env): top import-time offenders (python -X importtime)")
         print_offenders(importtime(app["webhook"], direct, IMPORTTIME_RUNS))
     finally:

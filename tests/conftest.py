@@ -11,6 +11,7 @@ import pytest
 
 from nanobot_lambda.operator.local.moto_server import start_moto_server
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram, LocalUser
+from tests.support.aws_requests import RequestCounter
 from tests.support.scripted_model import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,3 +111,11 @@ def stack_factory(moto_endpoint: str, model_server: ScriptedModelServer) -> Iter
 def stack(stack_factory: StackFactory) -> LocalStack:
     """The whole deployment from infra/template.yaml on moto server, with the scripted model."""
     return stack_factory()
+
+
+@pytest.fixture
+def aws_requests() -> Iterator[RequestCounter]:
+    """The AWS requests of clients made after it: take it before the stack or the clients."""
+    counting = RequestCounter()
+    yield counting
+    counting.close()

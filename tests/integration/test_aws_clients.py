@@ -31,3 +31,35 @@ def test_a_new_session_lists_s3_with_the_fast_parser(
     assert len(parsed) == 3  # one LastModified per key, all through the fast parser
     for item in listed:
         assert abs(item["LastModified"] - datetime.now(UTC)) < timedelta(minutes=5)
+
+
+def test_the_workspace_client_lists_key_etag_and_size_as_botocore_would(aws: str) -> None:
+    plain = nanobot_aws.s3_client()
+    lean = nanobot_aws.workspace_s3_client()
+    plain.create_bucket(Bucket="lean-listing")
+    # Keys botocore asks S3 to url-encode in the listing, and decodes.
+    keys = ["workspace/a b.md", "workspace/é+ü.md", "workspace/x%2F.md", "workspace/&<>'\".md"]
+    for n, key in enumerate(keys):
+        plain.put_object(Bucket="lean-listing", Key=key, Body=b"x" * n)
+
+    def listing(client: Any, **arguments: Any) -> list[dict[str, Any]]:
+        return list(client.list_objects_v2(Bucket="lean-listing", **arguments).get("Contents", []))
+
+    expected = [
+        {"Key": item["Key"], "ETag": item["ETag"], "Size": item["Size"]} for item in listing(plain)
+    ]
+    assert sorted(item["Key"] for item in expected) == sorted(keys)
+    assert listing(lean) == expected
+    assert listing(lean, Prefix="nothing/") == []
+
+    # Pages: what botocore parses itself (the continuation token) is kept.
+    first = lean.list_objects_v2(Bucket="lean-listing", MaxKeys=3)
+    assert first["IsTruncated"] is True and len(first["Contents"]) == 3
+    rest = lean.list_objects_v2(
+        Bucket="lean-listing", ContinuationToken=first["NextContinuationToken"]
+    )
+    assert first["Contents"] + rest["Contents"] == expected
+
+    # An error is botocore's as before.
+    with pytest.raises(lean.exceptions.NoSuchBucket):
+        lean.list_objects_v2(Bucket="no-such-bucket")

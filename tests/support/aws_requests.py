@@ -22,7 +22,7 @@ class RequestCounter:
 
     def _count(self, request: Any = None, event_name: str = "", **_: Any) -> None:
         # event_name is "before-send.<service>.<Operation>"
-        _, service, operation = event_name.split(".", 2)
+        _event, service, operation = event_name.split(".", 2)
         self.calls[(service, operation)] += 1
 
     def _count_table(self, params: Any = None, event_name: str = "", **_: Any) -> None:

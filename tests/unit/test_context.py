@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from nanobot_lambda.core import texts
+import pytest
+
+from nanobot_lambda.core import context, texts
 from nanobot_lambda.core.context import (
     MAX_FILE_CHARS,
     SECTION_SEPARATOR,
@@ -132,3 +135,38 @@ def test_an_edited_skill_shows_on_the_next_turn() -> None:
     prompt = builder.system_prompt()
     assert "<description>Brew black tea.</description>" in prompt
     assert "green" not in prompt
+
+
+def test_skills_are_parsed_again_only_when_a_skill_md_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With hundreds of skills, parsing and rendering them every turn made a warm turn grow
+    with their number (issue 31): the sections are kept per set of SKILL.md versions."""
+    loads = []
+    real = context.load_skills
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        loads.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(context, "load_skills", counted)
+    skill = "---\nname: {0}\ndescription: Does {0}.\n---\n# {0}\n"
+    workspace = MemoryWorkspace({f"skills/s{n}/SKILL.md": skill.format(f"s{n}") for n in range(3)})
+    builder = ContextBuilder(workspace)
+    first = builder.system_prompt()
+    assert builder.system_prompt() == first
+    assert len(loads) == 1
+
+    workspace.files["skills/s1/SKILL.md"] = skill.format("s1-edited").encode()
+    assert "<description>Does s1-edited.</description>" in builder.system_prompt()
+    workspace.files["skills/s3/SKILL.md"] = skill.format("s3").encode()  # a new skill
+    assert "<name>s3</name>" in builder.system_prompt()
+    del workspace.files["skills/s0/SKILL.md"]  # a skill removed
+    assert "<name>s0</name>" not in builder.system_prompt()
+    assert len(loads) == 4
+
+    workspace.files["skills/s0/SKILL.md"] = skill.format("s0").encode()  # back as it was
+    workspace.files["skills/s1/SKILL.md"] = skill.format("s1").encode()
+    del workspace.files["skills/s3/SKILL.md"]
+    assert builder.system_prompt() == first
+    assert len(loads) == 4  # that set of versions was rendered before

@@ -54,3 +54,18 @@ def test_restore_reseeds_random_drops_credentials_and_rebuilds_clients(
     assert clients.bot is not at_init[1]
     assert boto3.DEFAULT_SESSION is not at_init[2]
     assert clients.sqs._request_signer._credentials.access_key == "restored-key"
+
+
+def test_before_the_snapshot_the_handler_drops_its_connections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hooks = RuntimeHooks()
+    monkeypatch.setitem(sys.modules, "snapshot_restore_py", hooks)
+    order: list[str] = []
+    snapstart.register(lambda: order.append("rebuild"), close=lambda: order.append("close"))
+    hooks.register_before_snapshot(order.append, "registered later, run first")
+
+    hooks.snapshot()
+    hooks.restore()
+
+    assert order == ["registered later, run first", "close", "rebuild"]

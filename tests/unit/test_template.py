@@ -16,6 +16,7 @@ import pytest
 
 from nanobot_lambda.adapters.aws import metrics as emf
 from nanobot_lambda.core import telemetry
+from nanobot_lambda.entry.keep_warm import KEEP_WARM_EVENT
 from nanobot_lambda.operator.local.cfn import QueueMapping, TemplateContext, load_template
 from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings
 
@@ -64,6 +65,10 @@ ATTRIBUTES = {
         f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-SchedulerFunction-X"
     ),
     ("SchedulerInvokeRole", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/nanobot-SchedulerInvokeRole-X",
+    ("KeepWarmInvokeRole", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/nanobot-KeepWarmInvokeRole-X",
+    ("AgentTurnFunction", "Arn"): (
+        f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-AgentTurnFunction-X"
+    ),
     ("SandboxFunction", "Arn"): f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-sandbox",
     ("SandboxLogGroup", "Arn"): (
         f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/nanobot-sandbox:*"
@@ -328,6 +333,46 @@ def test_heartbeat_schedule_invokes_the_scheduler_function(template: dict[str, A
     for statement in allowed:
         assert as_list(statement["Action"]) == ["lambda:InvokeFunction"]
         assert as_list(statement["Resource"]) == [ATTRIBUTES[("SchedulerFunction", "Arn")]]
+
+
+def test_keep_warm_is_off_by_default_and_then_pings_the_version_the_queue_invokes(
+    template: dict[str, Any],
+) -> None:
+    assert template["Parameters"]["KeepWarmMinutes"]["Default"] == 0
+    for logical_id in ("KeepWarmSchedule", "KeepWarmInvokeRole"):
+        assert template["Resources"][logical_id]["Condition"] == "KeepWarmEnabled"
+    assert make_context(template).condition("KeepWarmEnabled") is False
+    (mapping,) = event_source_mappings(template).values()
+    for minutes, snapstart, expression in (
+        ("5", "false", "rate(5 minutes)"),
+        ("1", "false", "rate(1 minute)"),  # Scheduler wants the singular for 1
+        ("5", "true", "rate(5 minutes)"),
+    ):
+        context = make_context(template, KeepWarmMinutes=minutes, EnableSnapStart=snapstart)
+        assert context.condition("KeepWarmEnabled") is True
+        schedule = context.evaluate(properties(template, "KeepWarmSchedule"))
+        assert schedule["ScheduleExpression"] == expression
+        target = schedule["Target"]
+        # The container kept warm is the one a turn finds: the queue's function or alias.
+        invoked = context.evaluate(mapping["FunctionName"])
+        assert target["Arn"].removeprefix(f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:") == (
+            invoked
+        )
+        # The ping is exactly what the handler takes for one, nothing a turn could carry.
+        assert json.loads(target["Input"]) == KEEP_WARM_EVENT
+        assert target["RetryPolicy"]["MaximumRetryAttempts"] == 0
+        # Not in ScheduleGroup, where agent_turn's role may change the cron tool's schedules.
+        assert "GroupName" not in schedule
+        assert target["RoleArn"] == ATTRIBUTES[("KeepWarmInvokeRole", "Arn")]
+        role = context.evaluate(properties(template, "KeepWarmInvokeRole"))
+        (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+        assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+        assert trust["Condition"]["StringEquals"]["aws:SourceAccount"] == ACCOUNT
+        allowed = [s for s in iam_statements(role["Policies"]) if s["Effect"] == "Allow"]
+        assert [as_list(statement["Action"]) for statement in allowed] == [
+            ["lambda:InvokeFunction"]
+        ]
+        assert [as_list(statement["Resource"]) for statement in allowed] == [[target["Arn"]]]
 
 
 @pytest.mark.parametrize(("logical_id", "settings_class"), FUNCTION_SETTINGS)

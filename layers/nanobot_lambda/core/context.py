@@ -24,13 +24,14 @@ from zoneinfo import ZoneInfo
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.ports import Workspace
 from nanobot_lambda.core.skills import (
+    SKILL_FILE,
     SKILLS_DIR,
     Which,
     load_skills,
     render_active_skills,
     render_skills_summary,
 )
-from nanobot_lambda.core.workspace import NotText
+from nanobot_lambda.core.workspace import NotText, WorkspaceFile
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "USER.md", "TOOLS.md", "IDENTITY.md")
 MEMORY_FILE = "memory/MEMORY.md"
@@ -38,6 +39,7 @@ SECTION_SEPARATOR = "\n\n---\n\n"
 MAX_FILE_CHARS = 20_000
 MAX_BOOTSTRAP_CHARS = 60_000
 TRUNCATION_MARKER = "\n[… truncated: read the file for the rest]"
+SKILL_SETS_KEPT = 16  # rendered skill sections kept per container (one per scope in use)
 RUNTIME_FIELD = "context"  # of a saved user message: the runtime block it was sent with
 
 
@@ -101,6 +103,21 @@ def earlier_blocks(history: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
+def is_prompt_file(path: str) -> bool:
+    """Whether the system prompt reads this workspace file (what a new container prefetches)."""
+    if path in BOOTSTRAP_FILES or path == MEMORY_FILE:
+        return True
+    parts = path.split("/")
+    return len(parts) == 3 and parts[0] == SKILLS_DIR and parts[2] == SKILL_FILE
+
+
+def _text(file: WorkspaceFile) -> str:
+    try:
+        return file.text
+    except NotText:
+        return ""
+
+
 def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
 
@@ -117,6 +134,8 @@ class ContextBuilder:
         self._environ = environ or {}  # what skills' `requires.env` is checked against
         self._which = which  # what skills' `requires.bins` is checked against
         self._programs_line = programs_line  # the sandbox's programs, for the prompt
+        # SKILL.md versions -> rendered sections, for the few scopes a container serves.
+        self._skills_rendered: dict[tuple[object, ...], tuple[str, str]] = {}
 
     def _read(self, path: str) -> str:
         file = self._workspace.read(path)
@@ -143,22 +162,37 @@ class ContextBuilder:
         programs = self._programs_line() if self._programs_line is not None else ""
         if programs:
             sections.append(f"# Sandbox\n\n{programs}")
-        skills = load_skills(self._workspace_skills(), self._environ, self._which)
-        sections += [render_active_skills(skills), render_skills_summary(skills)]
+        sections += self._skills_sections(programs)
         return SECTION_SEPARATOR.join(section for section in sections if section)
 
-    def _workspace_skills(self) -> dict[str, str]:
-        """{"skills/<name>/SKILL.md": text} for the workspace's own skills."""
-        found = {}
+    def _skills_sections(self, programs: str) -> tuple[str, str]:
+        """The always-on skills and the summary, parsed and rendered again only when a
+        SKILL.md's version (ETag) or the sandbox's programs (`programs`, the line that names
+        what `which` finds there) changed: with hundreds of skills, doing it every turn made a
+        warm turn's own time grow with their number (bench/warm_turn.py). The environment and
+        PATH that skills' requirements are otherwise checked against are a container's own."""
+        files = self._workspace_skill_files()
+        versions = (programs, *((file.path, file.etag) for file in files))
+        sections = self._skills_rendered.get(versions)
+        if sections is None:
+            skills = load_skills(
+                {file.path: _text(file) for file in files}, self._environ, self._which
+            )
+            sections = render_active_skills(skills), render_skills_summary(skills)
+            if len(self._skills_rendered) >= SKILL_SETS_KEPT:
+                self._skills_rendered.clear()
+            self._skills_rendered[versions] = sections
+        return sections
+
+    def _workspace_skill_files(self) -> list[WorkspaceFile]:
+        """The workspace's own `skills/<name>/SKILL.md` files."""
+        found = []
         for entry in self._workspace.list_files(SKILLS_DIR):
             parts = entry.path.split("/")
-            if len(parts) == 3 and parts[2] == "SKILL.md":
+            if len(parts) == 3 and parts[2] == SKILL_FILE:
                 file = self._workspace.read(entry.path)
                 if file is not None:
-                    try:
-                        found[entry.path] = file.text
-                    except NotText:
-                        found[entry.path] = ""
+                    found.append(file)
         return found
 
     def messages(

@@ -6,15 +6,22 @@ Timestamps in responses are parsed faster than botocore does by default, in ever
 session created after this module is imported (the handlers import it before making any
 client): S3's listing carries a LastModified per key, which dateutil parsed at about 0.1 ms
 each, the larger part of a warm turn's own time with 200 skills (bench/warm_turn.py).
+
+The workspace's own S3 client (`workspace_s3_client`) goes further: its listings keep of each
+object only what the workspace reads (Key, ETag, Size). botocore otherwise walks the whole
+object shape of every listed key (checksums, storage class, owner, restore status), which made
+the per-turn listing, and so a warm turn, grow with the number of skills.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+from xml.etree import ElementTree
 
 import boto3
 import botocore
+import botocore.handlers
 import botocore.session
 import botocore.utils
 from botocore.config import Config
@@ -77,3 +84,59 @@ def lambda_client() -> Any:
     other clients' (no retry: a run is not repeated behind the model's back)."""
     config = CLIENT_CONFIG.merge(Config(read_timeout=90, retries={"max_attempts": 1}))
     return boto3.client("lambda", config=config)
+
+
+# S3 can answer 200 with an error in the body: botocore's handler that finds it (and retries).
+_BOTOCORE_200_CHECK: Any = getattr(botocore.handlers, "_handle_200_error")  # noqa: B009 - private
+
+
+def workspace_s3_client() -> S3Client:
+    """An S3 client whose ListObjectsV2 results give each object's Key, ETag and Size only."""
+    client = s3_client()
+    events = client.meta.events
+    # botocore's check for an error in a 200 answer parses the body too; for listings the lean
+    # parse makes that check itself, on its one parse.
+    events.unregister("before-parse.s3.*", _BOTOCORE_200_CHECK)
+    events.register_first("before-parse.s3.*", _check_200_unless_listing)
+    events.register("before-parse.s3.ListObjectsV2", lean_listing)
+    return client
+
+
+def _check_200_unless_listing(operation_model: Any, response_dict: Any, **kwargs: Any) -> None:
+    if operation_model.name != "ListObjectsV2":
+        _BOTOCORE_200_CHECK(operation_model, response_dict, **kwargs)
+
+
+def lean_listing(
+    response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **_: Any
+) -> None:
+    """botocore's `before-parse` hook: take the objects out of a listing's XML, parsed here with
+    only the three fields, and let botocore parse the rest (prefix, continuation token...).
+    Keys are url-decoded later by botocore as usual. An error response is left to botocore, and
+    a 200 whose body is an error or cut short becomes a 500 (retried), as botocore makes it."""
+    body = response_dict.get("body")
+    if response_dict.get("status_code") != 200 or not body:
+        return
+    try:
+        root = ElementTree.fromstring(body)  # noqa: S314 - S3's answer, which botocore parses alike
+    except ElementTree.ParseError:
+        response_dict["status_code"] = 500
+        return
+    if root.tag == "Error":
+        response_dict["status_code"] = 500
+        return
+    namespace = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    objects = root.findall(f"{namespace}Contents")
+    if not objects:
+        return
+    customized_response_dict["Contents"] = [
+        {
+            "Key": item.findtext(f"{namespace}Key", ""),
+            "ETag": item.findtext(f"{namespace}ETag", ""),
+            "Size": int(item.findtext(f"{namespace}Size", "0")),
+        }
+        for item in objects
+    ]
+    for item in objects:
+        root.remove(item)
+    response_dict["body"] = ElementTree.tostring(root)

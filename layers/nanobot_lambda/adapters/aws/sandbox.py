@@ -1,12 +1,21 @@
 """The code sandbox function, invoked synchronously with boto3 (`lambda:InvokeFunction` on that
 one function is all agent_turn may do with Lambda). The payload is JSON with files as base64
 (`entry/sandbox.py` is the other side); a run the sandbox refused, or a function error, comes
-back as a ToolError for the model."""
+back as a ToolError for the model.
+
+The system prompt names the programs the sandbox's runs find, so a container's first turn asks
+the sandbox for them before its first model request, and after a quiet hour the sandbox
+function is cold too. `ask_programs_early` asks during agent_turn's init instead, in a thread
+beside the heavy imports; the first `programs()` takes that answer (waiting for it if it is
+still coming), and if the early ask failed, asks again itself as it would have.
+"""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import threading
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -22,8 +31,28 @@ class LambdaSandbox:
     def __init__(self, function_name: str, client: Any) -> None:  # boto3's Lambda client
         self._function = function_name
         self._client = client
+        self._early: threading.Thread | None = None
+        self._early_programs: frozenset[str] | None = None
+
+    def ask_programs_early(self) -> LambdaSandbox:
+        """Ask for the programs now, in a thread; the first `programs()` takes the answer."""
+        self._early = threading.Thread(target=self._ask_early, name="sandbox-programs", daemon=True)
+        self._early.start()
+        return self
+
+    def _ask_early(self) -> None:
+        with contextlib.suppress(ToolError):  # the first turn asks again, and says what failed
+            self._early_programs = self._ask_programs()
 
     def programs(self) -> frozenset[str]:
+        early, self._early = self._early, None
+        if early is not None:
+            early.join()  # bounded by the client's own time-outs, as asking here would be
+            if self._early_programs is not None:
+                return self._early_programs
+        return self._ask_programs()
+
+    def _ask_programs(self) -> frozenset[str]:
         payload = self._invoke({"version": 1, "action": "programs"})
         return frozenset(str(name) for name in payload.get("programs") or ())
 

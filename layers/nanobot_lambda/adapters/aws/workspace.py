@@ -10,11 +10,21 @@ lists the workspace once; reads of listed files whose ETag has not changed then 
 and absent files are known absent. So a warm turn on an unchanged workspace makes one S3 request
 however many bootstrap files and skills there are. The listing stops after `skills/`: folders
 sorting after it (such as `uploads/`, where media lands) are read on demand, not listed.
+
+A new container's first turn would read every file of the system prompt one GET after another
+(bootstrap files, memory, each skill's SKILL.md). `WorkspacePrefetch` reads them at init
+instead, in a thread, while agent_turn's heavy imports (litellm) run; the workspace takes what
+arrived at its first `refresh()`, keeping only files whose ETag the turn's own listing still
+shows. So nothing read early is ever served stale, and a prefetch that failed or has not
+finished costs the turn nothing but the reads it would have made anyway.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +39,8 @@ from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+logger = logging.getLogger(__name__)
+
 WORKSPACE_PREFIX = "workspace/"
 # A person's or a group's own workspace: scopes/people/<user id>/, scopes/groups/<chat id>/,
 # beside the owner's, never under it (core/scopes.py).
@@ -38,6 +50,10 @@ LISTED_UNTIL = "skills/\U0010ffff"
 MAX_CACHED_FILE_BYTES = 2_000_000
 # User metadata of a version written back by /memory restore: the request that wrote it.
 RESTORE_REQUEST = "restore-request"
+# The prefetch's parallel GETs (they wait on the network, not the imports' CPU).
+PREFETCH_WORKERS = 8
+# How long the first turn waits for a prefetch still running before reading for itself.
+PREFETCH_WAIT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -49,13 +65,91 @@ class _Listed:
 _UNKNOWN = _Listed(etag="", size=-1)  # listed path whose current version must be fetched
 
 
+def _list(s3: S3Client, bucket: str, prefix: str) -> dict[str, _Listed]:
+    """Every file under `prefix` up to and including skills/, by workspace-relative path."""
+    listing: dict[str, _Listed] = {}
+    arguments = {"Bucket": bucket, "Prefix": prefix}
+    while True:
+        page = s3.list_objects_v2(**arguments)  # type: ignore[arg-type]
+        for item in page.get("Contents", []):
+            path = item["Key"][len(prefix) :]
+            if path > LISTED_UNTIL:
+                return listing
+            listing[path] = _Listed(item["ETag"], item["Size"])
+        if not page.get("IsTruncated"):
+            return listing
+        arguments["ContinuationToken"] = page["NextContinuationToken"]
+
+
+class WorkspacePrefetch:
+    """The files `wanted` picks (the system prompt's), read in a background thread: made at
+    agent_turn's init, before its heavy imports, and taken by the workspace's first refresh."""
+
+    def __init__(
+        self,
+        bucket: str,
+        s3: S3Client,
+        wanted: Callable[[str], bool],
+        prefix: str = WORKSPACE_PREFIX,
+    ) -> None:
+        self._bucket = bucket
+        self._s3 = s3
+        self._wanted = wanted
+        self._prefix = prefix
+        self._files: dict[str, WorkspaceFile] = {}
+        self._thread = threading.Thread(target=self._run, name="workspace-prefetch", daemon=True)
+
+    def start(self) -> WorkspacePrefetch:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            listing = _list(self._s3, self._bucket, self._prefix)
+            paths = [
+                path
+                for path, listed in listing.items()
+                if self._wanted(path) and listed.size <= MAX_CACHED_FILE_BYTES
+            ]
+            with ThreadPoolExecutor(PREFETCH_WORKERS, "workspace-prefetch") as pool:
+                files = list(pool.map(self._get, paths))
+        except Exception as error:  # whatever it was, the turn then reads for itself
+            logger.warning("workspace prefetch failed: %s", type(error).__name__)
+            return
+        self._files = {file.path: file for file in files}
+
+    def _get(self, path: str) -> WorkspaceFile:
+        response = self._s3.get_object(Bucket=self._bucket, Key=self._prefix + path)
+        return WorkspaceFile(path, response["Body"].read(), response["ETag"])
+
+    def wait(self, seconds: float | None = None) -> bool:
+        """Whether the prefetch has finished (after waiting at most `seconds` for it)."""
+        self._thread.join(seconds)
+        return not self._thread.is_alive()
+
+    def take(self, wait_seconds: float = PREFETCH_WAIT_SECONDS) -> dict[str, WorkspaceFile]:
+        """What arrived, once (later calls: nothing); nothing if still running after the wait."""
+        if not self.wait(wait_seconds):
+            logger.info("workspace prefetch still running: the turn reads for itself")
+            return {}
+        files, self._files = self._files, {}
+        return files
+
+
 class S3Workspace:
-    def __init__(self, bucket: str, s3: S3Client, prefix: str = WORKSPACE_PREFIX) -> None:
+    def __init__(
+        self,
+        bucket: str,
+        s3: S3Client,
+        prefix: str = WORKSPACE_PREFIX,
+        prefetch: WorkspacePrefetch | None = None,
+    ) -> None:
         self._bucket = bucket
         self._s3 = s3
         self._prefix = prefix
         self._cache: dict[str, WorkspaceFile] = {}
         self._listing: dict[str, _Listed] | None = None
+        self._prefetch = prefetch  # taken at the first refresh
 
     def _key(self, path: str) -> str:
         return self._prefix + path
@@ -63,21 +157,11 @@ class S3Workspace:
     @aws_errors
     def refresh(self) -> None:
         """List the workspace (up to skills/) so that unchanged cached files cost no request."""
-        listing: dict[str, _Listed] = {}
-        arguments = {"Bucket": self._bucket, "Prefix": self._prefix}
-        while True:
-            page = self._s3.list_objects_v2(**arguments)  # type: ignore[arg-type]
-            beyond = False
-            for item in page.get("Contents", []):
-                path = item["Key"][len(self._prefix) :]
-                if path > LISTED_UNTIL:
-                    beyond = True
-                    break
-                listing[path] = _Listed(item["ETag"], item["Size"])
-            if beyond or not page.get("IsTruncated"):
-                break
-            arguments["ContinuationToken"] = page["NextContinuationToken"]
+        listing = _list(self._s3, self._bucket, self._prefix)
         self._listing = listing
+        if self._prefetch is not None:
+            prefetched, self._prefetch = self._prefetch.take(), None
+            self._cache.update(prefetched)  # those changed since are dropped just below
         for path in [path for path in self._cache if path <= LISTED_UNTIL]:
             if path not in listing or listing[path].etag != self._cache[path].etag:
                 del self._cache[path]

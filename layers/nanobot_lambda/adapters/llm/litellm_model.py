@@ -28,6 +28,7 @@ cache; the tokens read show as cached tokens in the usage.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import time
@@ -76,6 +77,34 @@ RETRY_FIRST_PAUSE = 0.5
 RETRY_MAX_PAUSE = 8.0
 # Statuses worth another attempt: time-outs, conflicts, rate limits, server errors.
 _RETRYABLE_STATUSES = {408, 409, 429}
+
+
+# What litellm's first completion imports: the OpenAI SDK (litellm's client for OpenAI and the
+# many OpenAI-compatible providers) loads its resources at the first `client.chat`, about half
+# a second that a container's first turn would otherwise pay before its first token.
+FIRST_USE_MODULES = ("openai.resources",)
+
+
+def import_first_use_modules() -> None:
+    for name in FIRST_USE_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+# litellm's HTTP clients: singletons it makes on first use and keeps in its module (each with
+# a pool of open connections), and remakes when the name is missing (litellm/_lazy_imports.py).
+_CONNECTION_SINGLETONS = (
+    "in_memory_llm_clients_cache",
+    "module_level_client",
+    "module_level_aclient",
+)
+
+
+def forget_connections() -> list[str]:
+    """Drop litellm's HTTP clients (after a SnapStart restore, their sockets are the snapshotted
+    machine's): the next request makes new ones. Returns the names that were held."""
+    held = vars(litellm)
+    return [name for name in _CONNECTION_SINGLETONS if held.pop(name, None) is not None]
 
 
 class IncompleteStreamError(Exception):

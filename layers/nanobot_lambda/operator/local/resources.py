@@ -144,6 +144,8 @@ def _create_schedules(context: TemplateContext, prefix: str) -> None:
         context.refs[logical_id] = name
         context.attributes[(logical_id, "Arn")] = arn
     for logical_id, spec in context.resources("AWS::Scheduler::Schedule").items():
+        if "Condition" in spec and not context.condition(spec["Condition"]):
+            continue  # e.g. KeepWarmSchedule with KeepWarmMinutes 0
         try:
             properties = _properties(context, spec)
         except UnresolvedValue:

@@ -257,6 +257,9 @@ class LocalStack:
             load_template(self.template_path), parameters=self._template_parameters()
         )
         create_resources(self.template, self.prefix, REGION)
+        # As Lambda tells an init that will be snapshotted (EnableSnapStart) from an ordinary one.
+        snapstart = self.template.condition("SnapStartEnabled")
+        self._set_environ(AWS_LAMBDA_INITIALIZATION_TYPE="snap-start" if snapstart else "on-demand")
         self._store_secrets()
         if self._state is not None:
             self._state.restore(self.template)
