@@ -13,7 +13,7 @@ import time
 import boto3
 import pytest
 
-from nanobot_lambda.operator.cli.local import _send as send_from_chat
+from nanobot_lambda.operator.cli.local import _post, _to_stderr
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory, telegram_update
 from tests.support.faults import BotApiFaults
@@ -112,7 +112,7 @@ def test_chat_shows_the_reaction_on_stderr(
 ) -> None:
     stack = stack_factory(AckReaction="👀")
     model_server.reply("Hello.")
-    assert send_from_chat(stack, "hi") is True
+    assert _post(stack, stack.text_update("hi"), _to_stderr) is True  # what chat sends
     captured = capsys.readouterr()
     assert "(nanobot reacted 👀)" in captured.err
     assert "reacted" not in captured.out  # the replies' stream stays the bot's messages
