@@ -49,17 +49,13 @@ template: $(DEV_STAMP)
 	$(BIN)/cfn-lint infra/template.yaml
 
 # The tests run in one process per core (pytest-xdist), a file's tests in the same one, so a
-# file's shared fixtures (a local stack, the chaos soak's run) are made once. One suite after
-# the other, the fast ones first, each with its own progress and summary (one run of all of
-# them would start with e2e's slowest files and sit at a few percent for minutes); every suite
-# runs even when an earlier one failed.
+# file's shared fixtures (a local stack, the chaos soak's run) are made once. The suites are
+# named fast ones first: the workers take files in that order, so the progress moves from the
+# start (the unit tests' first) and the slow end-to-end files come last. One run packs the
+# workers better than a run per suite (about a minute less from a fresh clone).
 TEST_SUITES := unit contract integration e2e
 test: lint typecheck template
-	@failed=""; for suite in $(TEST_SUITES); do \
-		echo "== $$suite tests (tests/$$suite) =="; \
-		$(BIN)/pytest -n auto --dist loadfile tests/$$suite || failed="$$failed $$suite"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "== failed:$$failed"; exit 1; fi
+	$(BIN)/pytest -n auto --dist loadfile $(addprefix tests/,$(TEST_SUITES))
 
 unit: $(DEV_STAMP)
 	$(BIN)/pytest tests/unit
