@@ -164,6 +164,10 @@ def run_child(
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_ACCESS_KEY_ID": "smoke",
             "AWS_SECRET_ACCESS_KEY": "smoke",
+            # agent_turn's import starts reading the workspace (its cold-start prefetch): AWS is
+            # a closed port here, so that read fails at once, as an unreachable S3 would, and
+            # the import must still succeed.
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
             # As the template sets them for AgentTurnFunction.
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "TIKTOKEN_CACHE_DIR": str(Path(home) / "tiktoken"),
