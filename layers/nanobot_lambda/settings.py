@@ -346,11 +346,6 @@ class LlmSettings(_Settings):
             return parse_presets(value)
         return value
 
-    @field_validator("llm_thinking", mode="before")
-    @classmethod
-    def _unset_when_empty(cls, value: object) -> object:
-        return None if value == "" else value
-
     @field_validator("llm_fallback_models", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
