@@ -96,6 +96,7 @@ def run_conversation(tree: Path) -> dict[str, Any]:
             tool_choice: Any = None,
             timeout: float | None = None,
             on_text: Any = None,
+            reasoning_effort: str | None = None,
         ) -> ModelReply:
             forced = isinstance(tool_choice, dict) and tool_choice["function"]["name"]
             kind = "consolidation" if forced == "save_memory" else "agent"

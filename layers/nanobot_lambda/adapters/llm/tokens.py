@@ -1,18 +1,20 @@
 """`TokenCounter` on litellm: its tokenizer for the model (tiktoken's bundled encodings for
 most, offline), and its model map's context window.
 
-The system prompt is the same bytes turn after turn (core/context.py) and, with many skills, the
-longest message: its count is kept (per version of it) and added to the count of the rest of
-the request, less what counting two lists instead of one adds (the reply's priming tokens,
-measured once per model, with tools and without); the tools' definitions, the same on every
-request of a turn, are counted once per version of them too. So a request counts as it would
-in one piece, without the system prompt or the tools tokenized again on every count.
+litellm counts a request as the sum of what each message adds plus what the request adds once
+(the reply's priming and the tools' definitions). Each part is counted once and kept, keyed by a
+hash of its content: the system prompt (the same bytes turn after turn, and with many skills the
+longest message), each message of the history (unchanged once saved) and the tool list. So a
+request counts exactly as it would in one piece, while a turn tokenizes only its new messages,
+however long the history or the system prompt (issue 31: with 200 skills the request passed the
+fitter's no-tokenizer bound and the whole history was tokenized on every count).
 
 Imported by agent_turn only, after litellm_model (which sets litellm's offline options).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from typing import Any
@@ -40,65 +42,61 @@ def model_context_window(model: str) -> int:
     return int(window) if window else UNKNOWN_CONTEXT_WINDOW
 
 
-SYSTEM_PROMPTS_KEPT = 4  # counted system prompts kept (the scopes a container serves)
-_PROBE_TOOL = {
-    "type": "function",
-    "function": {"name": "probe", "parameters": {"type": "object", "properties": {}}},
-}
+MESSAGES_KEPT = 4096  # counted messages kept: a few chats' histories and system prompts
+REQUESTS_KEPT = 8  # counted tool lists kept (with and without a system prompt)
+_PROBE = {"role": "user", "content": "Hello."}
+
+
+def _key(value: dict[str, Any] | list[dict[str, Any]]) -> int:
+    """A key for a message or a tool list: the hash of its items, or of its JSON when it nests
+    (tool calls, content parts). 64 bits: a collision would only miscount a request."""
+    if isinstance(value, dict):
+        with contextlib.suppress(TypeError):  # a value that is a list or a dict
+            return hash(tuple(sorted(value.items())))
+    return hash(json.dumps(value, sort_keys=True))
 
 
 class LitellmTokenCounter:
     def __init__(self, model: str) -> None:
         self._model = model
         self.context_window = model_context_window(model)  # CONTEXT_WINDOW_TOKENS overrides it
-        self._system_tokens: dict[str, int] = {}
-        self._tools_tokens: dict[str, int] = {}
-        self._split_excess: dict[bool, int] = {}  # with tools or not: see _excess
+        self._messages: dict[int, int] = {}
+        self._requests: dict[tuple[int, bool], int] = {}
+        self._bare: int | None = None  # what litellm counts for a request of no message
 
     def _tokens(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> int:
         return int(litellm.token_counter(model=self._model, messages=messages, tools=tools))
 
-    def _system(self, message: dict[str, Any]) -> int:
-        key = json.dumps(message, ensure_ascii=False, sort_keys=True)
-        if key not in self._system_tokens:
-            if len(self._system_tokens) >= SYSTEM_PROMPTS_KEPT:
-                self._system_tokens.clear()
-            self._system_tokens[key] = self._tokens([message])
-        return self._system_tokens[key]
+    def _message(self, message: dict[str, Any]) -> int:
+        """What one message adds to any request it is in."""
+        key = _key(message)
+        if key not in self._messages:
+            if len(self._messages) >= MESSAGES_KEPT:
+                self._messages.clear()
+            if self._bare is None:
+                self._bare = self._tokens([])
+            self._messages[key] = self._tokens([message]) - self._bare
+        return self._messages[key]
 
-    def _tools(self, tools: list[dict[str, Any]]) -> int:
-        """What the tools add to a request without a system prompt (the same whatever its
-        messages: litellm counts their definitions apart)."""
-        key = json.dumps(tools, ensure_ascii=False, sort_keys=True)
-        if key not in self._tools_tokens:
-            if len(self._tools_tokens) >= SYSTEM_PROMPTS_KEPT:
-                self._tools_tokens.clear()
-            user = [{"role": "user", "content": "Hello."}]
-            self._tools_tokens[key] = self._tokens(user, tools) - self._tokens(user)
-        return self._tools_tokens[key]
-
-    def _excess(self, with_tools: bool) -> int:
-        """What counting the system prompt apart adds (the reply's priming; with tools, also
-        what litellm takes off a request that has both a system prompt and tools)."""
-        if with_tools not in self._split_excess:
-            system = {"role": "system", "content": "Be brief."}
-            user = {"role": "user", "content": "Hello."}
-            tools = [_PROBE_TOOL] if with_tools else None
-            joint = self._tokens([system, user], tools)
-            apart = self._tokens([system]) + self._tokens([user], tools)
-            self._split_excess[with_tools] = apart - joint
-        return self._split_excess[with_tools]
+    def _request(self, tools: list[dict[str, Any]] | None, with_system: bool) -> int:
+        """What a request adds once, whatever its messages: the reply's priming and the tools'
+        definitions (litellm takes a little off those when a system prompt is present)."""
+        key = (_key(tools or []), with_system)
+        if key not in self._requests:
+            if len(self._requests) >= REQUESTS_KEPT:
+                self._requests.clear()
+            probe = {**_PROBE, "role": "system"} if with_system else _PROBE
+            self._requests[key] = self._tokens([probe], tools or None) - self._message(probe)
+        return self._requests[key]
 
     def count(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> int:
         try:
-            if len(messages) > 1 and messages[0].get("role") == "system":
-                rest = self._tokens(messages[1:]) + (self._tools(tools) if tools else 0)
-                return self._system(messages[0]) + rest - self._excess(bool(tools))
-            return self._tokens(messages, tools or None)
+            with_system = any(message.get("role") == "system" for message in messages)
+            return sum(map(self._message, messages)) + self._request(tools, with_system)
         except Exception as error:  # a tokenizer that fails must not fail the turn
             logger.warning("token count failed (%s): estimated", type(error).__name__)
             text = json.dumps([messages, tools or []], ensure_ascii=False)
