@@ -5,7 +5,14 @@ agent_turn answers an event in its chat (the model sees the framed payload; a qu
 nothing to report sends nothing; an event delivered twice is answered once); /hooks makes a
 hook from the chat; a reaction is recorded by the webhook with no model call and shows in
 /usage; an edit of an answered message is a short turn that says what changed, and an edit made
-before its message's turn ran replaces the message in that turn."""
+before its message's turn ran replaces the message in that turn.
+
+`/hooks add` cut short and run again by SQS shows its secret exactly once: Telegram failing the
+secret's message on every try of the client fails the invocation after the hook was stored,
+and the update's next run sends the stored secret (the hook it made, not a new one); Telegram
+failing the group's note after it accepted the secret, the next run sends the note, not the
+secret again; the update queued once more after it was answered sends nothing. No log line and
+no other item of the table holds the secret."""
 
 from __future__ import annotations
 
@@ -23,11 +30,12 @@ from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
 from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
 from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core import hooks
-from nanobot_lambda.core.hooks import new_hook
-from nanobot_lambda.core.jobs import HookEventJob, parse_job
+from nanobot_lambda.core.hooks import Hook, new_hook
+from nanobot_lambda.core.jobs import HookEventJob, TelegramUpdateJob, parse_job
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram, LocalUser
 from tests.conftest import TEMPLATE, StackFactory
+from tests.support.faults import BotApiFaults
 from tests.support.scripted_model import ScriptedModelServer
 
 OWNER = LocalUser().id
@@ -325,3 +333,95 @@ def test_an_edit_before_its_message_s_turn_ran_replaces_the_message(
     assert "Lisbon" not in json.dumps(request["messages"][-1])
     assert said_in(stack, OWNER) == ["Porto in May is lovely."]
     assert stack.poller.failures == 0
+
+
+# -- /hooks add, cut short and run again ----------------------------------------------------
+
+FAILS_A_RUN = 4  # the client's tries of one call: all failing fail the invocation
+
+
+def shows_a_secret(params: dict[str, Any]) -> bool:
+    return "Secret (shown only now" in str(params.get("text", ""))
+
+
+def stored_hook(stack: LocalStack, name: str) -> Hook:
+    hook = DynamoHookStore(stack.template.refs["SessionsTable"], dynamodb_client).hook(name)
+    assert hook is not None
+    return hook
+
+
+def secret_kept_only_in_its_hook(stack: LocalStack, hook: Hook) -> None:
+    """The secret is in the hook's own item, and in no other item of the table or log line."""
+    secret = hook.secret.get_secret_value()
+    items = boto3.client("dynamodb").scan(TableName=stack.template.refs["SessionsTable"])["Items"]
+    holding = [item["sk"]["S"] for item in items if secret in json.dumps(item, default=str)]
+    assert holding == [f"hook#{hook.name}"]
+    logged = "\n".join(
+        record.getMessage() + str(record.__dict__) for record in stack.log_sink.records
+    )
+    assert secret not in logged
+
+
+def test_a_secret_telegram_failed_is_sent_by_the_update_s_next_run_once(
+    stack: LocalStack,
+) -> None:
+    faults = BotApiFaults(stack.bot_api)
+    fault = faults.fail("sendMessage", 502, "Bad Gateway", times=FAILS_A_RUN, when=shows_a_secret)
+    update = stack.text_update("/hooks add ci")
+    stack.post_update(update)
+    stack.process_queue()
+
+    assert fault.injected == FAILS_A_RUN and stack.poller.failures == 1
+    hook = stored_hook(stack, "ci")
+    assert hook.made_in == f"update-{update['update_id']}"
+    secret = hook.secret.get_secret_value()
+    shown = [text for text in said_in(stack, OWNER) if secret in text]
+    assert len(shown) == 1 and "URL:" in shown[0]
+    secret_kept_only_in_its_hook(stack, hook)
+
+    # SQS runs the same update once more after it was answered (a lost acknowledgement, a
+    # replay from the dead-letter queue): nothing is sent, the hook stays as it was.
+    before = len(stack.bot_api.messages)
+    boto3.client("sqs").send_message(
+        QueueUrl=stack.template.refs["TurnQueue"],
+        MessageBody=TelegramUpdateJob(update=update).model_dump_json(),
+        MessageGroupId=f"telegram:{OWNER}",
+        MessageDeduplicationId="redelivered-after-it-was-answered",
+    )
+    stack.process_queue()
+    assert len(stack.bot_api.messages) == before
+    assert stored_hook(stack, "ci") == hook
+
+    # Another update naming it is refused, as before.
+    stack.post_update(stack.text_update("/hooks add ci"))
+    stack.process_queue()
+    assert said_in(stack, OWNER)[-1].startswith("There is already a hook named ci")
+
+
+def test_a_secret_telegram_accepted_is_not_sent_again_by_the_update_s_next_run(
+    team_stack: LocalStack,
+) -> None:
+    stack = team_stack
+    faults = BotApiFaults(stack.bot_api)
+    note = faults.fail(
+        "sendMessage",
+        502,
+        "Bad Gateway",
+        times=FAILS_A_RUN,
+        when=lambda params: params.get("chat_id") in (TEAM, str(TEAM)),
+    )
+    update = stack.text_update("/hooks add team-deploys")
+    update["message"]["chat"] = {"id": TEAM, "type": "supergroup", "title": "Team"}
+    stack.post_update(update)
+    stack.process_queue()
+
+    assert note.injected == FAILS_A_RUN and stack.poller.failures == 1
+    hook = stored_hook(stack, "team-deploys")
+    secret = hook.secret.get_secret_value()
+    assert hook.chat_id == TEAM
+    to_owner = said_in(stack, OWNER)
+    assert len(to_owner) == 1 and secret in to_owner[0]  # accepted by the first run only
+    (in_group,) = said_in(stack, TEAM)
+    assert "team-deploys" in in_group and secret not in in_group
+    assert "sent to the owner privately" in in_group
+    secret_kept_only_in_its_hook(stack, hook)

@@ -30,6 +30,35 @@ def test_hooks_are_added_once_listed_read_and_removed(resources: TemplateContext
     assert store.hook("ci") is None
 
 
+def test_a_hook_keeps_the_update_that_made_it_and_one_kept_before_reads_without(
+    resources: TemplateContext,
+) -> None:
+    table = resources.refs["SessionsTable"]
+    store = DynamoHookStore(table, dynamodb_client)
+    made = new_hook(
+        "ci", 111111111, None, quiet=False, now=NOW, created_by=111111111, made_in="update-7"
+    )
+    assert store.add(made) and store.hook("ci") == made
+    assert store.hooks()[0].made_in == "update-7"
+    # An item as hooks were kept before `made_in`: it reads, made by no update.
+    boto3.client("dynamodb").put_item(
+        TableName=table,
+        Item={
+            "pk": {"S": "hooks"},
+            "sk": {"S": "hook#old"},
+            "name": {"S": "old"},
+            "chat_id": {"N": "111111111"},
+            "quiet": {"BOOL": False},
+            "secret": {"S": "kept-before"},
+            "created_at": {"S": "2026-11-01T00:00:00+00:00"},
+            "created_by": {"N": "111111111"},
+        },
+    )
+    old = store.hook("old")
+    assert old is not None and old.made_in is None
+    assert old.secret.get_secret_value() == "kept-before"
+
+
 def test_a_hooks_rate_and_deliveries_are_its_own(resources: TemplateContext) -> None:
     store = DynamoHookStore(resources.refs["SessionsTable"], dynamodb_client)
     minute = NOW.strftime("%Y-%m-%dT%H:%M")

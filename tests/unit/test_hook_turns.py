@@ -2,7 +2,8 @@
 hook event is a task answered in its chat's conversation, once; a quiet one with nothing to
 report is saved but not sent; its turn may not create scheduled jobs; a model failure leaves it
 to SQS's retries and the dead-letter queue. /hooks answers the owner (the secret sent once,
-from a group to the owner's private chat only, and never saved or logged); /usage shows the
+from a group to the owner's private chat only, never saved or logged, and journaled as a note:
+a run of the update again sends what Telegram did not accept, nothing it did); /usage shows the
 reactions to the chat's answers."""
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ import pytest
 from nanobot_lambda.core.errors import ChannelError, ModelError
 from nanobot_lambda.core.feedback import Reaction
 from nanobot_lambda.core.jobs import HookEventJob, TelegramUpdateJob
-from tests.support.fakes import ScriptedModel, outage, text, tool
+from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
+from tests.support.fakes import (
+    MemoryTurnJournal,
+    RecordingChannel,
+    ScriptedModel,
+    outage,
+    text,
+    tool,
+)
 from tests.unit.test_turns import ADA, SESSION, Bot, message
 
 GROUP = -1001234567890
@@ -122,7 +132,9 @@ def test_hooks_add_in_a_private_chat_shows_the_secret_once_and_keeps_it_nowhere(
     (answer,) = bot.said
     assert secret in answer and "https://api.example/hooks/ci" in answer
     assert (hook.chat_id, hook.quiet, hook.created_by) == (ADA, True, ADA)
-    assert bot.saved(SESSION) == [] and bot.journal.records == {}  # never saved, journaled
+    assert bot.saved(SESSION) == []  # never saved; journaled as done, without the secret
+    assert [record.done for record in bot.journal.records.values()] == [True]
+    assert secret not in repr(bot.journal.records)
     assert secret not in caplog.text
     assert bot.model.requests == []
 
@@ -152,6 +164,86 @@ def test_a_group_hook_whose_secret_cannot_reach_the_owner_says_so_in_the_group()
     secret = bot.hooks.stored["deploys"].secret.get_secret_value()
     assert [chat for chat, _, _ in bot.channel.sent] == [GROUP]
     assert "could not send its secret" in bot.said[0] and secret not in bot.said[0]
+
+
+def test_a_hooks_add_run_again_before_its_secret_was_sent_sends_it_then_once() -> None:
+    """The invocation dies after the hook was stored, its secret refused by Telegram (5xx):
+    SQS runs the update again, which finds the hook its first run made and sends its secret;
+    a later run of it sends nothing, and another update's `/hooks add` of the name is
+    refused."""
+    bot = Bot(ScriptedModel())
+    job = message("/hooks add ci")
+    bot.channel.fail_with = ChannelError("sendMessage", 502, "Bad Gateway")
+    with pytest.raises(ChannelError):
+        bot.process(job)
+    made = bot.hooks.stored["ci"]
+    assert bot.said == [] and made.made_in == "update-800000001"
+
+    bot.process(job)
+    secret = made.secret.get_secret_value()
+    assert len(bot.said) == 1 and secret in bot.said[0]
+    assert bot.hooks.stored["ci"] == made
+
+    bot.process(job)  # run once more after it was answered: nothing more
+    assert len(bot.said) == 1
+    bot.process(message("/hooks add ci", update_id=800000002))
+    assert "already a hook named ci" in bot.said[-1] and secret not in bot.said[-1]
+
+
+def test_a_group_hooks_add_run_again_after_the_secret_was_accepted_does_not_resend_it() -> None:
+    """The owner's private chat accepted the secret; the note in the group failed, so the update
+    runs again: it says the note, not the secret again. The journal never holds the secret."""
+    bot = Bot(ScriptedModel(), settings={"ALLOW_FROM": f"{ADA},{GROUP}"})
+    job = in_group("/hooks add deploys", 800000004)
+    bot.channel.fail_on = "🪝 Hook deploys made: its events become tasks in this chat. URL"
+    with pytest.raises(ChannelError):
+        bot.process(job)
+    secret = bot.hooks.stored["deploys"].secret.get_secret_value()
+    assert [chat for chat, _, _ in bot.channel.sent] == [ADA]
+    assert secret not in repr(bot.journal.records)
+    assert "the secret of hook deploys" in repr(bot.journal.records)
+
+    bot.process(job)
+    assert [chat for chat, _, _ in bot.channel.sent] == [ADA, GROUP]
+    assert secret in bot.said[0] and secret not in bot.said[1] and "deploys" in bot.said[1]
+
+
+def test_a_group_hook_whose_owner_chat_refuses_the_secret_says_so_in_the_group() -> None:
+    """A refusal no retry changes (400: no such chat) is told, not retried; a failure a retry
+    may mend (5xx) is left to the update's next run."""
+    bot = Bot(ScriptedModel(), settings={"ALLOW_FROM": f"{ADA},{GROUP}"})
+    bot.channel.fail_with = ChannelError(
+        "sendMessage", 400, "Bad Request: chat not found", kind="refused"
+    )
+    bot.process(in_group("/hooks add deploys", 800000004))
+    assert [chat for chat, _, _ in bot.channel.sent] == [GROUP]
+    assert "could not send its secret" in bot.said[0]
+
+
+def test_a_message_recorded_as_a_note_keeps_only_the_note_in_the_journal() -> None:
+    """The outbox's `recorded_as` (the message showing a secret): the journal keeps the note;
+    a later run skips the same message and sends another one (another secret) in its place,
+    setting aside the note, never the text."""
+    channel, journal = RecordingChannel(), MemoryTurnJournal()
+    first = JournaledOutbox(channel, journal, "hooks-command:1", TurnProgress("update-1"))
+    assert first.send(ADA, "Secret: `aaaa`", recorded_as="[a secret]")
+    assert "aaaa" not in repr(journal.records)
+
+    again = JournaledOutbox(
+        channel, journal, "hooks-command:1", journal.get("hooks-command:1", "update-1")
+    )
+    assert again.send(ADA, "Secret: `aaaa`", recorded_as="[a secret]")
+    assert channel.texts == ["Secret: aaaa"]
+    other = JournaledOutbox(
+        channel, journal, "hooks-command:1", journal.get("hooks-command:1", "update-1")
+    )
+    assert other.send(ADA, "Secret: `bbbb`", recorded_as="[a secret]")
+    assert channel.texts == ["Secret: aaaa", "Secret: bbbb"]
+    assert "aaaa" not in repr(journal.records) and "bbbb" not in repr(journal.records)
+
+    with pytest.raises(ValueError, match="fit one message"):
+        other.send(ADA, "word " * 2000, recorded_as="[a secret]")
+    assert len(channel.sent) == 2
 
 
 def test_hooks_is_the_owner_s_only() -> None:

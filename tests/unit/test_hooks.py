@@ -3,6 +3,7 @@ queues, and the clear answer each bad one gets, with nothing queued."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -252,10 +253,27 @@ def commands(store: MemoryHookStore) -> HookCommands:
     return HookCommands(store, "https://api.example/hooks", lambda: NOW)
 
 
-def answer(store: MemoryHookStore, text: str, *, owner: bool = True, chat: int = OWNER) -> str:
-    """The answer in a private chat (everything is said there)."""
+_UPDATES = itertools.count(800000001)
+
+
+def answer(
+    store: MemoryHookStore,
+    text: str,
+    *,
+    owner: bool = True,
+    chat: int = OWNER,
+    update: str | None = None,
+) -> str:
+    """The answer in a private chat (everything is said there), to an update of its own unless
+    `update` names one (its turn id)."""
     reply = commands(store).answer(
-        text, chat_id=chat, thread_id=None, sender_id=OWNER, is_owner=owner, private=True
+        text,
+        chat_id=chat,
+        thread_id=None,
+        sender_id=OWNER,
+        is_owner=owner,
+        private=True,
+        update=update or f"update-{next(_UPDATES)}",
     )
     assert reply.to_owner is None
     return reply.here
@@ -279,13 +297,20 @@ def test_hooks_commands_add_list_and_remove() -> None:
 def test_a_hook_made_in_a_group_is_the_groups_and_its_secret_goes_to_the_owner_only() -> None:
     store = MemoryHookStore()
     reply = commands(store).answer(
-        "add deploys", chat_id=GROUP, thread_id=600, sender_id=OWNER, is_owner=True, private=False
+        "add deploys",
+        chat_id=GROUP,
+        thread_id=600,
+        sender_id=OWNER,
+        is_owner=True,
+        private=False,
+        update="update-800000009",
     )
     hook = store.stored["deploys"]
     secret = hook.secret.get_secret_value()
     assert (hook.chat_id, hook.thread_id) == (GROUP, 600)
     assert secret not in reply.here and "sent to the owner privately" in reply.here
     assert reply.to_owner is not None and f"`{secret}`" in reply.to_owner
+    assert reply.secret_of == "deploys"
 
 
 def test_hooks_commands_refuse_odd_names_others_and_bad_usage() -> None:
@@ -294,3 +319,56 @@ def test_hooks_commands_refuse_odd_names_others_and_bad_usage() -> None:
     assert answer(store, "add ci", owner=False) == "Only the owner can manage hooks."
     assert answer(store, "add ci loud").startswith("Hooks:")
     assert store.stored == {}
+
+
+def test_the_update_that_made_a_hook_is_answered_its_secret_again_and_no_other() -> None:
+    """SQS may run `/hooks add` again after the hook was stored (the secret not yet sent): the
+    same update is answered as it was, with the stored secret; another is refused."""
+    store = MemoryHookStore()
+    first = answer(store, "add ci", update="update-800000001")
+    hook = store.stored["ci"]
+    assert hook.made_in == "update-800000001" and hook.secret.get_secret_value() in first
+
+    assert answer(store, "add ci", update="update-800000001") == first
+    assert store.stored["ci"] == hook  # not made again: the same secret
+    assert "already a hook named ci" in answer(store, "add ci", update="update-800000002")
+    assert store.stored["ci"] == hook
+
+
+def test_a_hook_without_its_maker_is_another_update_s() -> None:
+    """Hooks kept before `made_in` was, and the operator's CLI's, have none: always taken."""
+    store = MemoryHookStore()
+    store.add(new_hook("ci", OWNER, None, quiet=False, now=NOW, created_by=None))
+    assert store.stored["ci"].made_in is None
+    assert "already a hook named ci" in answer(store, "add ci", update="update-800000001")
+    assert not hooks.made_by(store.stored["ci"], "update-800000001")
+
+
+def test_the_update_that_made_the_last_hook_allowed_is_answered_again_not_refused() -> None:
+    store = MemoryHookStore()
+    for number in range(hooks.HOOKS_MAX - 1):
+        store.add(new_hook(f"h{number}", OWNER, None, quiet=False, now=NOW, created_by=OWNER))
+    first = answer(store, "add last", update="update-800000001")
+    assert "last" in store.stored and len(store.stored) == hooks.HOOKS_MAX
+    assert answer(store, "add last", update="update-800000001") == first
+    assert "There are 50 hooks already" in answer(store, "add more", update="update-800000002")
+
+
+def test_a_hook_another_run_of_the_update_stored_meanwhile_is_answered_as_its() -> None:
+    """Two runs of one update at once (the store refuses the second's add): the second answers
+    with the first's hook, the secret the first run sends too."""
+    store = MemoryHookStore()
+    theirs = new_hook(
+        "ci", OWNER, None, quiet=False, now=NOW, created_by=OWNER, made_in="update-800000001"
+    )
+    looked = store.hook
+
+    def stored_meanwhile(name: str) -> hooks.Hook | None:
+        found = looked(name)
+        if found is None:
+            store.add(theirs)  # between this run's look and its add
+        return found
+
+    store.hook = stored_meanwhile  # type: ignore[method-assign]
+    said = answer(store, "add ci", update="update-800000001")
+    assert store.stored["ci"] is theirs and theirs.secret.get_secret_value() in said

@@ -18,6 +18,15 @@ is in the hook's item (DynamoDB, encrypted at rest, readable only by the webhook
 agent_turn): HMAC needs the secret itself, as the webhook needs Telegram's secret token; it never
 appears in a log, the model's context or a tool's output, and only the answer to `add` shows it.
 
+`/hooks add` answers its secret exactly once, though SQS may run its update more than once (an
+invocation that dies after the hook was stored but before its secret reached the chat is run
+again): the hook records the update that made it (`made_in`, the update's turn id), and a run of
+that same update finding the name taken answers with the stored secret, as the first run did;
+any other update finding it taken is refused. agent_turn sends that answer through the turn
+journal (entry/agent_turn/commands.py), so a run after Telegram accepted it sends it no more.
+A hook kept before `made_in` was (or made with the operator's CLI) has none: it is another
+update's.
+
 An accepted event becomes a `HookEventJob` (core/jobs.py) in the hook's chat order, its payload
 the body as text cut to `PAYLOAD_MAX_BYTES` and framed as untrusted data for the model
 (`hook_event_prompt`): the boundary it is put between is derived from the payload itself, so no
@@ -107,6 +116,7 @@ class Hook:
     secret: SecretStr
     created_at: str
     created_by: int | None = None
+    made_in: str | None = None  # the turn id of the update whose `/hooks add` made it
 
 
 class BadHookName(ValueError):
@@ -127,6 +137,7 @@ def new_hook(
     quiet: bool,
     now: datetime,
     created_by: int | None,
+    made_in: str | None = None,
 ) -> Hook:
     """A hook with a fresh secret (256 bits, URL-safe); BadHookName for an odd name."""
     return Hook(
@@ -137,6 +148,7 @@ def new_hook(
         SecretStr(secrets.token_urlsafe(32)),
         now.isoformat(timespec="seconds"),
         created_by,
+        made_in,
     )
 
 
@@ -297,10 +309,19 @@ def hook_event_prompt(job: HookEventJob) -> str:
 @dataclass(frozen=True)
 class HookReply:
     """What /hooks answers: `here` in the chat it was sent in; `to_owner`, when set, in the
-    owner's private chat (a hook made in a group: its secret is for the owner's eyes only)."""
+    owner's private chat (a hook made in a group: its secret is for the owner's eyes only).
+    `secret_of` names the hook whose secret the answer shows (in `to_owner` when it is set,
+    else in `here`): that message is journaled as a note of it, never as its text."""
 
     here: str
     to_owner: str | None = None
+    secret_of: str | None = None
+
+
+def made_by(hook: Hook, update: str) -> bool:
+    """Whether `hook` was made by the update `update` (its turn id): a run of that update
+    finding it answers as the run that made it did. A hook without `made_in` is another's."""
+    return hook.made_in == update
 
 
 class HookCommands:
@@ -309,7 +330,9 @@ class HookCommands:
 
     `hooks_url` is the hooks' base URL on the HTTP API (`…/hooks`). The answer to `add` holds
     the secret (in a private chat in the answer itself, from a group in `to_owner`): it is sent
-    as it is, never saved in the session, logged or shown to the model."""
+    as it is, never saved in the session, logged or shown to the model. `update` is the turn id
+    of the update the command came in (see the module's docstring): a hook it made before is
+    answered again with its secret."""
 
     def __init__(self, store: HookStore, hooks_url: str, clock: Callable[[], datetime]) -> None:
         self._store = store
@@ -325,6 +348,7 @@ class HookCommands:
         sender_id: int,
         is_owner: bool,
         private: bool,
+        update: str,
     ) -> HookReply:
         if not is_owner:
             return HookReply(texts.load("hooks_owner_only"))
@@ -333,13 +357,14 @@ class HookCommands:
             return HookReply(self._list())
         action, rest = words[0].lower(), words[1:]
         if action == "add" and len(rest) in (1, 2) and rest[1:] in ([], ["quiet"]):
-            made = self._add(rest[0], chat_id, thread_id, sender_id, quiet=rest[1:] == ["quiet"])
+            quiet = rest[1:] == ["quiet"]
+            made = self._add(rest[0], chat_id, thread_id, sender_id, update, quiet=quiet)
             if isinstance(made, str):
                 return HookReply(made)
             if private:
-                return HookReply(self._added(made))
+                return HookReply(self._added(made), secret_of=made.name)
             told = texts.render("hooks_added_group", name=made.name, url=self.url_of(made.name))
-            return HookReply(told, to_owner=self._added(made))
+            return HookReply(told, to_owner=self._added(made), secret_of=made.name)
         if action == "remove" and len(rest) == 1:
             return HookReply(self._remove(rest[0]))
         return HookReply(texts.load("hooks_usage"))
@@ -364,20 +389,39 @@ class HookCommands:
         return texts.render("hooks_list", hooks="\n".join(lines))
 
     def _add(
-        self, name: str, chat_id: int, thread_id: int | None, sender_id: int, *, quiet: bool
+        self,
+        name: str,
+        chat_id: int,
+        thread_id: int | None,
+        sender_id: int,
+        update: str,
+        *,
+        quiet: bool,
     ) -> Hook | str:
-        """The hook made, or why none was."""
+        """The hook made (by this update, in this run or an earlier one), or why none was."""
         try:
             hook = new_hook(
-                name, chat_id, thread_id, quiet=quiet, now=self._clock(), created_by=sender_id
+                name,
+                chat_id,
+                thread_id,
+                quiet=quiet,
+                now=self._clock(),
+                created_by=sender_id,
+                made_in=update,
             )
         except BadHookName as error:
             return str(error)
-        if len(self._store.hooks()) >= HOOKS_MAX:
-            return texts.render("hooks_too_many", limit=HOOKS_MAX)
-        if not self._store.add(hook):
-            return texts.render("hooks_taken", name=name)
-        return hook
+        # Before the count: the hook an earlier run made counts among them.
+        existing = self._store.hook(hook.name)
+        if existing is None:
+            if len(self._store.hooks()) >= HOOKS_MAX:
+                return texts.render("hooks_too_many", limit=HOOKS_MAX)
+            if self._store.add(hook):
+                return hook
+            existing = self._store.hook(hook.name)  # made meanwhile by another run
+        if existing is not None and made_by(existing, update):
+            return existing
+        return texts.render("hooks_taken", name=name)
 
     def _added(self, hook: Hook) -> str:
         return texts.render(

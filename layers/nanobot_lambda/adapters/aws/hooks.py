@@ -1,6 +1,8 @@
 """Event hooks in the sessions table (core/hooks.py). Items:
 - partition `hooks`, sort key `hook#<name>`: a hook (chat_id, thread_id, quiet, secret,
-  created_at, created_by), so `/hooks` is one Query and the webhook reads one item;
+  created_at, created_by, made_in: the turn id of the update whose `/hooks add` made it; hooks
+  kept before it was, and the operator's, have none), so `/hooks` is one Query and the webhook
+  reads one item;
 - partition `hook#<name>`, sort key `minute#<YYYY-MM-DDTHH:MM>`: the events queued in that
   minute (the rate limit), expiring after two minutes;
 - partition `hook#<name>`, sort key `seen#<sig#… | delivery#…>`: a delivery queued, expiring
@@ -73,6 +75,8 @@ class DynamoHookStore:
             item["thread_id"] = {"N": str(hook.thread_id)}
         if hook.created_by is not None:
             item["created_by"] = {"N": str(hook.created_by)}
+        if hook.made_in is not None:
+            item["made_in"] = {"S": hook.made_in}
         return written(
             lambda: self._dynamodb().put_item(
                 TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)"
@@ -136,4 +140,5 @@ def _hook(item: dict[str, Any]) -> Hook:
         secret=SecretStr(item["secret"]["S"]),
         created_at=item.get("created_at", {}).get("S", ""),
         created_by=int(item["created_by"]["N"]) if "created_by" in item else None,
+        made_in=item.get("made_in", {}).get("S"),
     )

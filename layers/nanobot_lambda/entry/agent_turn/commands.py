@@ -2,10 +2,18 @@
 core/feedback.py), /model and /think (the chat's model and how hard it thinks,
 core/model_choice.py); /new, /compact and /memory (memory_commands.py); and the owner's
 /approve, /deny and /people (pairing, see core/pairing.py) and /hooks (event hooks,
-core/hooks.py: a hook's secret is sent once, never journaled, saved or logged; one made in a
-group has it sent to the owner's private chat only).
+core/hooks.py).
 
-Their answers are not journaled: answering a command twice is harmless.
+Their answers are not journaled: answering a command twice is harmless. /hooks is the
+exception: the answer to `/hooks add` shows the new hook's secret, once, and SQS may run its
+update again (an invocation that died after the hook was stored). So /hooks answers through the
+turn journal (core/journal.py), under the update's turn id and a journal key of its own
+(`hooks-command:<chat id>`, never a session's): a run after Telegram accepted a message sends it
+no more, a run before sends it (the hook made by the same update answers with its stored
+secret, core/hooks.py), and once everything is sent the record is marked done, so a later run
+sends nothing and changes no hook. The message holding the secret is recorded as a note
+(`hooks_secret_recorded`), never its text (its identity is a digest); one made in a group has
+it sent to the owner's private chat only, and the group is told when that chat refuses it.
 
 /stop cannot simply go through the turn queue: per-chat FIFO order would put it behind the very
 turn it is meant to stop. So the webhook also raises a stop flag the moment it accepts /stop;
@@ -27,10 +35,10 @@ from nanobot_lambda.core.feedback import FeedbackBook, feedback_line
 from nanobot_lambda.core.hooks import HookCommands
 from nanobot_lambda.core.model_choice import ModelMenu
 from nanobot_lambda.core.pairing import Pairing
-from nanobot_lambda.core.ports import Channel, SessionStore, StopFlags
+from nanobot_lambda.core.ports import Channel, SessionStore, StopFlags, TurnJournal
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.memory_commands import MEMORY_COMMANDS, MemoryCommands
-from nanobot_lambda.entry.agent_turn.outbox import send_unjournaled
+from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox, send_unjournaled
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +58,7 @@ class CommandDeps:
     sessions: SessionStore  # where a chat's /model and /think choices are kept
     menu: ModelMenu  # the operator's presets and who may switch
     hooks: HookCommands  # /hooks
+    journal: TurnJournal  # where /hooks records what it sent
     feedback: FeedbackBook  # the reactions /usage shows
 
 
@@ -64,6 +73,7 @@ class Commands:
         self._sessions = deps.sessions
         self._menu = deps.menu
         self._hooks = deps.hooks
+        self._journal = deps.journal
         self._feedback = deps.feedback
 
     def handle(self, inbound: InboundMessage) -> bool:
@@ -137,27 +147,48 @@ class Commands:
         self._answer(inbound, answer)
 
     def _hooks_command(self, inbound: InboundMessage) -> None:
-        """/hooks: the owner's. The answer to `add` holds the hook's secret: sent as it is,
-        unjournaled, never saved or logged; from a group, to the owner's private chat only."""
-        arguments = " ".join(inbound.text.split()[1:])
+        """/hooks: the owner's, answered once per update through the journal (see the module's
+        docstring); from a group, the secret goes to the owner's private chat only."""
+        turn_id = f"update-{inbound.update_id}"  # the update's turn id (messages.py)
+        journal_key = f"hooks-command:{inbound.chat_id}"
+        progress = self._journal.get(journal_key, turn_id)
+        if progress.done:
+            logger.info("/hooks answered by an earlier run: skipped", extra={"turn": turn_id})
+            return
         reply = self._hooks.answer(
-            arguments,
+            " ".join(inbound.text.split()[1:]),
             chat_id=inbound.chat_id,
             thread_id=inbound.thread_id,
             sender_id=inbound.sender_id,
             is_owner=self._owner is not None and inbound.sender_id == self._owner,
             private=inbound.chat_type == "private",
+            update=turn_id,
         )
+        outbox = JournaledOutbox(self._channel, self._journal, journal_key, progress)
+        # The journal keeps a note in place of the message showing the secret.
+        note = None
+        if reply.secret_of is not None:
+            note = texts.render("hooks_secret_recorded", name=reply.secret_of)
+        here, here_note = reply.here, note
         if reply.to_owner is not None and self._owner is not None:
-            try:
-                delivered = send_unjournaled(self._channel, self._owner, reply.to_owner)
-            except ChannelError as error:
-                logger.warning("could not send a hook's secret to the owner: %s", error.kind)
-                delivered = False
-            if not delivered:  # e.g. no private chat with the bot yet
-                self._answer(inbound, texts.load("hooks_secret_not_sent"))
-                return
-        self._answer(inbound, reply.here)
+            here_note = None
+            if not self._secret_to_owner(outbox, self._owner, reply.to_owner, note):
+                here = texts.load("hooks_secret_not_sent")
+        outbox.send(inbound.chat_id, here, inbound.thread_id, recorded_as=here_note)
+        self._journal.mark_done(journal_key, progress)
+
+    @staticmethod
+    def _secret_to_owner(outbox: JournaledOutbox, owner: int, text: str, note: str | None) -> bool:
+        """Send a group's hook's secret to the owner's private chat; False when that chat
+        refuses it (no private chat with the bot yet, or it blocked the bot). Any other failure
+        is raised: the update is run again and sends it then."""
+        try:
+            return outbox.send(owner, text, recorded_as=note)
+        except ChannelError as error:
+            if not error.refused:
+                raise
+            logger.warning("could not send a hook's secret to the owner: %s", error.kind)
+            return False
 
     def _welcome(self, user_id: int) -> None:
         try:

@@ -141,14 +141,19 @@ class JournaledOutbox:
         *,
         record: bool = True,
         buttons: Sequence[str] = (),
+        recorded_as: str | None = None,
     ) -> bool:
         """Send what an earlier run of this turn did not send of this message, `buttons` under
         its last part; False if the chat blocked the bot. `record=False`: the caller records
-        the last part itself."""
+        the last part itself. `recorded_as`: the text the journal keeps instead of the message's
+        (one holding a secret, which is to be shown and stored nowhere else); such a message
+        must fit one message, as a part's record would keep its text."""
+        if recorded_as is not None and len(self.parts(text)) > 1:
+            raise ValueError("a message recorded as another text must fit one message")
         if self.drafts is not None:
             self.drafts.settle()
         progress = self._progress
-        shown = Shown(identity("text", text, *buttons), text)
+        shown = Shown(identity("text", text, *buttons), recorded_as or text)
         number = self._next(shown, chat_id, thread_id)
         if number is None:
             return True

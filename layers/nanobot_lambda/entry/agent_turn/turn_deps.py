@@ -313,6 +313,7 @@ def build_turn_deps(
                 sessions=stores.sessions,
                 menu=menu,
                 hooks=HookCommands(stores.hooks, settings.hooks_url, clock),
+                journal=stores.journal,
                 feedback=stores.feedback,
             )
         ),
