@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from nanobot_lambda.core.errors import StorageConflict, StorageError
 from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.ports import SessionStore
 from nanobot_lambda.core.sessions import RECENT_TURNS, Message, SessionConflict
@@ -71,6 +72,38 @@ def test_an_append_after_another_writer_is_a_conflict_and_writes_nothing(
         sessions.append(mine, exchange(2), turn_id="mine")
     loaded = sessions.load(KEY, 50)
     assert loaded.messages == exchange(1) and loaded.recent_turns == ()
+
+
+def test_a_message_over_the_item_limit_is_refused_and_nothing_of_the_append_is_kept(
+    session_stores: SessionStores,
+) -> None:
+    """A message too large for one item (400 KB) is a StorageError that names it, not a
+    conflict (a reload could not help): nothing of the append is made, not even the messages
+    of an earlier transaction (more than 99), nor its folded writes; the text is not in it."""
+    sessions, journal = session_stores.sessions, session_stores.journal
+    progress = TurnProgress("t2", messages=[{"role": "assistant", "content": "so far"}])
+    journal.checkpoint(KEY, progress)
+    history = sessions.load(KEY, 50)
+    sessions.append(history, exchange(1), turn_id="t1")
+    steps: list[Message] = [{"role": "assistant", "content": f"step {n}"} for n in range(120)]
+    huge: Message = {"role": "assistant", "content": "secret " + "é" * 210_000}  # 420 KB
+
+    with pytest.raises(StorageError) as refused:
+        sessions.append(
+            history,
+            [{"role": "user", "content": "go"}, *steps, huge],
+            turn_id="t2",
+            also=journal.finish(KEY, progress),
+        )
+    assert not isinstance(refused.value, StorageConflict)
+    assert "message 122 of 122" in str(refused.value) and "secret" not in str(refused.value)
+    assert (history.next_seq, history.recent_turns) == (2, ("t1",))  # the history as it was
+    loaded = sessions.load(KEY, 500)
+    assert loaded.messages == exchange(1) and loaded.recent_turns == ("t1",)
+    assert list(loaded.open_turns) == ["t2"]  # the journal's closing was not made either
+
+    sessions.append(history, exchange(2), turn_id="t3")  # the same history saves what fits
+    assert sessions.load(KEY, 50).messages == exchange(1) + exchange(2)
 
 
 def test_recent_turns_keep_the_latest(sessions: SessionStore) -> None:

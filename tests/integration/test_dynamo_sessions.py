@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import boto3
 import pytest
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
+from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
+from nanobot_lambda.core.errors import StorageConflict, StorageError
+from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.sessions import ChatPreferences, SessionConflict
+from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.aws_requests import RequestCounter
 
@@ -165,3 +170,73 @@ def test_chat_preferences_load_with_the_session_and_survive_its_saves(
     store.set_preferences("telegram:7", ChatPreferences())
     assert store.load("telegram:7", 50).preferences == ChatPreferences()
     assert store.load("telegram:8", 50).preferences == ChatPreferences()  # each chat its own
+
+
+def folded_usage(resources: TemplateContext, **condition: object) -> list[StoredWrite]:
+    """The usage counts a turn folds into its save (DynamoUsageStore.updates), the day's made
+    conditional as given: no store folds a conditional write today, a later one may."""
+    usage = DynamoUsageStore(resources.refs["SessionsTable"], dynamodb_client(), timezone="UTC")
+    writes = [dict(write) for write in usage.updates(1, Tally(turns=1), datetime(2026, 11, 22))]
+    writes[0] = {"Update": {**writes[0]["Update"], **condition}}
+    return writes
+
+
+def test_a_folded_write_s_failed_condition_is_that_store_s_conflict_not_the_session_s(
+    store: DynamoSessionStore, resources: TemplateContext
+) -> None:
+    """A reload of the session cannot change another store's item: the save is refused as a
+    StorageConflict naming that store (the turn fails, and SQS retries it), never a
+    SessionConflict (which the saver answers with a reload and another try). Nothing is kept."""
+    history = store.load("telegram:1", 50)
+    store.append(history, turn(1))
+    counter = RequestCounter()  # before the client: it copies the session's handlers
+    store = DynamoSessionStore(resources.refs["SessionsTable"], dynamodb_client())
+    try:
+        with pytest.raises(StorageConflict) as refused:
+            store.append(
+                history,
+                turn(2),
+                turn_id="t2",
+                also=folded_usage(resources, ConditionExpression="attribute_exists(pk)"),
+            )
+        assert counter.operations("dynamodb") == {"TransactWriteItems": 1}  # not tried again
+    finally:
+        counter.close()
+    assert not isinstance(refused.value, SessionConflict)
+    assert "the usage counts (day#2026-11-22)" in str(refused.value)
+    assert "question 2" not in str(refused.value)
+    loaded = store.load("telegram:1", 50)
+    assert loaded.messages == turn(1) and loaded.recent_turns == ()
+    assert history.next_seq == 2
+    usage = DynamoUsageStore(resources.refs["SessionsTable"], dynamodb_client(), timezone="UTC")
+    assert usage.summary(1, datetime(2026, 11, 22)).total == Tally()
+
+
+def test_a_session_that_moved_is_a_session_conflict_even_when_a_folded_write_fails_too(
+    store: DynamoSessionStore, resources: TemplateContext
+) -> None:
+    """Both causes at once: the session's wins, since the save has to reload anyway."""
+    stale = store.load("telegram:1", 50)
+    store.append(store.load("telegram:1", 50), turn(1))
+    with pytest.raises(SessionConflict):
+        store.append(
+            stale, turn(2), also=folded_usage(resources, ConditionExpression="attribute_exists(pk)")
+        )
+
+
+def test_an_invalid_folded_write_is_a_storage_error_naming_its_cause(
+    store: DynamoSessionStore, resources: TemplateContext
+) -> None:
+    """A folded write DynamoDB refuses as invalid (here: a count added to a string) is neither
+    conflict; the error names its code, not what the items hold; nothing is kept."""
+    boto3.client("dynamodb").put_item(
+        TableName=resources.refs["SessionsTable"],
+        Item={"pk": {"S": "usage#1"}, "sk": {"S": "day#2026-11-22"}, "turns": {"S": "one"}},
+    )
+    history = store.load("telegram:1", 50)
+    with pytest.raises(StorageError) as refused:
+        store.append(history, turn(1), also=folded_usage(resources))
+    assert not isinstance(refused.value, StorageConflict)
+    assert str(refused.value).startswith("DynamoSessionStore.append: ")
+    assert "question 1" not in str(refused.value)
+    assert store.load("telegram:1", 50).messages == [] and history.next_seq == 0

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from nanobot_lambda.adapters.aws.jobs import SUBAGENT_RECORD_SECONDS
+from nanobot_lambda.adapters.aws.sessions import ITEM_LIMIT_BYTES
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
@@ -868,7 +869,9 @@ class MemoryTurnJournal:
 
 class MemorySessionStore:
     """A SessionStore in a dict, with the semantics of adapters/aws/sessions.py: a conditional
-    append that also makes the writes other stores folded into it (`also`)."""
+    append that also makes the writes other stores folded into it (`also`), and refuses a
+    message over DynamoDB's item limit (a StorageError, not a conflict). `append_failures`
+    stands in for the other ways an append fails (a folded write refused, DynamoDB busy)."""
 
     def __init__(self, journal: MemoryTurnJournal | None = None) -> None:
         self.messages: dict[str, list[Message]] = {}
@@ -906,6 +909,13 @@ class MemorySessionStore:
     ) -> None:
         if self.append_failures:
             raise self.append_failures.pop(0)
+        for number, message in enumerate(messages, start=1):
+            size = len(json.dumps(message, ensure_ascii=False).encode())
+            if size > ITEM_LIMIT_BYTES:  # as DynamoDB refuses the item: nothing is kept
+                raise StorageError(
+                    f"MemorySessionStore.append: message {number} of {len(messages)} is {size} "
+                    f"bytes, over DynamoDB's item limit of {ITEM_LIMIT_BYTES}; nothing was saved"
+                )
         stored = self.messages.setdefault(history.key, [])
         if len(stored) != history.next_seq:
             raise SessionConflict(history.key)

@@ -92,7 +92,11 @@ class SessionStore(Protocol):
     ) -> None:
         """Save `messages` after the history in one transaction (per 99 messages); `turn_id`
         joins `recent_turns` and the `also` writes are made with the last one. Raises
-        SessionConflict when another writer changed the session since it was loaded."""
+        SessionConflict only when another writer changed the session since it was loaded
+        (reload the header and save again); a StorageConflict naming the store when one of
+        the `also` writes was refused (a reload cannot help); a StorageError for anything else
+        (a message over the store's item limit, the store busy after its own retries), naming
+        the cause and never a message's text. A failed transaction keeps nothing of itself."""
         ...
 
     def load_range(self, key: str, start: int, end: int) -> list[tuple[int, Message]]:

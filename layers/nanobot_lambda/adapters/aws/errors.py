@@ -40,6 +40,20 @@ def aws_errors(method: Callable[P, R]) -> Callable[P, R]:
 
 
 TRANSACTION_CANCELLED = "TransactionCanceledException"
+# A cancelled transaction's reasons (one per item) that say DynamoDB was only busy: the same
+# transaction, sent again a moment later, may pass. ("None": that item was not the cause.)
+BUSY_REASONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
+
+
+def cancellation_reasons(error: ClientError) -> list[str]:
+    """Why a TransactWriteItems was cancelled: one code per item, in the order of the items
+    (botocore's `CancellationReasons`); empty for any other error."""
+    if error_code(error) != TRANSACTION_CANCELLED:
+        return []
+    reasons = error.response.get("CancellationReasons", [])
+    return [str(reason.get("Code", "None")) for reason in reasons]
 
 
 def written(write: Callable[[], object], refused: str = CONDITION_FAILED) -> bool:

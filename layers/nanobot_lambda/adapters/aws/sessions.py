@@ -11,20 +11,41 @@ Items of a session (partition `pk` = session key):
 
 Appending a turn is one TransactWriteItems: the new messages plus the header, conditional on
 `next_seq` being what was loaded, with whatever other writes the turn folds in (its journal
-closing, its usage counts).
+closing, its usage counts). A cancelled transaction is read item by item (its
+`CancellationReasons`, in the order of the items), and only one cause means the session moved:
+- a message's or the header's condition failed: another writer appended since the load
+  (`SessionConflict`: the caller reloads the header and saves again);
+- a folded write's condition failed: that store's item was not what it expected, and a reload
+  of the session cannot change it (`StorageConflict` naming the store);
+- DynamoDB was only busy (a concurrent transaction on one of the items, throttling): the same
+  transaction is sent again, `WRITE_ATTEMPTS` in all, then a `StorageError` (the job's retry);
+- anything else (an invalid item, an item collection full): a `StorageError` naming the code
+  and the item it came from, never what the item holds.
+A message over DynamoDB's item limit is refused before anything is written, so an append of
+more than one transaction never stops half-way for it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import random
+import time
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
+from nanobot_lambda.adapters.aws.errors import (
+    BUSY_REASONS,
+    CONDITION_FAILED,
+    aws_errors,
+    cancellation_reasons,
+    error_code,
+)
 from nanobot_lambda.adapters.aws.journal import TURN_PREFIX, parse_turn_item
+from nanobot_lambda.adapters.aws.usage import PREFIX as USAGE_PREFIX
+from nanobot_lambda.core.errors import StorageConflict, StorageError
 from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.sessions import (
     RECENT_TURNS,
@@ -42,6 +63,8 @@ if TYPE_CHECKING:
 MESSAGE_PREFIX = "msg#"
 META_KEY = "~meta"
 TRANSACTION_LIMIT = 100
+ITEM_LIMIT_BYTES = 400 * 1024  # DynamoDB's: attribute names and values, UTF-8
+WRITE_ATTEMPTS = 3  # a transaction DynamoDB was only busy for is sent this often in all
 # Unfinished turns the session Query reads past before the header (rarely more than one).
 OPEN_TURNS_READ = 4
 
@@ -131,6 +154,14 @@ class DynamoSessionStore:
         also: Sequence[StoredWrite] = (),
     ) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        bodies = [json.dumps(message, ensure_ascii=False) for message in messages]
+        for number, body in enumerate(bodies, start=1):
+            size = _item_bytes(self._message_item(history.key, 0, body, now))
+            if size > ITEM_LIMIT_BYTES:  # refused before any write: the append keeps nothing
+                raise StorageError(
+                    f"DynamoSessionStore.append: message {number} of {len(bodies)} is {size} "
+                    f"bytes, over DynamoDB's item limit of {ITEM_LIMIT_BYTES}; nothing was saved"
+                )
         chunk_size = TRANSACTION_LIMIT - 1 - len(also)  # room for the header and `also`
         starts = list(range(0, len(messages), chunk_size)) or [0]
         for start in starts:
@@ -141,16 +172,11 @@ class DynamoSessionStore:
                 {
                     "Put": {
                         "TableName": self._table,
-                        "Item": {
-                            "pk": {"S": history.key},
-                            "sk": {"S": _sort_key(first + offset)},
-                            "message": {"S": json.dumps(message, ensure_ascii=False)},
-                            "created_at": {"S": now},
-                        },
+                        "Item": self._message_item(history.key, first + offset, body, now),
                         "ConditionExpression": "attribute_not_exists(sk)",
                     }
                 }
-                for offset, message in enumerate(chunk)
+                for offset, body in enumerate(bodies[start : start + chunk_size])
             ]
             recent = history.recent_turns
             if last and turn_id is not None:
@@ -162,15 +188,39 @@ class DynamoSessionStore:
             )
             if last:
                 items.extend(also)  # type: ignore[arg-type]  # the other stores' writes
-            try:
-                self._dynamodb.transact_write_items(TransactItems=items)
-            except ClientError as error:
-                if error_code(error) == "TransactionCanceledException":
-                    raise SessionConflict(history.key) from None
-                raise
+            self._transact(history.key, items, session_items=len(chunk) + 1)
             history.next_seq += len(chunk)
             history.messages.extend(chunk)
             history.recent_turns = recent
+
+    @staticmethod
+    def _message_item(key: str, seq: int, body: str, now: str) -> dict[str, Any]:
+        return {
+            "pk": {"S": key},
+            "sk": {"S": _sort_key(seq)},
+            "message": {"S": body},
+            "created_at": {"S": now},
+        }
+
+    def _transact(
+        self, key: str, items: list[TransactWriteItemTypeDef], *, session_items: int
+    ) -> None:
+        """Write `items` (the session's first `session_items`: messages, then the header; then
+        the folded writes) in one transaction; a cancellation raised as what caused it (see
+        the module's docstring)."""
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                self._dynamodb.transact_write_items(TransactItems=items)
+                return
+            except ClientError as error:
+                reasons = cancellation_reasons(error)
+                if not reasons:
+                    raise  # not a cancellation (e.g. a ValidationException): aws_errors maps it
+                causes = {index: code for index, code in enumerate(reasons) if code != "None"}
+                busy = bool(causes) and set(causes.values()) <= BUSY_REASONS
+                if not busy or attempt == WRITE_ATTEMPTS:
+                    raise _cancellation(key, causes, items, session_items, attempt) from error
+            time.sleep(random.uniform(0.02, 0.1) * attempt)  # noqa: S311 - jitter, not a secret
 
     def _header_update(
         self,
@@ -277,3 +327,62 @@ class DynamoSessionStore:
                 return False
             raise
         return True
+
+
+def _item_bytes(item: dict[str, Any]) -> int:
+    """An item's size as DynamoDB counts it (its attributes here are all strings)."""
+    return sum(len(name.encode()) + len(value["S"].encode()) for name, value in item.items())
+
+
+def _cancellation(
+    key: str,
+    causes: dict[int, str],
+    items: list[TransactWriteItemTypeDef],
+    session_items: int,
+    attempts: int,
+) -> StorageError:
+    """The core's error for a cancelled append, from the reason of each item that had one."""
+    refused = [index for index, code in causes.items() if code == "ConditionalCheckFailed"]
+    if any(index < session_items for index in refused):
+        return SessionConflict(key)
+    if refused:
+        role = _item_role(items, refused[0], session_items)
+        return StorageConflict(
+            f"DynamoSessionStore.append: the condition of {role} failed (ConditionalCheckFailed);"
+            " the session did not move and nothing was saved"
+        )
+    described = ", ".join(
+        f"{code} on {_item_role(items, index, session_items)}" for index, code in causes.items()
+    )
+    if causes and set(causes.values()) <= BUSY_REASONS:
+        return StorageError(
+            f"DynamoSessionStore.append: DynamoDB was busy ({described}) "
+            f"{attempts} times; nothing was saved, the job's retry may pass"
+        )
+    return StorageError(
+        "DynamoSessionStore.append: the transaction was cancelled"
+        f" ({described or 'no reason given'}); nothing was saved"
+    )
+
+
+def _item_role(items: list[TransactWriteItemTypeDef], index: int, session_items: int) -> str:
+    """What the item at `index` of an append's transaction is, for an error (never its
+    content): a message, the header, or whose folded write."""
+    if index < session_items - 1:
+        return f"message {index + 1} of {session_items - 1}"
+    if index == session_items - 1:
+        return "the session header"
+    if index >= len(items):
+        return f"item {index + 1} (of {len(items)})"
+    written: Mapping[str, Any] = items[index]  # {operation: its parameters}
+    operation, write = next(iter(written.items()))
+    item_key: Mapping[str, Any] = write.get("Key") or write.get("Item") or {}
+    partition = str(item_key.get("pk", {}).get("S", ""))
+    sort_key = str(item_key.get("sk", {}).get("S", ""))
+    if sort_key.startswith(TURN_PREFIX):
+        owner = "the turn journal's record"
+    elif partition.startswith(USAGE_PREFIX):
+        owner = f"the usage counts ({sort_key})"
+    else:
+        owner = "another store's item"
+    return f"{owner}, a folded {operation}"

@@ -5,8 +5,11 @@ ended unanswered (the apology) is closed without saving anything, so a later del
 is skipped.
 
 Neither may fail the job once the answer was sent: SQS would run the turn again and the user
-would get the answer twice. So a save that collides with another writer is retried on a fresh
-header, and consolidation failures are logged and left for a later turn.
+would get the answer twice. So a save that collides with another writer (`SessionConflict`) is
+retried on a fresh header, and consolidation failures are logged and left for a later turn.
+A save failing for any other cause (another store's folded write refused, the store busy after
+its own retries, a message too large) is not the session's: a reload cannot help, so it fails
+the job like any storage error, and SQS retries it.
 """
 
 from __future__ import annotations
