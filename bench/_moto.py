@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import compileall
 import os
+from pathlib import Path
 
 from moto.server import ThreadedMotoServer
 
@@ -19,3 +21,11 @@ def start_moto() -> ThreadedMotoServer:
         AWS_DEFAULT_REGION="us-east-1",
     )
     return server
+
+
+def compile_bytecode(tree: Path) -> None:
+    """Write the bytecode of the checkout's package and handlers, as a layer build ships it
+    (layers/bytecode.py): a cold start on Lambda reads it; here PYTHONDONTWRITEBYTECODE may
+    have kept it from being written, and every fresh process would compile the sources."""
+    for folder in (tree / "layers" / "nanobot_lambda", tree / "functions"):
+        compileall.compile_dir(folder, quiet=1)

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from _moto import start_moto
+from _moto import compile_bytecode, start_moto
 from moto.server import ThreadedMotoServer
 
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
@@ -340,6 +340,7 @@ def main() -> None:
         tree = Path(arguments[at + 1]).resolve()
         del arguments[at : at + 2]
     runs = int(arguments[0]) if arguments else RUNS
+    compile_bytecode(tree)  # the imports read it, as on Lambda
     server, context = start_aws()
     env = {
         name: {**os.environ, **context.function_environment(logical_id)}

@@ -45,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.support: the scripted model server
 
-from _moto import start_moto  # noqa: E402
+from _moto import compile_bytecode, start_moto  # noqa: E402
 
 from nanobot_lambda.operator.local import stack as local_stack  # noqa: E402
 from tests.support.scripted_model import ScriptedModelServer, Step  # noqa: E402
@@ -276,6 +276,7 @@ def main() -> None:
     if args.child:
         run_child(args)
         return
+    compile_bytecode(Path(args.tree))  # cold starts read it, as on Lambda
     generation = args.ttft + args.tokens / args.tps
     goals = {
         ("sign", "warm"): 1.0,

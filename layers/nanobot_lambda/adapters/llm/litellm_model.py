@@ -30,18 +30,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import os
 import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
-# Before litellm is imported: use the bundled cost map instead of fetching it over the network.
-# litellm then points TIKTOKEN_CACHE_DIR at the tiktoken encodings it bundles (o200k_base,
-# cl100k_base); the /tmp default only serves tiktoken users imported before it.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("TIKTOKEN_CACHE_DIR", "/tmp/tiktoken")  # noqa: S108
-
+# The package's __init__ has imported litellm with its offline options (the bundled cost map,
+# tiktoken's bundled encodings) and its pydantic models built on first use.
 import litellm
 from litellm import constants as litellm_constants
 from litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini import (
