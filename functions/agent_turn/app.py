@@ -16,6 +16,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from nanobot_lambda.entry import init_phase
+
+init_phase.begin()  # no garbage collection while the init makes its long-lived objects
+
 from nanobot_lambda.adapters.aws.clients import lambda_client, workspace_s3_client
 from nanobot_lambda.adapters.aws.sandbox import LambdaSandbox
 from nanobot_lambda.adapters.aws.workspace import WorkspacePrefetch
@@ -196,6 +200,7 @@ def _rebuild_records() -> None:
 
 # Restored copies get their own connections, clients, turn state and random seed.
 snapstart.register(_rebuild_records, close=forget_connections)
+init_phase.end()
 
 
 def process_record(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:

@@ -2,6 +2,10 @@
 
 from typing import Any
 
+from nanobot_lambda.entry import init_phase
+
+init_phase.begin()  # no garbage collection while the init makes its long-lived objects
+
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -34,6 +38,7 @@ scheduler = SchedulerService(
     ),
     heartbeat_chat_id=settings.heartbeat_chat_id,
 )
+init_phase.end()
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -6,6 +6,10 @@ Must never import litellm (a test guards it): it is the latency-critical cold st
 
 from typing import Any
 
+from nanobot_lambda.entry import init_phase
+
+init_phase.begin()  # no garbage collection while the init makes its long-lived objects
+
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -53,6 +57,7 @@ webhook = Webhook(
     ),
     EMF,
 )
+init_phase.end()
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -76,8 +76,9 @@ _RETRYABLE_STATUSES = {408, 409, 429}
 
 # What litellm's first completion imports: the OpenAI SDK (litellm's client for OpenAI and the
 # many OpenAI-compatible providers) loads its resources at the first `client.chat`, about half
-# a second that a container's first turn would otherwise pay before its first token.
-FIRST_USE_MODULES = ("openai.resources",)
+# a second that a container's first turn would otherwise pay before its first token; and
+# httpcore, which httpx imports when litellm makes its first HTTP client (about 0.1 s).
+FIRST_USE_MODULES = ("openai.resources", "httpcore")
 
 
 def import_first_use_modules() -> None:
