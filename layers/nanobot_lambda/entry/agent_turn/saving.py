@@ -10,6 +10,10 @@ retried on a fresh header, and consolidation failures are logged and left for a 
 A save failing for any other cause (another store's folded write refused, the store busy after
 its own retries, a message too large) is not the session's: a reload cannot help, so it fails
 the job like any storage error, and SQS retries it.
+
+Every saved message fits the store's item (core/sessions.py, `within_item_limit`): tool results
+are cut to `saved_tool_result_max_chars`, and a message still too large (a `write_file` call
+with hundreds of KB of content) has its longest strings cut, so no turn fails for its own size.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from nanobot_lambda.core.agent import MAX_SAVED_TOOL_CHARS, TurnOutcome, for_sav
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.journal import with_aside
 from nanobot_lambda.core.ports import SessionStore, StoredWrite, TurnJournal
-from nanobot_lambda.core.sessions import SessionConflict, SessionHistory
+from nanobot_lambda.core.sessions import SessionConflict, SessionHistory, within_item_limit
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.turn_run import TurnRun
 
@@ -56,9 +60,12 @@ class TurnSaver:
         turn added, close its journal record and record its usage, in one transaction."""
         first = {**first, "ts": self._clock().isoformat(timespec="seconds")}
         shown = with_aside(outcome.new_messages, run.progress.aside)
-        saved = [first, *(for_saving(message, self._tool_chars) for message in shown)]
+        saved = [within_item_limit(first), *(self._as_saved(message) for message in shown)]
         with self._meter.folded() as usage:
             self._append(history, saved, run, usage)
+
+    def _as_saved(self, message: dict[str, Any]) -> dict[str, Any]:
+        return within_item_limit(for_saving(message, self._tool_chars))
 
     def close(self, run: TurnRun) -> None:
         """Close a turn that ended unanswered: nothing is saved, but its id joins the session's
