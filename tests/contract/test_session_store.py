@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from nanobot_lambda.core.errors import StorageConflict, StorageError
 from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.ports import SessionStore
-from nanobot_lambda.core.sessions import RECENT_TURNS, Message, SessionConflict
+from nanobot_lambda.core.sessions import (
+    RECENT_TURNS,
+    SAVED_MESSAGE_MAX_BYTES,
+    Message,
+    SessionConflict,
+    within_item_limit,
+)
 from tests.contract.conftest import SessionStores
 
 KEY = "telegram:111111111"
@@ -173,3 +181,23 @@ def test_a_consolidation_leaves_a_notice_due_until_a_save_records_it(
     assert sessions.advance_cursor(KEY, 2, 4, noticed=True)  # /compact told it itself
     history = sessions.load(KEY, 50)
     assert (history.consolidated_upto, history.noticed_upto) == (4, 4)
+
+
+def test_a_message_cut_to_the_saved_limit_is_stored_whole(sessions: SessionStore) -> None:
+    """`within_item_limit`'s bound leaves room for the item's keys and date: a message of
+    exactly SAVED_MESSAGE_MAX_BYTES is one item, read back as it was saved."""
+    content = "é\n" * 300_000  # 900 KB once in the arguments' JSON and escaped again
+    arguments = json.dumps({"path": "big.md", "content": content})
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "write_file", "arguments": arguments},
+    }
+    message: Message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    saved = within_item_limit(message)
+    assert len(json.dumps(saved, ensure_ascii=False).encode()) <= SAVED_MESSAGE_MAX_BYTES
+    pad = SAVED_MESSAGE_MAX_BYTES - len(json.dumps(saved, ensure_ascii=False).encode())
+    saved["content"] = "." * pad  # exactly at the bound
+    history = sessions.load(KEY, 50)
+    sessions.append(history, [{"role": "user", "content": "write it"}, saved], turn_id="t1")
+    assert sessions.load(KEY, 50).messages[-1] == saved

@@ -118,3 +118,26 @@ def test_the_session_load_returns_its_unfinished_turns(
     open_turns = sessions.load(KEY, 10).open_turns
     assert sorted(open_turns) == ["t1", "t2"]
     assert open_turns["t1"] == TurnProgress("t1", messages=STEP, recorded=True)
+
+
+def test_an_answered_turn_reads_back_answered_with_its_session(
+    sessions: SessionStore, journal: TurnJournal
+) -> None:
+    """A turn whose save failed after its answer was sent (entry/agent_turn/saving.py): its
+    record says so, read alone or with the session, so the next run only saves it."""
+    answer: Message = {"role": "assistant", "content": "Done."}
+    progress = TurnProgress("t1", messages=[*STEP, answer], iterations=2, sends=2, answered=True)
+    progress.sent[1] = shown("Looking.")
+    journal.checkpoint(KEY, progress)
+    expected = TurnProgress(
+        "t1",
+        messages=[*STEP, answer],
+        iterations=2,
+        sends=2,
+        sent={1: shown("Looking.")},
+        answered=True,
+        recorded=True,
+    )
+    assert journal.get(KEY, "t1") == expected
+    assert sessions.load(KEY, 10).open_turns["t1"] == expected
+    assert expected.resumed

@@ -18,7 +18,10 @@ background task). While it runs, its progress (`TurnProgress`) is recorded:
 - `ended`: the turn ended without an answer (every model attempt failed, or it ran out of
   continuations): the text it ended with (in `texts/`) and that message's number (`ended_at`);
 - `context`: the runtime-context block the turn's request was sent with, so that a continued
-  turn sends the very same request (see core/context.py).
+  turn sends the very same request (see core/context.py);
+- `answered`: the turn's answer was delivered and only its save failed (entry/agent_turn/
+  saving.py): `messages` are then the turn's messages as its session saves them, ending with
+  the answer, and a later run saves them; it neither asks the model nor sends anything.
 
 A re-delivered or continued turn resumes from there. Its messages are numbered again from
 `sends`, and message n is skipped only if it **is** the message an earlier run sent as n (the
@@ -38,7 +41,10 @@ and its record (the journal write's round trip, milliseconds), or whose connecti
 Telegram took it (the client sends it again rather than lose it). The final answer's last part
 is recorded by the transaction that saves the turn, right after the channel's answer; a final
 answer in several parts is recorded before its first part, so that a retry finishes that answer
-instead of asking the model for a new one.
+instead of asking the model for a new one. When that transaction fails (the store refused or
+was busy), the turn is recorded `answered` on its own before the job fails, so SQS's retry
+saves the answer that was sent instead of asking for another: only a process that dies between
+the answer and its save leaves the retry to ask the model again.
 
 When the turn is saved, the same transaction closes its record and adds its id to the
 session's `recent_turns`, so a job delivered again afterwards is recognised and skipped. The
@@ -103,13 +109,18 @@ class TurnProgress:
     ended_at: int = 0  # that text's number among the turn's messages
     continuations: int = 0
     context: str | None = None  # the runtime-context block the request was sent with
+    answered: bool = False  # delivered; only its save is left (its messages are as saved)
     done: bool = False
     recorded: bool = False  # an item exists, so finishing the turn deletes it
 
     @property
     def resumed(self) -> bool:
         return self.recorded and (
-            self.iterations > 0 or bool(self.sent) or bool(self.parts) or self.ended is not None
+            self.iterations > 0
+            or bool(self.sent)
+            or bool(self.parts)
+            or self.ended is not None
+            or self.answered
         )
 
 
@@ -163,7 +174,8 @@ class TurnJournal(Protocol):
         ...
 
     def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
-        """Record the turn's messages so far, with the sends recorded so far."""
+        """Record the turn's messages so far, with the sends recorded so far (and whether it
+        was `answered`)."""
         ...
 
     def record_send(

@@ -13,20 +13,34 @@ notice, entry/agent_turn/turn.py): an automatic consolidation moves the cursor a
 behind (a notice is due), the next answered message turn says so and its save brings it up to
 the cursor; /compact and /new, which say so themselves, move both. A session that never had it
 (None) has nothing to announce.
+
+A store keeps each message as one item, and DynamoDB's items stop at 400 KB: a message over
+`SAVED_MESSAGE_MAX_BYTES` is saved as a shortened copy (`within_item_limit`), its longest
+strings cut in the middle with a note, so that no turn fails forever for its own size (a
+`write_file` call with hundreds of KB in its arguments). The model was sent the whole message in
+its turn; later turns see the copy.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nanobot_lambda.core.errors import StorageConflict
 from nanobot_lambda.core.journal import TurnProgress
+from nanobot_lambda.core.shorten import keep_head_and_tail
 from nanobot_lambda.core.stored_writes import StoredWrite
 
 Message = dict[str, Any]
 RECENT_TURNS = 20  # turn ids a session remembers as saved
+# A saved message's JSON in UTF-8 at most: DynamoDB's item limit, 400 KB (counted here as
+# 400,000 bytes: moto, the local stack's DynamoDB, stops at 405,000), less room for the item's
+# keys and date (under 200 bytes).
+SAVED_MESSAGE_MAX_BYTES = 399_000
+# Strings never cut to fit: they name things (a role, a tool, a call's id), they are short.
+_NAMES = frozenset({"role", "name", "id", "type", "tool_call_id", "ts"})
 
 
 class SessionConflict(StorageConflict):
@@ -72,6 +86,67 @@ def align_to_user_turn(messages: list[Message]) -> list[Message]:
         if message.get("role") == "user":
             return messages[index:]
     return []
+
+
+def within_item_limit(message: Message, max_bytes: int = SAVED_MESSAGE_MAX_BYTES) -> Message:
+    """`message` itself when its JSON fits in `max_bytes`; else a copy whose strings over the
+    longest length that fits are cut in the middle, with a note of how much was cut. A tool
+    call's `arguments` are cut inside their JSON, so they stay JSON for the providers that
+    parse them; names (role, tool, ids) are never cut."""
+    if _json_bytes(message) <= max_bytes:
+        return message
+    # The longest length strings may keep: what fits, found by halving the range.
+    fits, over = 0, _longest_string(message)
+    while over - fits > 1:
+        middle = (fits + over) // 2
+        if _json_bytes(_cut_to(message, middle)) <= max_bytes:
+            fits = middle
+        else:
+            over = middle
+    shortened: Message = _cut_to(message, fits)
+    return shortened
+
+
+def _json_bytes(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())
+
+
+def _longest_string(value: Any) -> int:
+    if isinstance(value, str):
+        return max(len(value), _longest_string(_arguments(value)) if value[:1] == "{" else 0)
+    if isinstance(value, dict):
+        return max((_longest_string(item) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return max((_longest_string(item) for item in value), default=0)
+    return 0
+
+
+def _cut_to(value: Any, max_chars: int, key: str = "") -> Any:
+    """`value` with every string over `max_chars` cut (a tool call's arguments inside their
+    JSON), but for names."""
+    if isinstance(value, dict):
+        return {name: _cut_to(item, max_chars, name) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_cut_to(item, max_chars) for item in value]
+    if not isinstance(value, str) or key in _NAMES or key.endswith("_id"):
+        return value
+    if key == "arguments":
+        parsed = _arguments(value)
+        if parsed is not None:
+            return json.dumps(_cut_to(parsed, max_chars), ensure_ascii=False)
+    return keep_head_and_tail(value, max_chars, _not_saved, tail_share=0.25)
+
+
+def _arguments(text: str) -> Any:
+    """A tool call's arguments as JSON, or None when they are not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _not_saved(cut: int) -> str:
+    return f"\n[… {cut} chars not saved …]\n"
 
 
 class SessionStore(Protocol):

@@ -5,7 +5,8 @@ message n the turn sent (zlib JSON `{"id", "text"}`: its identity and text), `pa
 set of `<message>.<part>`), `partial_of` and `partial_text` (zlib), `aside` (a list of
 `{"at", "text"}`: messages shown by an earlier run that a later one did not say again),
 `ended` and `ended_at` (the text a turn ended with, unanswered, and its number), `context`
-(the runtime-context block the request was sent with), or `done` for a finished turn that
+(the runtime-context block the request was sent with), `answered` (a boolean, only when true:
+the answer was delivered and only the turn's save is left), or `done` for a finished turn that
 saves no session. Records written
 before messages had identities hold `sent` (a number set) instead of `shown_<n>`: those
 messages are read with an unknown identity and skipped by number, as they were then. The items
@@ -100,6 +101,7 @@ def parse_turn_item(item: dict[str, Any]) -> TurnProgress:
         ended_at=int(item.get("ended_at", {}).get("N", 0)),
         continuations=int(item.get("continuations", {}).get("N", 0)),
         context=item.get("context", {}).get("S"),
+        answered=item.get("answered", {}).get("BOOL", False),
         done=item.get("done", {}).get("BOOL", False),
         recorded=True,
     )
@@ -176,6 +178,8 @@ class DynamoTurnJournal:
         if progress.ended is not None:
             item["ended"] = {"S": progress.ended}
             item["ended_at"] = {"N": str(progress.ended_at)}
+        if progress.answered:
+            item["answered"] = {"BOOL": True}
         item.update(_context_attribute(progress))
         self._dynamodb.put_item(TableName=self._table, Item=item)
         progress.recorded = True

@@ -83,7 +83,9 @@ class AgentRunner:
             return scope.origin == "user" and self._stop_flags.requested_since(session_key, 0)
 
         recorded = run.progress
-        resume = Resume(recorded.messages, recorded.iterations) if recorded.iterations else None
+        # An answered turn is resumed even when its answer took no model call (a spending limit).
+        resumed = recorded.iterations or recorded.answered
+        resume = Resume(recorded.messages, recorded.iterations) if resumed else None
         show_progress = (
             self._settings.send_progress and scope.origin != "subagent" and not scope.quiet
         )

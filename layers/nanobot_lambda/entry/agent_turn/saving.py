@@ -4,12 +4,20 @@ usage, in one transaction; then, when the session has grown enough, consolidatio
 ended unanswered (the apology) is closed without saving anything, so a later delivery of its job
 is skipped.
 
-Neither may fail the job once the answer was sent: SQS would run the turn again and the user
-would get the answer twice. So a save that collides with another writer (`SessionConflict`) is
-retried on a fresh header, and consolidation failures are logged and left for a later turn.
-A save failing for any other cause (another store's folded write refused, the store busy after
-its own retries, a message too large) is not the session's: a reload cannot help, so it fails
-the job like any storage error, and SQS retries it.
+A save that collides with another writer (`SessionConflict`) is retried on a fresh header, and
+consolidation failures are logged and left for a later turn. A save failing for any other cause
+(another store's folded write refused, the store busy after its own retries) is not the
+session's: a reload cannot help, so it fails the job like any storage error, and SQS retries it.
+But the answer was sent already, and a model asked again may answer otherwise: before the error
+goes on, the turn's record is written on its own, `answered`, with the turn's messages as they
+are saved (core/journal.py). SQS's retry resumes the turn from that record like any turn cut
+short (turn_run.py): the loop returns the recorded answer without asking the model, the deliver
+step is skipped (turn.py), and the save is made again. Only a process that dies between the
+answer and its save leaves the retry to ask again.
+
+Every saved message fits the store's item (core/sessions.py, `within_item_limit`): tool results
+are cut to `saved_tool_result_max_chars`, and a message still too large (a `write_file` call
+with hundreds of KB of content) has its longest strings cut, so no turn fails for its own size.
 """
 
 from __future__ import annotations
@@ -21,9 +29,10 @@ from typing import Any
 
 from nanobot_lambda.core.agent import MAX_SAVED_TOOL_CHARS, TurnOutcome, for_saving
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
+from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.journal import with_aside
 from nanobot_lambda.core.ports import SessionStore, StoredWrite, TurnJournal
-from nanobot_lambda.core.sessions import SessionConflict, SessionHistory
+from nanobot_lambda.core.sessions import SessionConflict, SessionHistory, within_item_limit
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.entry.agent_turn.turn_run import TurnRun
 
@@ -53,12 +62,38 @@ class TurnSaver:
         self, history: SessionHistory, first: dict[str, Any], outcome: TurnOutcome, run: TurnRun
     ) -> None:
         """Save `first` (the user's message, or the prompt of a scheduled turn) and what the
-        turn added, close its journal record and record its usage, in one transaction."""
+        turn added, close its journal record and record its usage, in one transaction; when
+        that fails, record the turn as answered before the error goes on (see the module's
+        docstring)."""
         first = {**first, "ts": self._clock().isoformat(timespec="seconds")}
         shown = with_aside(outcome.new_messages, run.progress.aside)
-        saved = [first, *(for_saving(message, self._tool_chars) for message in shown)]
-        with self._meter.folded() as usage:
-            self._append(history, saved, run, usage)
+        saved = [within_item_limit(first), *(self._as_saved(message) for message in shown)]
+        try:
+            with self._meter.folded() as usage:
+                self._append(history, saved, run, usage)
+        except StorageError:
+            self._record_answered(run, outcome)
+            raise
+
+    def _as_saved(self, message: dict[str, Any]) -> dict[str, Any]:
+        return within_item_limit(for_saving(message, self._tool_chars))
+
+    def _record_answered(self, run: TurnRun, outcome: TurnOutcome) -> None:
+        """The answer is out and the save failed: record the turn, `answered`, with its
+        messages as saved (what was set aside stays in the record), so that SQS's retry saves
+        them and neither asks the model nor sends anything. Should that write fail too, the
+        retry asks the model again, as after a crash."""
+        progress = run.progress
+        progress.messages = [self._as_saved(message) for message in outcome.new_messages]
+        progress.iterations = outcome.iterations
+        progress.sends = run.outbox.count
+        progress.answered = True
+        try:
+            self._journal.checkpoint(run.journal_key, progress)
+        except StorageError as error:
+            logger.error("the answered turn could not be recorded for its retry: %s", error)
+            return
+        logger.warning("the turn's save failed after its answer was sent: recorded as answered")
 
     def close(self, run: TurnRun) -> None:
         """Close a turn that ended unanswered: nothing is saved, but its id joins the session's

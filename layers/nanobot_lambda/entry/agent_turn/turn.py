@@ -18,9 +18,12 @@ the answer. The steps:
    out of time continues in another invocation (continuation.py: `TurnSuspended` ends this run
    here); a turn the model failed ends unanswered, and the kind says what that means;
 5. deliver: the answer goes to the chat through the run's outbox, once (delivery.py), unless the
-   kind keeps it (nothing to report) or hands it on (a background task's announcement);
+   kind keeps it (nothing to report) or hands it on (a background task's announcement); a turn
+   whose record says it was answered (an earlier run delivered it, then its save failed) is not
+   delivered again;
 6. save: a session's turn is saved with its answer, its record closed in the same transaction
-   (saving.py); a turn outside a session has its record marked done;
+   (saving.py; a failed save records the turn as answered for SQS's retry); a turn outside a
+   session has its record marked done;
 7. the kind's bookkeeping (`finished`): a scheduled task's last run, the turn's log line;
 8. consolidate: when the session has grown enough, after everything else, so the user never
    waits for it;
@@ -142,7 +145,7 @@ def _take_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis
     if outcome is None:
         kind.unanswered(run)
         return True
-    if kind.deliver(run, scope, outcome):
+    if run.progress.answered or kind.deliver(run, scope, outcome):
         if history is None:
             deps.ports.stores.journal.mark_done(run.journal_key, run.progress)
         else:
