@@ -4,8 +4,11 @@ hands them over before parsing, including the 200 that carries an error."""
 from __future__ import annotations
 
 from typing import Any
+from xml.etree import ElementTree
 
-from nanobot_lambda.adapters.aws.clients import lean_listing
+import pytest
+
+from nanobot_lambda.adapters.aws.clients import RepeatedListing, lean_listing
 
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 LISTING = (
@@ -46,3 +49,31 @@ def test_errors_and_empty_listings_are_left_to_botocore() -> None:
     assert parse(404, error) == ({"status_code": 404, "body": error, "headers": {}}, {})
     empty = f'<ListBucketResult xmlns="{NS}"><KeyCount>0</KeyCount></ListBucketResult>'.encode()
     assert parse(200, empty) == ({"status_code": 200, "body": empty, "headers": {}}, {})
+
+
+def test_a_listing_the_same_as_the_last_is_copied_not_parsed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hook = RepeatedListing()
+    first_response = {"status_code": 200, "body": LISTING, "headers": {}}
+    first: dict[str, Any] = {}
+    hook(first_response, first)
+    parses: list[bytes] = []
+    real = ElementTree.fromstring
+    monkeypatch.setattr(ElementTree, "fromstring", lambda text: parses.append(text) or real(text))
+
+    again_response = {"status_code": 200, "body": LISTING, "headers": {}}
+    again: dict[str, Any] = {}
+    hook(again_response, again)
+    assert parses == []
+    assert again == first and again_response["body"] == first_response["body"]
+    again["Contents"][0]["Key"] = "decoded by botocore"  # in place, as botocore does
+    third: dict[str, Any] = {}
+    hook({"status_code": 200, "body": LISTING, "headers": {}}, third)
+    assert third["Contents"][0]["Key"] == "workspace/a.md"  # each answer has its own copies
+
+    changed = LISTING.replace(b'"e2"', b'"e3"')
+    fourth: dict[str, Any] = {}
+    hook({"status_code": 200, "body": changed, "headers": {}}, fourth)
+    assert parses == [changed]
+    assert fourth["Contents"][1]["ETag"] == '"e3"'

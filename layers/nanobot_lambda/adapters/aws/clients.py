@@ -98,13 +98,39 @@ def workspace_s3_client() -> S3Client:
     # parse makes that check itself, on its one parse.
     events.unregister("before-parse.s3.*", _BOTOCORE_200_CHECK)
     events.register_first("before-parse.s3.*", _check_200_unless_listing)
-    events.register("before-parse.s3.ListObjectsV2", lean_listing)
+    events.register("before-parse.s3.ListObjectsV2", RepeatedListing())
     return client
 
 
 def _check_200_unless_listing(operation_model: Any, response_dict: Any, **kwargs: Any) -> None:
     if operation_model.name != "ListObjectsV2":
         _BOTOCORE_200_CHECK(operation_model, response_dict, **kwargs)
+
+
+class RepeatedListing:
+    """`lean_listing` that keeps its last result: a workspace unchanged since the last turn lists
+    byte for byte the same (a listing's body holds no time or request id), so its objects are
+    then copied rather than parsed again, the work that grew with the number of skills."""
+
+    def __init__(self) -> None:
+        self._body = b""
+        self._objects: list[dict[str, Any]] = []
+        self._rest = b""
+
+    def __call__(
+        self, response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **_: Any
+    ) -> None:
+        body = response_dict.get("body")
+        if body and body == self._body and response_dict.get("status_code") == 200:
+            # Copies: botocore url-decodes each key in place afterwards.
+            customized_response_dict["Contents"] = [dict(item) for item in self._objects]
+            response_dict["body"] = self._rest
+            return
+        lean_listing(response_dict, customized_response_dict)
+        if response_dict.get("status_code") == 200 and "Contents" in customized_response_dict:
+            self._body = body or b""
+            self._objects = [dict(item) for item in customized_response_dict["Contents"]]
+            self._rest = response_dict["body"]
 
 
 def lean_listing(
@@ -126,17 +152,18 @@ def lean_listing(
         response_dict["status_code"] = 500
         return
     namespace = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
-    objects = root.findall(f"{namespace}Contents")
+    contents, key, etag, size = (namespace + name for name in ("Contents", "Key", "ETag", "Size"))
+    objects = root.findall(contents)
     if not objects:
         return
     customized_response_dict["Contents"] = [
         {
-            "Key": item.findtext(f"{namespace}Key", ""),
-            "ETag": item.findtext(f"{namespace}ETag", ""),
-            "Size": int(item.findtext(f"{namespace}Size", "0")),
+            "Key": item.findtext(key, ""),
+            "ETag": item.findtext(etag, ""),
+            "Size": int(item.findtext(size, "0")),
         }
         for item in objects
     ]
-    for item in objects:
-        root.remove(item)
-    response_dict["body"] = ElementTree.tostring(root)
+    rest = ElementTree.Element(root.tag, root.attrib)  # the root without its objects, in one pass
+    rest.extend(child for child in root if child.tag != contents)
+    response_dict["body"] = ElementTree.tostring(rest)
