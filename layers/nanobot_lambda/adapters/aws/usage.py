@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from botocore.exceptions import ClientError
 
-from nanobot_lambda.adapters.aws.errors import aws_errors, error_code, written
+from nanobot_lambda.adapters.aws.errors import aws_errors, cancellation_reasons, written
 from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.usage_counts import FIELDS, Tally, UsageSummary
 
@@ -178,9 +178,7 @@ class DynamoUsageStore:
 def transaction_conflict(error: ClientError) -> bool:
     """A cancelled transaction that only collided with another write (no condition failed):
     worth trying again."""
-    if error_code(error) != "TransactionCanceledException":
-        return False
-    codes = {reason.get("Code") for reason in error.response.get("CancellationReasons", [])}
+    codes = set(cancellation_reasons(error))
     return "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes
 
 
