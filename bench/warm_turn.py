@@ -5,9 +5,9 @@ agent_turn handler, whose model is replaced by an in-process, zero-latency one (
 once; asked for `save_memory`, it summarises), so what is timed is everything but waiting for a
 model. Per variant: 2 turns to warm the container, then 100 warm turns, with the objects made
 until then frozen for the garbage collector, as a Lambda container's init leaves them. Each
-turn: the webhook queues a Telegram message, this script receives it and invokes the handler as Lambda's event
-source mapping does, then deletes it (the ack). Timed: the handler invocation only. Counted:
-the AWS requests from the receive to the ack.
+turn: the webhook queues a Telegram message, this script receives it and invokes the handler
+as Lambda's event source mapping does, then deletes it (the ack). Timed: the handler invocation
+only. Counted: the AWS requests from the receive to the ack.
 
 moto's own latency is measured separately, inside moto's server (its WSGI application is timed
 per request), and subtracted from the framework time. Every HISTORY_WINDOW/2 messages or so a
