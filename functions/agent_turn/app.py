@@ -104,14 +104,14 @@ logger = Logger()
 tracer = Tracer()  # X-Ray when deployed (Tracing: Active); inert in tests and the local stack
 telemetry.use(tracer)
 
-# What the first completion would import, now rather than in the first turn: into the snapshot
-# under SnapStart, and for keep-warm into the ping's init. (Not in a thread beside the other
-# imports: a probe of the init hung once in six that way.)
-import_first_use_modules()
-
 # A secret given as a reference (X_PARAM, X_SECRET_ARN) is read from SSM / Secrets Manager.
 settings = AgentSettings.from_env(fetch=fetch_secret)
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
+
+# What the model's first completion would import, now rather than in the first turn: into the
+# snapshot under SnapStart, and for keep-warm into the ping's init. (Not in a thread beside the
+# other imports: a probe of the init hung once in six that way.)
+import_first_use_modules(settings.llm_model)
 
 
 def _model_for(name: str | None) -> LitellmChatModel | None:

@@ -74,15 +74,23 @@ RETRY_MAX_PAUSE = 8.0
 _RETRYABLE_STATUSES = {408, 409, 429}
 
 
-# What litellm's first completion imports: the OpenAI SDK (litellm's client for OpenAI and the
-# many OpenAI-compatible providers) loads its resources at the first `client.chat`, about half
-# a second that a container's first turn would otherwise pay before its first token; and
-# httpcore, which httpx imports when litellm makes its first HTTP client (about 0.1 s).
-FIRST_USE_MODULES = ("openai.resources", "httpcore")
+# What litellm's first completion imports, imported at init instead: into the snapshot under
+# SnapStart, and for keep-warm into the ping's init. httpcore, which httpx imports when litellm
+# makes its first HTTP client (about 0.1 s), for every model. The OpenAI SDK's resources (about
+# a third of a second) only for the providers litellm reaches through that SDK (OpenAI and its
+# compatible servers as `openai/`, Azure): it loads them all at the first `client.chat`. Other
+# providers never import them, so importing them at init would only lengthen a cold start.
+FIRST_USE_MODULES = ("httpcore",)
+OPENAI_SDK_MODULES = ("openai.resources",)
+OPENAI_SDK_PROVIDERS = frozenset({"openai", "azure", "text-completion-openai", "azure_text"})
 
 
-def import_first_use_modules() -> None:
-    for name in FIRST_USE_MODULES:
+def import_first_use_modules(model: str) -> None:
+    """What the first completion of `model` (LLM_MODEL) would import, now."""
+    names = list(FIRST_USE_MODULES)
+    if provider_of(model) in OPENAI_SDK_PROVIDERS:
+        names += OPENAI_SDK_MODULES
+    for name in names:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
 
