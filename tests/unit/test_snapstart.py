@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 
@@ -11,6 +12,7 @@ from pydantic import SecretStr
 
 from nanobot_lambda.adapters.aws import snapstart
 from nanobot_lambda.adapters.telegram.client import TelegramBot
+from nanobot_lambda.entry import init_phase
 from tests.support.runtime_hooks import RuntimeHooks
 
 
@@ -69,3 +71,34 @@ def test_before_the_snapshot_the_handler_drops_its_connections(
     hooks.restore()
 
     assert order == ["registered later, run first", "close", "rebuild"]
+
+
+def test_garbage_the_init_froze_is_collected_before_the_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The init froze what it made (entry/init_phase.py), a dropped client's cycles with it:
+    the snapshot must not keep them (their sockets would be every restored copy's)."""
+    hooks = RuntimeHooks()
+    monkeypatch.setitem(sys.modules, "snapshot_restore_py", hooks)
+    monkeypatch.setenv("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")
+    collected: list[str] = []
+
+    class Dropped:  # a client with a reference cycle, dropped during init
+        def __init__(self) -> None:
+            self.myself = self
+
+        def __del__(self) -> None:
+            collected.append("dropped")
+
+    init_phase.begin()
+    Dropped()
+    init_phase.end()
+    try:
+        gc.collect()
+        assert collected == []  # frozen with the init
+        snapstart.register(lambda: None)
+        hooks.snapshot()
+        assert collected == ["dropped"]
+        assert gc.get_freeze_count() > 0  # the rest frozen again
+    finally:
+        gc.unfreeze()

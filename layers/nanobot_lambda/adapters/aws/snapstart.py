@@ -14,8 +14,9 @@ copy, possibly days later:
   SnapStart init: `AWS_LAMBDA_INITIALIZATION_TYPE` is `snap-start` there).
 
 So, before the snapshot, `before_snapshot` runs the handler's `close` (dropping connections it
-holds) and collects garbage, so that no socket of a client dropped during init (the one that
-read the secrets) is in the snapshot. After every restore, `after_restore` reseeds `random` from
+holds) and collects garbage (the init's objects, which entry/init_phase.py froze, thawed for it
+and frozen again), so that no socket of a client dropped during init (the one that read the
+secrets) is in the snapshot. After every restore, `after_restore` reseeds `random` from
 the OS, drops boto3's default session (its credentials and endpoint data) and calls the
 handler's `rebuild`, which makes every object of the turn machinery afresh: clients, caches,
 clocks. Settings (and the secrets read at init) are kept: rotating a secret takes a new
@@ -42,7 +43,11 @@ logger = logging.getLogger(__name__)
 
 def before_snapshot(close: Callable[[], object]) -> None:
     close()
-    gc.collect()  # clients dropped during init close their sockets now, not in a restored copy
+    # Clients dropped during init close their sockets now, not in a restored copy. The init
+    # froze what it made (entry/init_phase.py), garbage included: thawed for this collection.
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def after_restore(rebuild: Callable[[], None]) -> None:
