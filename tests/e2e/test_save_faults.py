@@ -19,6 +19,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
+from nanobot_lambda.core import texts
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory
 from tests.e2e.test_faults import dead_letters, say, sent_texts, session
@@ -95,3 +96,24 @@ def test_a_save_cancelled_after_the_answer_is_saved_by_the_retry_without_a_secon
     assert dead_letters(stack) == []
     say(stack, "thanks")  # the chat goes on from the saved turn
     assert len(session(stack)) == 6
+
+
+def test_a_save_cancelled_on_every_attempt_is_dead_lettered_with_the_answer_not_repeated(
+    stack_factory: StackFactory, model_server: ScriptedModelServer
+) -> None:
+    """The person read the answer: the last attempt tells them it could not be saved to memory,
+    not that their message could not be processed."""
+    faults = CancelledSaves(times=3)  # MaxReceiveCount
+    try:
+        stack: LocalStack = stack_factory()
+        model_server.reply("Hello.")
+        model_server.reply("Something else entirely.")  # were the model asked again
+        say(stack, "hi")
+    finally:
+        faults.close()
+
+    assert faults.cancelled == 3 and stack.poller.failures == 3
+    assert sent_texts(stack) == ["Hello.", texts.load("answer_not_saved")]
+    assert len(model_server.requests) == 1
+    assert session(stack) == []
+    assert len(dead_letters(stack)) == 1

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from nanobot_lambda.adapters.telegram.inbound import Ignored, to_inbound
 from nanobot_lambda.adapters.telegram.models import Update
@@ -36,9 +36,11 @@ from nanobot_lambda.core.jobs import (
     ContinuationJob,
     CronTaskJob,
     HookEventJob,
+    StartJob,
     SubagentJob,
     TelegramUpdateJob,
 )
+from nanobot_lambda.core.journal import progress_in
 from nanobot_lambda.core.subjects import NoSubject
 from nanobot_lambda.entry.agent_turn.background import AnnouncementTurn, SubagentTurn
 from nanobot_lambda.entry.agent_turn.events import HookEventTurn
@@ -106,7 +108,18 @@ class Dispatcher:
 
     def give_up(self, job: AnyJob) -> None:
         """The job failed for the last time (it goes to the dead-letter queue): tell the chat
-        once (its subject's chat and topic), if a person is waiting for it. Never raises."""
+        once (its subject's chat and topic), if a person is waiting for it. Never raises.
+
+        What it is told depends on the turn's journal record, read as the turn reads it
+        (`_answer_kept`): a turn that failed before its answer was sent gets
+        `could_not_process` (the message waits in the dead-letter queue; send it again). A
+        turn whose answer was sent and whose save failed on every attempt (recorded
+        `answered`, saving.py) is not told its message failed: the person read the answer.
+        It is told `answer_not_saved` instead, one short line: its session holds neither the
+        message nor the answer, so the assistant will not remember the exchange, and saying
+        nothing would leave the person believing it does. A turn that was saved (something
+        after its save failed) is told nothing. If the record cannot be read, the chat gets
+        `could_not_process`, as before records were read here."""
         try:
             subject = subject_of(job, self.deps.settings.owner)
         except NoSubject:
@@ -119,9 +132,39 @@ class Dispatcher:
             waiting = isinstance(job, CronTaskJob | SubagentJob)
         if not waiting:
             return
+        try:
+            kept = self._answer_kept(job)
+        except Exception as error:
+            logger.error("could not read the failed turn's record (%s)", type(error).__name__)
+            kept = None
+        if kept == "saved":
+            logger.warning("turn failed after its save: the chat is told nothing")
+            return
+        notice = "answer_not_saved" if kept == "answered" else "could_not_process"
         channel = self.deps.ports.services.channel
         try:
-            text = texts.load("could_not_process")
+            text = texts.load(notice)
             send_unjournaled(channel, subject.chat_id, text, subject.thread_id)
         except Exception as error:
             logger.error("could not tell the chat its message failed (%s)", type(error).__name__)
+
+    def _answer_kept(self, job: StartJob) -> Literal["saved", "answered"] | None:
+        """How far the job's turn got with its answer, from its journal record, found where
+        the turn keeps it (its kind's `recorded_at`) and read as the turn's start reads it
+        (turn_run.py, `TurnStarter`): "saved" (the session holds the turn, or a turn outside
+        a session is done), "answered" (sent, its save failed), or None (neither, or a kind
+        whose record is not known from its job)."""
+        place = TURNS[job.kind](self.deps, job).recorded_at()
+        if place is None:
+            return None
+        stores = self.deps.ports.stores
+        if place.in_session:
+            history = stores.sessions.load(place.key, 1)
+            if place.turn_id in history.recent_turns:
+                return "saved"
+            progress = progress_in(history, place.turn_id)
+        else:
+            progress = stores.journal.get(place.key, place.turn_id)
+            if progress.done:
+                return "saved"
+        return "answered" if progress.answered else None

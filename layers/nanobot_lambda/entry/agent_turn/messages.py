@@ -68,6 +68,10 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
     def _update(self) -> Update:
         return Update.model_validate(self.job.update)
 
+    def recorded_at(self) -> Opening | None:
+        inbound = to_inbound(self._update)
+        return None if isinstance(inbound, Ignored) else _opening_of(inbound)
+
     def open(self) -> Opening | None:
         deps, update = self.deps, self._update
         inbound = to_inbound(update)
@@ -102,7 +106,7 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         if deps.commands.handle(inbound):
             return None
         self.took_edit = self._take_edits()
-        return Opening(f"update-{inbound.update_id}", inbound.session_key)
+        return _opening_of(inbound)
 
     def ready(self, run: TurnRun) -> bool:
         inbound = self.inbound
@@ -233,3 +237,8 @@ def _user_message(
     if took_edit is not None:
         saved[EDIT_DATE_FIELD] = took_edit.edit_date
     return saved
+
+
+def _opening_of(inbound: InboundMessage) -> Opening:
+    """A message's turn: its id from the update, saved into the session of its chat (and topic)."""
+    return Opening(f"update-{inbound.update_id}", inbound.session_key)

@@ -95,10 +95,15 @@ class CronTaskTurn(JobTurn[CronTaskJob]):
         self.status = "done"  # recorded on the task when its turn is through
 
     def open(self) -> Opening:
-        job = self.job
         # One firing, one turn (older queued jobs carry no firing time: a fresh id each run).
-        firing = job.fired_at or secrets.token_hex(6)
-        return Opening(f"cron-{job.job_id}-{firing}", f"cron:{job.job_id}")
+        return self._opening(self.job.fired_at or secrets.token_hex(6))
+
+    def recorded_at(self) -> Opening | None:
+        # Without a firing time, each run had an id of its own: no record to find.
+        return self._opening(self.job.fired_at) if self.job.fired_at else None
+
+    def _opening(self, firing: str) -> Opening:
+        return Opening(f"cron-{self.job.job_id}-{firing}", f"cron:{self.job.job_id}")
 
     def request(self, run: TurnRun, history: SessionHistory | None) -> Request:
         assert history is not None

@@ -6,7 +6,9 @@ that:
   instead of the queue's 30-minute visibility timeout, so a failing message holds up its chat
   (FIFO order) for seconds rather than half an hour;
 - on its last attempt (`TURN_MAX_RECEIVE_COUNT`, the queue's maxReceiveCount) the chat is told
-  once that the message could not be processed. SQS then moves it to the dead-letter queue,
+  once that the message could not be processed (or, when its answer was sent and only its save
+  failed, that the exchange may be missing from memory: dispatch.py, `give_up`). SQS then
+  moves it to the dead-letter queue,
   where `nanobot-lambda dlq list|replay` shows and re-drives it. Nothing is dropped silently.
 
 A record whose invocation dies (Lambda's time limit, out of memory, a lost container) raises

@@ -87,6 +87,12 @@ class JobTurn(Generic[J]):
     def open(self) -> Opening | None:
         raise NotImplementedError
 
+    def recorded_at(self) -> Opening | None:
+        """Where the turn's journal record is, from the job alone, running nothing (`open` may
+        answer a command or ask Telegram): read for a job that failed for the last time
+        (dispatch.py, `give_up`). None: not known before the turn opens."""
+        return None
+
     def ready(self, run: TurnRun) -> bool:
         """The last check before the model, once the turn's record is read."""
         return True
