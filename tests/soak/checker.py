@@ -38,6 +38,8 @@ _TAGGED = re.compile(r"^(c\d+k\d+) (answer|step|note) (?:p(\d+) )?v(\d+)")
 _TAG = re.compile(r"\bm c(\d+) k(\d+)\b")
 APOLOGY = texts.load("model_error").strip()
 DEAD_LETTER_NOTICE = texts.load("could_not_process").strip()
+# After an answer whose save failed on every attempt (dispatch.py, give_up): not a final.
+NOT_SAVED_NOTICE = texts.load("answer_not_saved").strip()
 FINAL_KINDS = frozenset({"answer", "apology", "dead-letter"})
 
 
@@ -48,7 +50,7 @@ class Seen:
     message_id: int
     text: str
     tag: str | None  # the turn it belongs to
-    kind: str  # answer, step, note, apology, dead-letter, other
+    kind: str  # answer, step, note, apology, dead-letter, not-saved, other
     step: int | None  # the position of a step or note
     windowed: bool  # Telegram performed it but the client never heard
 
@@ -108,7 +110,11 @@ def read_seen(
             step = int(tagged.group(3)) if tagged.group(3) is not None else None
         else:
             tag, step = sent_for.get(key), None
-            kind = {APOLOGY: "apology", DEAD_LETTER_NOTICE: "dead-letter"}.get(text, "other")
+            kind = {
+                APOLOGY: "apology",
+                DEAD_LETTER_NOTICE: "dead-letter",
+                NOT_SAVED_NOTICE: "not-saved",
+            }.get(text, "other")
         by_chat[message.chat_id].append(
             Seen(message.message_id, text, tag, kind, step, key in windows)
         )
