@@ -10,6 +10,7 @@ runs in seconds.
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -24,6 +25,7 @@ from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.core.usage import Tally
 from nanobot_lambda.settings import LlmSettings
 from nanobot_lambda.tools.files import file_tools
+from tests.integration.test_http_responses import open_responses
 from tests.support.fakes import MemoryWorkspace
 from tests.support.provider_servers import Answer
 from tests.support.providers import Provider
@@ -155,6 +157,33 @@ def test_a_stream_cut_off_is_never_taken_for_an_answer(provider: Provider, fault
     if fault == "end":  # a well-formed body: only the provider's missing end tells
         assert "without a finish_reason" in str(failure.value)
     assert len(provider.requests) == 1
+
+
+@pytest.mark.parametrize("fault", [*FAULTS, "display"])
+def test_a_stream_read_that_ends_early_leaves_no_response_open(
+    provider: Provider, fault: str
+) -> None:
+    """However the read of a stream ends (the provider's fault, or the display failing), its
+    response is closed at once. Left to the garbage collector, it would be closed wherever the
+    collector runs, and that may be inside httpcore's connection pool while the pool holds the
+    lock that closing takes: the thread waits on itself for ever (encode/httpcore#990). Anthropic's
+    and the OpenAI-compatible streams left theirs open, and this suite hung on it."""
+    gc.collect()
+    before = open_responses()
+    broken = Answer(text="This answer breaks off before its end.", fault_after=3, fault=fault)
+    if fault == "display":
+        provider.script(Answer(text="An answer the display cannot show."))
+
+        def display(text: str) -> None:
+            raise RuntimeError("the display broke")
+
+        with pytest.raises(RuntimeError, match="the display broke"):
+            model_of(provider).complete(USER, [], on_text=display)
+    else:
+        provider.script(broken, broken)
+        with pytest.raises(ModelError):
+            complete(provider, True, retries=1)
+    assert open_responses() == before
 
 
 @pytest.mark.parametrize("streamed", STREAMED)

@@ -43,6 +43,7 @@ from litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini import (
     ModelResponseIterator as GeminiStreamParser,
 )
 
+from nanobot_lambda.adapters.llm.http_responses import responses_closed_at_the_end
 from nanobot_lambda.adapters.llm.model_errors import connection_refused, setup_problem
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import (
@@ -291,26 +292,29 @@ class LitellmChatModel:
         retries = self._num_retries
         while True:
             budget = None if deadline is None else deadline - time.monotonic()
-            stream = self._completion(
-                model,
-                messages,
-                tools,
-                tool_choice,
-                budget,
-                retries,
-                stream=True,
-                stream_options={"include_usage": True},
-                **thinking,
-            )
-            try:
-                return _read_stream(stream, messages, deadline, on_text)
-            except _TextStreamError:
-                raise
-            except Exception as error:
-                if retries == 0 or (deadline is not None and time.monotonic() >= deadline):
+            with responses_closed_at_the_end():  # before the stream is opened again
+                stream = self._completion(
+                    model,
+                    messages,
+                    tools,
+                    tool_choice,
+                    budget,
+                    retries,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    **thinking,
+                )
+                try:
+                    return _read_stream(stream, messages, deadline, on_text)
+                except _TextStreamError:
                     raise
-                retries -= 1
-                logger.warning("stream of %s failed (%s); retrying", model, self._describe(error))
+                except Exception as error:
+                    if retries == 0 or (deadline is not None and time.monotonic() >= deadline):
+                        raise
+                    retries -= 1
+                    logger.warning(
+                        "stream of %s failed (%s); retrying", model, self._describe(error)
+                    )
 
     def _reply(self, response: Any) -> ModelReply:
         choice = response.choices[0]
@@ -547,7 +551,8 @@ def _read_stream(
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError("the stream outlasted the time budget")
     finally:
-        # litellm's stream has no close of its own; let go of the provider's connection.
+        # litellm's stream has no close of its own; let go of the provider's connection (what
+        # this misses, responses_closed_at_the_end closes).
         with contextlib.suppress(Exception):
             stream.completion_stream.close()
     if not ending.seen:
