@@ -398,6 +398,65 @@ def test_a_secret_telegram_failed_is_sent_by_the_update_s_next_run_once(
     assert said_in(stack, OWNER)[-1].startswith("There is already a hook named ci")
 
 
+RECEIVES = 3  # the turn queue's MaxReceiveCount: then the update is dead-lettered
+
+
+def dead_lettered(stack: LocalStack) -> int:
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=stack.template.refs["TurnDeadLetterQueue"],
+        AttributeNames=["ApproximateNumberOfMessages"],
+    )
+    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+
+def test_a_hook_whose_secret_never_reached_the_owner_is_removed_when_its_update_fails(
+    stack: LocalStack,
+) -> None:
+    """Telegram refuses the secret on every run: the update is dead-lettered, and rather than
+    keep a hook nobody can sign for (whose name `/hooks add` would refuse as taken), it is
+    removed and the owner told to add it again. Adding it again works."""
+    faults = BotApiFaults(stack.bot_api)
+    fault = faults.fail(
+        "sendMessage", 502, "Bad Gateway", times=FAILS_A_RUN * RECEIVES, when=shows_a_secret
+    )
+    stack.post_update(stack.text_update("/hooks add nightly"))
+    stack.process_queue()
+
+    assert fault.injected == FAILS_A_RUN * RECEIVES and stack.poller.failures == RECEIVES
+    assert dead_lettered(stack) == 1
+    store = DynamoHookStore(stack.template.refs["SessionsTable"], dynamodb_client)
+    assert store.hook("nightly") is None
+    (told,) = said_in(stack, OWNER)
+    assert told.startswith("🪝 I could not send the secret of the new hook nightly")
+
+    stack.post_update(stack.text_update("/hooks add nightly"))
+    stack.process_queue()
+    hook = stored_hook(stack, "nightly")
+    assert hook.secret.get_secret_value() in said_in(stack, OWNER)[-1]
+
+
+def test_a_hook_whose_secret_the_owner_got_stays_when_its_update_fails_later(
+    team_stack: LocalStack,
+) -> None:
+    """Made in a group: the secret reached the owner's private chat, then the group refused
+    its note on every run. The hook stays (the owner holds its secret); the group hears that
+    its message could not be processed."""
+    stack = team_stack
+    faults = BotApiFaults(stack.bot_api)
+    in_group = lambda params: params.get("chat_id") in (TEAM, str(TEAM))  # noqa: E731
+    faults.fail("sendMessage", 502, "Bad Gateway", times=FAILS_A_RUN * RECEIVES, when=in_group)
+    update = stack.text_update("/hooks add team-nightly")
+    update["message"]["chat"] = {"id": TEAM, "type": "supergroup", "title": "Team"}
+    stack.post_update(update)
+    stack.process_queue()
+
+    assert stack.poller.failures == RECEIVES and dead_lettered(stack) == 1
+    hook = stored_hook(stack, "team-nightly")
+    (to_owner,) = said_in(stack, OWNER)
+    assert hook.secret.get_secret_value() in to_owner
+    assert said_in(stack, TEAM)[-1].startswith("Sorry, I couldn't process your last message")
+
+
 def test_a_secret_telegram_accepted_is_not_sent_again_by_the_update_s_next_run(
     team_stack: LocalStack,
 ) -> None:

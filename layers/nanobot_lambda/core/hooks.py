@@ -25,7 +25,8 @@ that same update finding the name taken answers with the stored secret, as the f
 any other update finding it taken is refused. agent_turn sends that answer through the turn
 journal (entry/agent_turn/commands.py), so a run after Telegram accepted it sends it no more.
 A hook kept before `made_in` was (or made with the operator's CLI) has none: it is another
-update's.
+update's. If that update fails for good (dead-lettered) before any run sent the secret, the hook
+it made is withdrawn (`HookCommands.withdraw`), so its name can be added again.
 
 An accepted event becomes a `HookEventJob` (core/jobs.py) in the hook's chat order, its payload
 the body as text cut to `PAYLOAD_MAX_BYTES` and framed as untrusted data for the model
@@ -371,6 +372,15 @@ class HookCommands:
 
     def url_of(self, name: str) -> str:
         return f"{self._hooks_url}/{name}"
+
+    def made_in(self, update: str) -> Hook | None:
+        """The hook the update `update` (its turn id) made, if it made one and it is kept."""
+        return next((hook for hook in self._store.hooks() if made_by(hook, update)), None)
+
+    def withdraw(self, hook: Hook) -> None:
+        """Remove a hook whose secret was never shown (its update failed for good): nobody can
+        sign its events, and its name is free for `/hooks add` again."""
+        self._store.remove(hook.name)
 
     def _list(self) -> str:
         hooks = self._store.hooks()

@@ -177,6 +177,25 @@ class Commands:
         outbox.send(inbound.chat_id, here, inbound.thread_id, recorded_as=here_note)
         self._journal.mark_done(journal_key, progress)
 
+    def hooks_given_up(self, inbound: InboundMessage) -> str | None:
+        """What to tell the chat of a `/hooks` update that failed for the last time (it goes to
+        the dead-letter queue), when it made a hook whose secret no run recorded as sent: that
+        hook is removed, and the notice says to add it again. Without this the owner would
+        hold a hook nobody can sign for, and `/hooks add` of its name would be refused as
+        taken. None otherwise: the usual notice applies. (Telegram may have taken the secret
+        in a run that died before recording it: the notice then tells the owner it is gone.)"""
+        turn_id = f"update-{inbound.update_id}"
+        hook = self._hooks.made_in(turn_id)
+        if hook is None:
+            return None
+        progress = self._journal.get(f"hooks-command:{inbound.chat_id}", turn_id)
+        note = texts.render("hooks_secret_recorded", name=hook.name)
+        if any(shown.text == note for shown in progress.sent.values()):
+            return None  # the owner has it: the hook stays
+        self._hooks.withdraw(hook)
+        logger.warning("a hook whose secret was never sent is removed", extra={"hook": hook.name})
+        return texts.render("hooks_not_made", name=hook.name)
+
     @staticmethod
     def _secret_to_owner(outbox: JournaledOutbox, owner: int, text: str, note: str | None) -> bool:
         """Send a group's hook's secret to the owner's private chat; False when that chat

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from nanobot_lambda.adapters.telegram.inbound import Ignored, to_inbound
+from nanobot_lambda.adapters.telegram.inbound import Ignored, InboundMessage, to_inbound
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core import texts
@@ -119,15 +119,19 @@ class Dispatcher:
         message nor the answer, so the assistant will not remember the exchange, and saying
         nothing would leave the person believing it does. A turn that was saved (something
         after its save failed) is told nothing. If the record cannot be read, the chat gets
-        `could_not_process`, as before records were read here."""
+        `could_not_process`, as before records were read here. A `/hooks add` whose hook's
+        secret no run sent has that hook removed, and the chat is told to add it again
+        (Commands.hooks_given_up)."""
         try:
             subject = subject_of(job, self.deps.settings.owner)
         except NoSubject:
             return  # no chat to tell: it was never run either
         if isinstance(job, ContinuationJob):
             job = job.job
+        inbound = None
         if isinstance(job, TelegramUpdateJob):
-            waiting = not isinstance(to_inbound(Update.model_validate(job.update)), Ignored)
+            inbound = to_inbound(Update.model_validate(job.update))
+            waiting = not isinstance(inbound, Ignored)
         else:
             waiting = isinstance(job, CronTaskJob | SubagentJob)
         if not waiting:
@@ -143,10 +147,21 @@ class Dispatcher:
         notice = "answer_not_saved" if kept == "answered" else "could_not_process"
         channel = self.deps.ports.services.channel
         try:
-            text = texts.load(notice)
+            text = self._hook_withdrawn(inbound) or texts.load(notice)
             send_unjournaled(channel, subject.chat_id, text, subject.thread_id)
         except Exception as error:
             logger.error("could not tell the chat its message failed (%s)", type(error).__name__)
+
+    def _hook_withdrawn(self, inbound: object) -> str | None:
+        """For a `/hooks` message: the notice that the hook it made was removed, its secret
+        never sent (Commands.hooks_given_up); None otherwise, or if that could not be done."""
+        if not isinstance(inbound, InboundMessage) or inbound.command != "hooks":
+            return None
+        try:
+            return self.deps.commands.hooks_given_up(inbound)
+        except Exception as error:
+            logger.error("could not withdraw the failed /hooks' hook (%s)", type(error).__name__)
+            return None
 
     def _answer_kept(self, job: StartJob) -> Literal["saved", "answered"] | None:
         """How far the job's turn got with its answer, from its journal record, found where
