@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 
@@ -129,11 +130,32 @@ def test_turns_without_a_session_are_marked_done(journal: DynamoTurnJournal) -> 
     assert journal.get(key, "subagent-abc").done
 
 
-def test_a_checkpoint_too_big_for_an_item_is_skipped_not_fatal(journal: DynamoTurnJournal) -> None:
-    noise = os.urandom(MAX_CHECKPOINT_BYTES).hex()  # incompressible
-    progress = TurnProgress("update-4", messages=[{"role": "tool", "content": noise}])
+def test_a_checkpoint_over_the_item_limit_is_kept_with_its_longest_strings_cut(
+    journal: DynamoTurnJournal,
+) -> None:
+    """A huge tool result (incompressible here) is cut in the middle, with a note, and the
+    record is kept: skipped, an `answered` record would be lost too, and the retry would ask
+    the model again instead of saving the answer it sent."""
+    noise = os.urandom(MAX_CHECKPOINT_BYTES).hex()
+    arguments = json.dumps({"path": "big.bin"})
+    function = {"name": "read_file", "arguments": arguments}
+    call = {
+        "role": "assistant",
+        "content": "Reading.",
+        "tool_calls": [{"id": "c1", "function": function}],
+    }
+    result = {"role": "tool", "tool_call_id": "c1", "content": noise}
+    progress = TurnProgress("update-4", messages=[call, result], iterations=1, answered=True)
     journal.checkpoint(KEY, progress)
-    assert not journal.get(KEY, "update-4").recorded
+
+    stored = journal.get(KEY, "update-4")
+    assert stored.recorded and stored.answered and stored.iterations == 1
+    kept_call, kept_result = stored.messages
+    assert kept_call == call  # short strings and names stay whole
+    assert kept_result["tool_call_id"] == "c1"
+    content = kept_result["content"]
+    assert "chars not saved" in content and len(content) < len(noise)
+    assert content.startswith(noise[:10_000]) and content.endswith(noise[-2_000:])
 
 
 def test_a_send_recorded_twice_is_reported_not_raised(journal: DynamoTurnJournal) -> None:

@@ -97,9 +97,8 @@ def test_a_turn_with_tools_and_a_long_answer_is_saved_whole_without_running_anyt
 
 
 class OnlyAnsweredRecordsFit(MemoryTurnJournal):
-    """A journal that skips every checkpoint of the turn's steps, as DynamoTurnJournal skips
-    one over the item limit (a huge tool result), but not the answered record: it holds the
-    messages as saved, tool results shortened."""
+    """A journal that loses every checkpoint of the turn's steps (their writes failed), but
+    not the answered record."""
 
     def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
         if progress.answered:

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import json
 
-from nanobot_lambda.core.sessions import SAVED_MESSAGE_MAX_BYTES, Message, within_item_limit
+import pytest
+
+from nanobot_lambda.core.sessions import (
+    SAVED_MESSAGE_MAX_BYTES,
+    Message,
+    cut_to_fit,
+    within_item_limit,
+)
 from tests.support.fakes import ScriptedModel, text, tool
 from tests.unit.test_turns import Bot, message
 
@@ -97,3 +104,37 @@ def test_a_write_file_call_too_large_for_one_item_is_saved_shortened_and_the_fil
     # What the model was sent in the turn was the whole call.
     step = bot.model.requests[1][0][-2]
     assert step["tool_calls"][0]["function"]["arguments"] == arguments
+
+
+def test_messages_that_fit_together_are_kept_as_they_are() -> None:
+    messages = [{"role": "user", "content": "short"}]
+    assert cut_to_fit(messages, lambda cut: True) is messages
+
+
+def test_messages_are_cut_together_to_the_longest_strings_that_fit() -> None:
+    """A turn's checkpoint (adapters/aws/journal.py): its messages cut as one, to a limit."""
+    messages: list[Message] = [
+        {"role": "user", "content": "a" * 5_000},
+        {"role": "tool", "tool_call_id": "call_1", "content": "b" * 20_000},
+        write_call("c" * 30_000),
+    ]
+
+    def fits(cut: list[Message]) -> bool:
+        return len(json.dumps(cut, ensure_ascii=False).encode()) <= 12_000
+
+    fitted = cut_to_fit(messages, fits)
+    assert fits(fitted) and not fits(cut_to_fit(messages, lambda cut: True))
+    asked, result, call = fitted
+    assert (asked["role"], result["tool_call_id"], call["tool_calls"][0]["id"]) == (
+        "user",
+        "call_1",
+        "call_1",
+    )
+    assert "chars not saved" in result["content"] and "chars not saved" in asked["content"]
+    written = json.loads(call["tool_calls"][0]["function"]["arguments"])  # still JSON
+    assert written["path"] == "notes/report.md" and "chars not saved" in written["content"]
+
+
+def test_messages_whose_names_alone_do_not_fit_are_refused() -> None:
+    with pytest.raises(ValueError, match="do not fit"):
+        cut_to_fit([{"role": "user", "content": "x" * 100}], lambda cut: False)

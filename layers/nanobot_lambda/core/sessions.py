@@ -24,7 +24,7 @@ its turn; later turns see the copy.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -95,16 +95,37 @@ def within_item_limit(message: Message, max_bytes: int = SAVED_MESSAGE_MAX_BYTES
     parse them; names (role, tool, ids) are never cut."""
     if _json_bytes(message) <= max_bytes:
         return message
-    # The longest length strings may keep: what fits, found by halving the range.
-    fits, over = 0, _longest_string(message)
-    while over - fits > 1:
-        middle = (fits + over) // 2
-        if _json_bytes(_cut_to(message, middle)) <= max_bytes:
-            fits = middle
+    shortened: Message = _cut_to(message, _longest_fitting(message, _json_fits(max_bytes)))
+    return shortened
+
+
+def cut_to_fit(messages: list[Message], fits: Callable[[list[Message]], bool]) -> list[Message]:
+    """`messages` themselves when they `fit`; else copies cut as `within_item_limit` cuts, to
+    the longest length of string with which they fit together. Raises ValueError when they do
+    not fit with every string cut (their names alone are too many)."""
+    if fits(messages):
+        return messages
+    shortened: list[Message] = _cut_to(messages, _longest_fitting(messages, fits))
+    if not fits(shortened):
+        raise ValueError("the messages do not fit even with every string cut")
+    return shortened
+
+
+def _json_fits(max_bytes: int) -> Callable[[Any], bool]:
+    return lambda value: _json_bytes(value) <= max_bytes
+
+
+def _longest_fitting(value: Any, fits: Callable[[Any], bool]) -> int:
+    """The longest length the strings of `value` may keep for it to fit (0 if none does),
+    found by halving the range."""
+    fitting, over = 0, _longest_string(value)
+    while over - fitting > 1:
+        middle = (fitting + over) // 2
+        if fits(_cut_to(value, middle)):
+            fitting = middle
         else:
             over = middle
-    shortened: Message = _cut_to(message, fits)
-    return shortened
+    return fitting
 
 
 def _json_bytes(value: Any) -> int:

@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
 from nanobot_lambda.core.journal import Aside, Message, Shown, TurnProgress
 from nanobot_lambda.core.ports import StoredWrite
+from nanobot_lambda.core.sessions import cut_to_fit
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -39,8 +40,8 @@ SHOWN_PREFIX = "shown_"
 OPEN_TURN_SECONDS = 7 * 24 * 3600
 # Turns without a session (heartbeat, background task) keep a "done" record this long.
 DONE_TURN_SECONDS = 3 * 24 * 3600
-# DynamoDB items stop at 400 KB; a checkpoint bigger than this is skipped (the turn then
-# resumes from its previous checkpoint).
+# DynamoDB items stop at 400 KB; a checkpoint's messages are packed within this, the rest of
+# the item (what was shown, in parts) within what is left.
 MAX_CHECKPOINT_BYTES = 350_000
 
 
@@ -50,6 +51,26 @@ def turn_sort_key(turn_id: str) -> str:
 
 def _packed(value: Any) -> bytes:
     return zlib.compress(json.dumps(value, ensure_ascii=False).encode())
+
+
+def _packed_within_limit(messages: list[Message]) -> bytes | None:
+    """The messages packed for a checkpoint; over the item limit (huge tool results), their
+    longest strings cut in the middle, with a note, until they fit (`cut_to_fit`): a run
+    that resumes from them reads them cut, as the saved session would keep them. Skipping the
+    record instead would lose more than the step: an `answered` record (saving.py) too, and
+    the retry would ask the model again. None (skipped) only if even that cannot fit."""
+    packed = _packed(messages)
+    if len(packed) <= MAX_CHECKPOINT_BYTES:
+        return packed
+    try:
+        fitted = cut_to_fit(messages, lambda cut: len(_packed(cut)) <= MAX_CHECKPOINT_BYTES)
+    except ValueError:
+        logger.error(
+            "turn checkpoint skipped: %d bytes compressed, over the item limit", len(packed)
+        )
+        return None
+    logger.warning("turn checkpoint cut to fit the item limit (%d bytes compressed)", len(packed))
+    return _packed(fitted)
 
 
 def _unpacked(value: bytes) -> Any:
@@ -150,11 +171,8 @@ class DynamoTurnJournal:
     @aws_errors
     def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
         """Record the turn's messages so far (one PutItem, carrying the sends recorded so far)."""
-        packed = _packed(progress.messages)
-        if len(packed) > MAX_CHECKPOINT_BYTES:
-            logger.warning(
-                "turn checkpoint skipped: %d bytes compressed is over the item limit", len(packed)
-            )
+        packed = _packed_within_limit(progress.messages)
+        if packed is None:
             return
         item: dict[str, Any] = {
             **self._key(session_key, progress.turn_id),
