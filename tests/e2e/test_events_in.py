@@ -35,6 +35,7 @@ from nanobot_lambda.core.jobs import HookEventJob, TelegramUpdateJob, parse_job
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram, LocalUser
 from tests.conftest import TEMPLATE, StackFactory
+from tests.e2e.test_faults import dead_letters
 from tests.support.faults import BotApiFaults
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -401,14 +402,6 @@ def test_a_secret_telegram_failed_is_sent_by_the_update_s_next_run_once(
 RECEIVES = 3  # the turn queue's MaxReceiveCount: then the update is dead-lettered
 
 
-def dead_lettered(stack: LocalStack) -> int:
-    attributes = boto3.client("sqs").get_queue_attributes(
-        QueueUrl=stack.template.refs["TurnDeadLetterQueue"],
-        AttributeNames=["ApproximateNumberOfMessages"],
-    )
-    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
-
-
 def test_a_hook_whose_secret_never_reached_the_owner_is_removed_when_its_update_fails(
     stack: LocalStack,
 ) -> None:
@@ -423,7 +416,7 @@ def test_a_hook_whose_secret_never_reached_the_owner_is_removed_when_its_update_
     stack.process_queue()
 
     assert fault.injected == FAILS_A_RUN * RECEIVES and stack.poller.failures == RECEIVES
-    assert dead_lettered(stack) == 1
+    assert len(dead_letters(stack)) == 1
     store = DynamoHookStore(stack.template.refs["SessionsTable"], dynamodb_client)
     assert store.hook("nightly") is None
     (told,) = said_in(stack, OWNER)
@@ -450,7 +443,7 @@ def test_a_hook_whose_secret_the_owner_got_stays_when_its_update_fails_later(
     stack.post_update(update)
     stack.process_queue()
 
-    assert stack.poller.failures == RECEIVES and dead_lettered(stack) == 1
+    assert stack.poller.failures == RECEIVES and len(dead_letters(stack)) == 1
     hook = stored_hook(stack, "team-nightly")
     (to_owner,) = said_in(stack, OWNER)
     assert hook.secret.get_secret_value() in to_owner
