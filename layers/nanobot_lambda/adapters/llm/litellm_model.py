@@ -538,23 +538,19 @@ def _read_stream(
     """
     chunks, text = [], ""
     ending = _ProviderEnding(stream)
-    try:
-        for chunk in stream:
-            chunks.append(chunk)
-            delta = chunk.choices[0].delta if chunk.choices else None
-            if piece := getattr(delta, "content", None):
-                text += piece
-                try:
-                    on_text(text)
-                except Exception as error:
-                    raise _TextStreamError(error) from error
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError("the stream outlasted the time budget")
-    finally:
-        # litellm's stream has no close of its own; let go of the provider's connection (what
-        # this misses, responses_closed_at_the_end closes).
-        with contextlib.suppress(Exception):
-            stream.completion_stream.close()
+    # However the read ends, the caller closes the provider's response (http_responses.py):
+    # litellm's stream has no close of its own.
+    for chunk in stream:
+        chunks.append(chunk)
+        delta = chunk.choices[0].delta if chunk.choices else None
+        if piece := getattr(delta, "content", None):
+            text += piece
+            try:
+                on_text(text)
+            except Exception as error:
+                raise _TextStreamError(error) from error
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError("the stream outlasted the time budget")
     if not ending.seen:
         raise IncompleteStreamError("the stream ended without a finish_reason")
     _name_tool_calls(chunks)

@@ -149,8 +149,7 @@ class Commands:
     def _hooks_command(self, inbound: InboundMessage) -> None:
         """/hooks: the owner's, answered once per update through the journal (see the module's
         docstring); from a group, the secret goes to the owner's private chat only."""
-        turn_id = f"update-{inbound.update_id}"  # the update's turn id (messages.py)
-        journal_key = f"hooks-command:{inbound.chat_id}"
+        journal_key, turn_id = _hooks_record(inbound)
         progress = self._journal.get(journal_key, turn_id)
         if progress.done:
             logger.info("/hooks answered by an earlier run: skipped", extra={"turn": turn_id})
@@ -184,11 +183,11 @@ class Commands:
         hold a hook nobody can sign for, and `/hooks add` of its name would be refused as
         taken. None otherwise: the usual notice applies. (Telegram may have taken the secret
         in a run that died before recording it: the notice then tells the owner it is gone.)"""
-        turn_id = f"update-{inbound.update_id}"
+        journal_key, turn_id = _hooks_record(inbound)
         hook = self._hooks.made_in(turn_id)
         if hook is None:
             return None
-        progress = self._journal.get(f"hooks-command:{inbound.chat_id}", turn_id)
+        progress = self._journal.get(journal_key, turn_id)
         note = texts.render("hooks_secret_recorded", name=hook.name)
         if any(shown.text == note for shown in progress.sent.values()):
             return None  # the owner has it: the hook stays
@@ -217,3 +216,9 @@ class Commands:
 
     def _answer(self, inbound: InboundMessage, text: str) -> None:
         send_unjournaled(self._channel, inbound.chat_id, text, inbound.thread_id)
+
+
+def _hooks_record(inbound: InboundMessage) -> tuple[str, str]:
+    """Where a `/hooks` message's answer is journaled: its journal key and its update's turn
+    id (messages.py)."""
+    return f"hooks-command:{inbound.chat_id}", f"update-{inbound.update_id}"
