@@ -4,8 +4,9 @@ order and scope; a replay, a bad signature and a removed hook are refused with n
 agent_turn answers an event in its chat (the model sees the framed payload; a quiet hook with
 nothing to report sends nothing; an event delivered twice is answered once); /hooks makes a
 hook from the chat; a reaction is recorded by the webhook with no model call and shows in
-/usage; an edit of an answered message is a short turn that says what changed, and an edit made
-before its message's turn ran replaces the message in that turn.
+/usage; an edit of an answered message is a short turn that says what changed (since the last
+edit's turn: an edit sent again or of the formatting only asks nothing), and an edit made before
+its message's turn ran replaces the message in that turn.
 
 `/hooks add` cut short and run again by SQS shows its secret exactly once: Telegram failing the
 secret's message on every try of the client fails the invocation after the hook was stored,
@@ -222,6 +223,45 @@ def test_a_reaction_is_recorded_and_an_edit_is_a_short_turn_saying_what_changed(
     assert said_in(stack, OWNER)[-1] == "Porto in May is lovely too."
     latest = book.latest_edit(f"telegram:{OWNER}", asked["message"]["message_id"])
     assert latest is not None and latest.text == "What about the Porto trip?"
+
+
+def test_an_edit_sent_again_or_restyled_asks_nothing_and_a_new_one_says_what_changed_since(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """The same edit under a new update id, and an edit of the formatting only (entities
+    changed, the text as it was), ask the model nothing; the message edited again is compared
+    with what the last edit's turn saw."""
+    model_server.reply("Monday, noted.")
+    asked = stack.text_update("My flight is on Monday")
+    stack.post_update(asked)
+    stack.process_queue()
+    now = int(time.time())
+
+    def edit(update_id: int, text: str, edit_date: int, **changes: Any) -> dict[str, Any]:
+        message = {**asked["message"], "text": text, "edit_date": edit_date, **changes}
+        return {"update_id": asked["update_id"] + update_id, "edited_message": message}
+
+    model_server.reply("Tuesday then.")
+    stack.post_update(edit(1, "My flight is on Tuesday", now))
+    stack.process_queue()
+    calls = len(model_server.requests)
+    again = edit(2, "My flight is on Tuesday", now)
+    bold = [{"type": "bold", "offset": 16, "length": 7}]
+    restyled = edit(3, "My flight is on Tuesday", now + 60, entities=bold)
+    for update in (again, restyled):
+        assert answer(stack.post_update(update))[1]["status"] == "queued"
+        stack.process_queue()
+    assert len(model_server.requests) == calls
+    assert said_in(stack, OWNER) == ["Monday, noted.", "Tuesday then."]
+
+    model_server.reply("Wednesday then.")
+    stack.post_update(edit(4, "My flight is on Wednesday", now + 120))
+    stack.process_queue()
+    prompt = user_turn(model_server)
+    assert 'It said: "My flight is on Tuesday"' in prompt
+    assert 'It now says: "My flight is on Wednesday"' in prompt
+    assert said_in(stack, OWNER) == ["Monday, noted.", "Tuesday then.", "Wednesday then."]
+    assert stack.poller.failures == 0 and model_server.unexpected == []
 
 
 def test_events_are_answered_in_their_chat_and_scope_once(

@@ -229,6 +229,30 @@ def test_an_edit_s_turn_finds_its_message_as_its_own_turn_saved_it() -> None:
     assert edit_turn({"content": "Lisbon", "edit_date": 299}, edit) is not None
 
 
+def test_an_edit_s_turn_compares_with_what_the_last_edit_s_turn_saw() -> None:
+    monday = {"role": "user", "content": "My flight is on Monday", "message_id": 10}
+    tuesday_turn = {
+        "role": "user",
+        "content": "(the Tuesday edit's short turn)",
+        "message_id": 10,
+        "edited": True,
+        "edit_date": 300,
+        "edit_text": "My flight is on Tuesday",
+    }
+    history = [monday, {"role": "assistant", "content": "Monday, noted."}, tuesday_turn]
+    saved = answered_message(history, 10)
+    assert saved is tuesday_turn
+    # Sent again under a new update id (the same edit_date), or the formatting changed (a later
+    # edit_date, the same text): nothing to say.
+    assert edit_turn(saved, Edit("telegram:1", 1, 10, 3, 300, "My flight is on Tuesday")) is None
+    assert edit_turn(saved, Edit("telegram:1", 1, 10, 4, 360, "My flight is on Tuesday")) is None
+    wednesday = Edit("telegram:1", 1, 10, 5, 420, "My flight is on Wednesday")
+    assert edit_turn(saved, wednesday) == edit_turn_text("My flight is on Tuesday", wednesday)
+    # An edit's turn saved before it kept the text it saw: passed over, the message's own is used.
+    old_turn = {key: value for key, value in tuesday_turn.items() if key != "edit_text"}
+    assert answered_message([monday, old_turn], 10) is monday
+
+
 def test_a_message_as_an_edit_left_it_keeps_its_files_and_takes_the_new_caption() -> None:
     sent = Message.model_validate(album_updates(1)[0]["message"])
     assert sent.caption is not None
@@ -267,6 +291,29 @@ def test_an_edit_of_an_answered_message_is_a_short_turn_saying_what_changed() ->
     assert user["content"].startswith("The user edited a message you already answered.")
     bot.process(edit_job("What about Porto?"))  # delivered again
     assert len(bot.said) == 2
+
+
+def test_an_edit_is_answered_once_however_often_telegram_sends_its_text() -> None:
+    bot = Bot(ScriptedModel(text("Monday, noted."), text("Tuesday then"), text("Wednesday then")))
+    bot.process(message("My flight is on Monday"))
+    bot.process(edit_job("My flight is on Tuesday", edit_date=1763800030, update_id=800000008))
+    # The same edit under a new update id, then the formatting changed (the text as it was).
+    bot.process(edit_job("My flight is on Tuesday", edit_date=1763800030, update_id=800000009))
+    bold = edited("My flight is on Tuesday", edit_date=1763800060, update_id=800000010)
+    bold["edited_message"]["entities"] = [{"type": "bold", "offset": 16, "length": 7}]
+    bot.process(TelegramUpdateJob(update=bold))
+
+    assert bot.said == ["Monday, noted.", "Tuesday then"]
+    assert len(bot.model.requests) == 2
+    *_, user, _ = bot.saved()
+    assert (user["edit_text"], user["edit_date"]) == ("My flight is on Tuesday", 1763800030)
+
+    # Edited again: compared with what the last edit's turn saw, not the message as sent.
+    bot.process(edit_job("My flight is on Wednesday", edit_date=1763800090, update_id=800000011))
+    assert bot.said == ["Monday, noted.", "Tuesday then", "Wednesday then"]
+    asked = bot.model.requests[-1][0][-1]["content"]
+    assert 'It said: "My flight is on Tuesday"' in asked
+    assert 'It now says: "My flight is on Wednesday"' in asked
 
 
 def test_a_message_edited_before_its_turn_is_answered_as_it_reads_now_and_once() -> None:

@@ -14,13 +14,16 @@ it is now), so that agent_turn can tell:
   order ahead of the edit): that turn takes the edited text instead (`latest_edit`), and the
   edit's own turn then finds it answered with that text and does nothing;
 - the message was answered: the edit becomes a short turn that says what changed
-  (`edit_turn_text`), with the text as the session saved it and the text now.
+  (`edit_turn_text`), with the text as the last turn that answered it saw it and the text now.
 
 agent_turn's side: a message's turn looks up its latest edit (`latest_edit`) before it builds
-its request and marks the user message it saves with that edit's time (`EDIT_DATE_FIELD`); the
-edit's own turn finds the message as saved (`answered_message`) and asks `edit_turn` whether
-anything is left to say: nothing when the message was answered with this edit (or a later one)
-or with the same text.
+its request and marks the user message it saves with that edit's time (`EDIT_DATE_FIELD`); an
+edit's own turn marks the user message it saves with the edit's time and text (`EDIT_TEXT_FIELD`:
+its content is the short turn, not the message). An edit's turn finds what the last turn that
+answered the message saw (`answered_message`: the message's own turn, or a later edit's) and
+asks `edit_turn` whether anything is left to say: nothing when that turn saw this edit (or a
+later one) or the same text (the same edit sent again under a new update id, an edit of the
+formatting only); else it says what changed since.
 """
 
 from __future__ import annotations
@@ -35,9 +38,12 @@ from nanobot_lambda.core.texts import quoted
 
 EDIT_QUOTE_MAX_CHARS = 1000  # each side of "what changed", in the short turn
 # On a saved user message: the `edit_date` of the edit its turn took (the message was edited
-# before its turn ran). An edit's own turn saves its user message marked `EDITED_FIELD`.
+# before its turn ran, or the turn is the edit's own). An edit's own turn saves its user message
+# marked `EDITED_FIELD`, with the edit's text in `EDIT_TEXT_FIELD` (saved before that field
+# existed, an edit's turn has none: what it saw is not known).
 EDIT_DATE_FIELD = "edit_date"
 EDITED_FIELD = "edited"
+EDIT_TEXT_FIELD = "edit_text"
 
 
 @dataclass(frozen=True)
@@ -83,8 +89,8 @@ def feedback_line(reactions: Iterable[Reaction]) -> str:
 
 
 def answered_unchanged(saved_text: str | None, edit: Edit) -> bool:
-    """The edited message was answered with its text as it is now (its turn took the edit):
-    the edit needs no turn of its own."""
+    """The last turn that answered the edited message saw its text as it is now (its own turn
+    took the edit, or an earlier edit's turn saw the same text): the edit needs no turn."""
     return saved_text is not None and saved_text == edit.text
 
 
@@ -100,29 +106,36 @@ def edit_turn_text(before: str | None, edit: Edit) -> str:
 def answered_message(
     history: Sequence[Mapping[str, Any]], message_id: int
 ) -> Mapping[str, Any] | None:
-    """The user message `message_id` as its own turn saved it (an edit's turn saves the same
-    message id, marked edited: not that one); None when the history no longer holds it."""
+    """The user message `message_id` as the last turn that answered it saved it: its own
+    turn's, or a later edit's turn's (marked edited, with the text that turn saw); an edit's
+    turn saved without that text is passed over. None when the history no longer holds it."""
     answered = [
         message
         for message in history
         if message.get("role") == "user"
         and message.get("message_id") == message_id
-        and not message.get(EDITED_FIELD)
+        and (not message.get(EDITED_FIELD) or isinstance(message.get(EDIT_TEXT_FIELD), str))
     ]
     return answered[-1] if answered else None
 
 
+def text_seen(saved: Mapping[str, Any]) -> str | None:
+    """The message's text as the turn that saved `saved` saw it: an edit's turn's, the edit's
+    text; a message's turn's, its content."""
+    seen = saved.get(EDIT_TEXT_FIELD if saved.get(EDITED_FIELD) else "content")
+    return seen if isinstance(seen, str) else None
+
+
 def edit_turn(saved: Mapping[str, Any] | None, edit: Edit) -> str | None:
-    """What the short turn of `edit` says, given its message as saved (`answered_message`);
-    None when there is nothing to say: the message's turn took this edit or a later one, or
-    answered the same text."""
+    """What the short turn of `edit` says, given the message as the last turn that answered it
+    saved it (`answered_message`); None when there is nothing to say: that turn saw this edit or
+    a later one, or the same text."""
     if saved is None:
         return edit_turn_text(None, edit)
     took = saved.get(EDIT_DATE_FIELD)
     if isinstance(took, int) and took >= edit.edit_date:
         return None
-    content = saved.get("content")
-    before = content if isinstance(content, str) else None
+    before = text_seen(saved)
     if answered_unchanged(before, edit):
         return None
     return edit_turn_text(before, edit)

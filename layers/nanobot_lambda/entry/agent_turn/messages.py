@@ -11,11 +11,12 @@ answered without the agent. An edit of a message (core/feedback.py) is a turn to
 edited before its turn ran is answered as it reads now (its latest edit, recorded by the
 webhook, replaces its text); the edit's own turn then finds it answered with that text and ends
 without a model call. An edit of an answered message is a short turn that says what it said
-and what it says now. In groups, an edit is answered when the message as edited is addressed
-to the bot. Otherwise the turn runs its steps (turn.py): files are fetched
-(while "typing…" shows), history is recalled, the agent runs (in private chats its answer shows
-as a draft while it is written), the answer is sent, and only then is the turn saved, so the
-session never holds an answer the user did not see.
+(as the last turn that answered it saw it) and what it says now; an edit sent again, or one of
+the formatting only, finds that turn saw its text and asks nothing. In groups, an edit is
+answered when the message as edited is addressed to the bot. Otherwise the turn runs its steps
+(turn.py): files are fetched (while "typing…" shows), history is recalled, the agent runs (in
+private chats its answer shows as a draft while it is written), the answer is sent, and only
+then is the turn saved, so the session never holds an answer the user did not see.
 
 The turn works for the job's subject (core/subjects.py): in its scope (the files, the memory in
 the prompt, recall), answering in its chat and topic (a press's: those of the message it was
@@ -46,6 +47,7 @@ from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.context import RUNTIME_FIELD
 from nanobot_lambda.core.feedback import (
     EDIT_DATE_FIELD,
+    EDIT_TEXT_FIELD,
     EDITED_FIELD,
     Edit,
     answered_message,
@@ -105,7 +107,9 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
             deps.owner_chat.private_chat(subject.chat_id)
         if deps.commands.handle(inbound):
             return None
-        self.took_edit = self._take_edits()
+        # The edit whose text this turn answers: the latest one its message took, or the edit
+        # that is this turn.
+        self.took_edit = edit_of(update) if inbound.edited else self._take_edits()
         return _opening_of(inbound)
 
     def ready(self, run: TurnRun) -> bool:
@@ -198,9 +202,9 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         return taken
 
     def _edit_turn_text(self, history: SessionHistory) -> str | None:
-        """The short turn of an edit: what the message said (as its turn saved it) and what it
-        says now; None when its turn already answered it as it reads now."""
-        edit = edit_of(self._update)
+        """The short turn of an edit: what the message said (as the last turn that answered it
+        saw it) and what it says now; None when that turn saw it as it reads now."""
+        edit = self.took_edit
         assert edit is not None, "to_inbound hears only an edit it can read"
         return edit_turn(answered_message(history.messages, edit.message_id), edit)
 
@@ -223,8 +227,9 @@ def _user_message(
     text: str, runtime: str, inbound: InboundMessage, took_edit: Edit | None
 ) -> dict[str, Any]:
     """The user message as saved: its text (with placeholders for files, never their bytes),
-    and apart from it the runtime-context block it was sent with. An edit's short turn is
-    marked edited; a message answered as an edit left it keeps that edit's time."""
+    and apart from it the runtime-context block it was sent with. A message answered as an
+    edit left it keeps that edit's time; an edit's short turn is marked edited and keeps the
+    edit's time and text (what the next edit's turn compares with)."""
     saved: dict[str, Any] = {
         "role": "user",
         "content": text,
@@ -232,10 +237,12 @@ def _user_message(
         "message_id": inbound.message_id,
         "update_id": inbound.update_id,
     }
-    if inbound.edited:
-        saved[EDITED_FIELD] = True
     if took_edit is not None:
         saved[EDIT_DATE_FIELD] = took_edit.edit_date
+    if inbound.edited:
+        saved[EDITED_FIELD] = True
+        if took_edit is not None:
+            saved[EDIT_TEXT_FIELD] = took_edit.text
     return saved
 
 
