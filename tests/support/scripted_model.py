@@ -142,13 +142,27 @@ class ScriptedModelServer(JsonHttpServer):
         content: str | None = None,
         **usage: Any,  # prompt_tokens, completion_tokens, cached_tokens (ints)
     ) -> ScriptedModelServer:
-        raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        call = {
-            "id": f"call_{next(self._ids)}",
-            "type": "function",
-            "function": {"name": name, "arguments": raw},
-        }
-        self.steps.append(Step(content=content, tool_calls=[call], **usage))
+        return self.call_tools((name, arguments), content=content, **usage)
+
+    def call_tools(
+        self,
+        *calls: tuple[str, dict[str, Any] | str],
+        content: str | None = None,
+        **usage: Any,  # prompt_tokens, completion_tokens, cached_tokens (ints)
+    ) -> ScriptedModelServer:
+        """One step that calls several tools at once, (name, arguments) each, in this order."""
+        tool_calls = [
+            {
+                "id": f"call_{next(self._ids)}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+            for name, arguments in calls
+        ]
+        self.steps.append(Step(content=content, tool_calls=tool_calls, **usage))
         return self
 
     def fail(self, status: int = 500, times: int = 1) -> ScriptedModelServer:

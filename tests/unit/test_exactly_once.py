@@ -49,6 +49,21 @@ class DiesWhileWriting(MemoryWorkspace):
         return super().write(path, data, if_match=if_match, if_none_match=if_none_match)
 
 
+class DiesRecordingAResult(MemoryTurnJournal):
+    """A journal whose first record of a tool's result kills the function: the call had done
+    what it does, and its result was lost."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crashed = False
+
+    def checkpoint(self, session_key: str, progress: TurnProgress) -> None:
+        if progress.messages[-1:] and progress.messages[-1]["role"] == "tool" and not self.crashed:
+            self.crashed = True
+            raise Crash
+        super().checkpoint(session_key, progress)
+
+
 class CheckpointsTooLarge(MemoryTurnJournal):
     """A journal whose checkpoints are all skipped, as DynamoTurnJournal skips one over the item
     limit: a run then resumes from nothing and the model is asked again for every step."""
@@ -208,16 +223,15 @@ def two_calls(
 
 
 def test_a_schedule_made_before_the_crash_is_not_made_twice_when_its_step_runs_again() -> None:
-    """The step's calls run again after a crash (the write died); the cron call names its job
-    after the call, so the job and its schedule exist once."""
+    """The function died before the cron call's result was recorded: the call runs again; it
+    names its job after the call, so the job and its schedule exist once."""
     reminder = {"action": "add", "message": "Drink water", "every_seconds": 3600}
-    workspace = DiesWhileWriting("notes/a.md")
     bot = Bot(
         ScriptedModel(
             two_calls(("cron", reminder), ("write_file", {"path": "notes/a.md", "content": "A"})),
             text("Scheduled."),
         ),
-        workspace=workspace,
+        journal=DiesRecordingAResult(),
     )
     with pytest.raises(Crash):
         bot.process(message("remind me hourly"))
@@ -230,9 +244,9 @@ def test_a_schedule_made_before_the_crash_is_not_made_twice_when_its_step_runs_a
 
 
 def test_a_background_task_started_before_the_crash_keeps_its_id_when_its_step_runs_again() -> None:
-    """spawn names the task after the call: the queue's deduplication (and the task's own
-    journal) make a second start of it nothing."""
-    workspace = DiesWhileWriting("notes/a.md")
+    """The function died before the spawn call's result was recorded: the call runs again; it
+    names the task after the call, so the queue's deduplication (and the task's own journal)
+    make a second start of it nothing."""
     bot = Bot(
         ScriptedModel(
             two_calls(
@@ -241,7 +255,7 @@ def test_a_background_task_started_before_the_crash_keeps_its_id_when_its_step_r
             ),
             text("Started."),
         ),
-        workspace=workspace,
+        journal=DiesRecordingAResult(),
     )
     with pytest.raises(Crash):
         bot.process(message("count them in the background"))

@@ -9,11 +9,17 @@ limit reached before a model call (`SpendLimitReached`) ends the turn the same w
 
 A turn can outlive one Lambda invocation, and a run of it can die at any moment: a step that
 calls tools is recorded by `on_step` before its progress is shown and its tools run (write-ahead),
-and by `on_iteration` once its results are in; a turn resumes from such a record (`resume`): a
-step recorded without its results has its tools run again, the model is not asked for it again
-(a model asked again may say something else). When `time_left` says too little time remains for
-another model call, or `tool_time_left` too little for the step's tools, the loop returns a
-`suspended` outcome for the caller to continue in a fresh invocation.
+and by `on_iteration` as its calls answer (each result recorded as it comes, kept in the order
+of the calls); a turn resumes from such a record (`resume`): the calls of a step that have no
+recorded result are run (again, if a run died while they ran), the others are not, and the model
+is not asked for the step again (a model asked again may say something else). When `time_left`
+says too little time remains for another model call, the loop returns a `suspended` outcome for
+the caller to continue in a fresh invocation. A step's calls run in batches that fit
+`tool_time_left`: what they may take (`Tool.seconds_needed`) counted as they run, the longest of
+calls run together, the sum of calls run one after the other. The calls that do not fit are left
+to a fresh invocation, and the invocation that resumes the step runs at least one of them,
+however long it may take: every invocation gets on with the step, so no step waits for an
+invocation long enough for all of its calls (which may never come).
 
 With `on_text`, each model call is streamed and the text it writes so far (reasoning left out)
 goes to `on_text` as it arrives, the text before tool calls as much as the final answer; what
@@ -31,14 +37,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.budget import RequestFitter
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.journal import pending_tool_calls
+from nanobot_lambda.core.journal import open_step
 from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage
 from nanobot_lambda.core.ports import ChatModel
 from nanobot_lambda.core.reasoning import strip_thinking
@@ -66,6 +72,7 @@ Progress = Callable[[str], None]
 StopCheck = Callable[[], bool]
 Record = Callable[["TurnOutcome"], None]
 TimeLeft = Callable[[], float]
+Finished = Callable[[list[tuple[int, str]]], None]  # (a call's index in its step, its result)
 
 
 STOP_CHECK_SECONDS = 1.5  # while an answer streams, how often /stop's flag is read
@@ -206,10 +213,10 @@ class AgentLoop:
         `new_messages` are the assistant and tool messages the turn produced (including those
         of `resume`), ready to save after the user message. `on_progress` receives text to show
         while the turn goes on. `on_step` records a step's tool calls before they run,
-        `on_iteration` the step with its results. `time_left` gives the seconds a model call may
-        still take in this invocation, `tool_time_left` those a step's tools may take; when
-        either is too short, the turn is suspended. `on_text` receives each model call's visible
-        text as it is written (see the module's docstring).
+        `on_iteration` the step with its results so far, as they come. `time_left` gives the
+        seconds a model call may still take in this invocation, `tool_time_left` those a step's
+        tools may take; when either is too short, the turn is suspended (see the module's
+        docstring). `on_text` receives each model call's visible text as it is written.
         """
         outcome = TurnOutcome(reply="", new_messages=[])
         if resume is not None:
@@ -218,11 +225,13 @@ class AgentLoop:
             if resume.answer is not None:
                 outcome.reply = resume.answer  # recorded before it was sent: finish sending it
                 return outcome
-        if pending_tool_calls(outcome.new_messages):
-            # A step recorded before its tools ran: run them, without asking the model again.
-            step = outcome.new_messages[-1]
-            if not self._step(step, outcome, on_progress, on_iteration, tool_time_left):
-                return self._suspend(outcome)
+        # A step recorded before all of its calls answered: run the others, without asking the
+        # model again; at least one of them, whatever it may take (see the module's docstring).
+        at = open_step(outcome.new_messages)
+        if at is not None and not self._step(
+            at, outcome, on_progress, on_iteration, tool_time_left, True
+        ):
+            return self._suspend(outcome)
         definitions = self._tools.definitions()
         stream = None if on_text is None else visible_text(on_text)
         if stream is not None and should_stop is not None:
@@ -269,7 +278,8 @@ class AgentLoop:
             outcome.tool_calls += len(reply.tool_calls)
             if on_step is not None:
                 on_step(outcome)  # before anything of the step is shown or done
-            if not self._step(step, outcome, on_progress, on_iteration, tool_time_left):
+            at = len(outcome.new_messages) - 1
+            if not self._step(at, outcome, on_progress, on_iteration, tool_time_left, False):
                 return self._suspend(outcome)
 
         logger.warning("turn stopped at the tool iteration limit (%d)", self._max_iterations)
@@ -279,23 +289,72 @@ class AgentLoop:
 
     def _step(
         self,
-        step: dict[str, Any],
+        at: int,
         outcome: TurnOutcome,
         on_progress: Progress | None,
         on_iteration: Record | None,
         tool_time_left: TimeLeft | None,
+        resumed: bool,
     ) -> bool:
-        """Show the step's progress and run its tools; False (nothing shown or run: the turn
-        goes on in a new invocation, which shows and runs it) when this invocation has too
-        little time left for them."""
+        """Run the calls of the step at `at` in the turn's messages that have no result yet,
+        in batches that fit `tool_time_left`, recording each result as it comes; True once all
+        have answered, False when some are left for a new invocation. A step `resumed` from an
+        earlier invocation runs at least one call here. The step's progress is shown before its
+        first call runs: not when none runs here, nor again once one has answered."""
+        step = outcome.new_messages[at]
         calls = tool_calls_of(step)
-        if tool_time_left is not None and tool_time_left() < self._tools.seconds_needed(calls):
-            return False
-        self._report_progress(step, calls, on_progress)
-        self._run_tools(calls, outcome)
+        results = recorded_results(calls, outcome.new_messages[at + 1 :])
+        shown = any(result is not None for result in results)
+
+        def finished(done: list[tuple[int, str]]) -> None:
+            for index, result in done:
+                results[index] = self._result_message(calls[index], result)
+            # The step's results in the order of its calls, whichever answered first.
+            outcome.new_messages[at + 1 :] = [result for result in results if result is not None]
+            if on_iteration is not None and None in results:
+                on_iteration(outcome)  # the step with its results so far
+
+        must_run = resumed
+        while waiting := [index for index, result in enumerate(results) if result is None]:
+            batch = self._batch([calls[index] for index in waiting], tool_time_left, must_run)
+            if not batch:
+                left = (len(waiting), len(calls))
+                logger.info("%d of the step's %d calls left to a new invocation", *left)
+                return False
+            if not shown:
+                self._report_progress(step, calls, on_progress)
+                shown = True
+            must_run = False
+            self._run_tools(list(zip(waiting, batch, strict=False)), finished)
         if on_iteration is not None:
             on_iteration(outcome)
         return True
+
+    def _batch(
+        self, waiting: list[ToolCall], tool_time_left: TimeLeft | None, at_least_one: bool
+    ) -> list[ToolCall]:
+        """The most of the `waiting` calls, from the first on, that can run in the time left
+        for tools, run as `_run_tools` would run them. `at_least_one`: the first one whatever
+        it may take, and those that would run with it in no longer."""
+        if tool_time_left is None:
+            return waiting
+        left = tool_time_left()
+        if at_least_one:
+            left = max(left, self._seconds_needed(waiting[:1]))
+        count = 0
+        while count < len(waiting) and self._seconds_needed(waiting[: count + 1]) <= left:
+            count += 1
+        return waiting[:count]
+
+    def _seconds_needed(self, calls: list[ToolCall]) -> float:
+        return self._tools.seconds_needed(calls, at_once=self._at_once(calls))
+
+    def _at_once(self, calls: list[ToolCall]) -> int:
+        """How many of `calls` run at a time: up to MAX_PARALLEL_TOOLS when they are
+        independent, else one."""
+        if len(calls) > 1 and self._independent(calls):
+            return min(MAX_PARALLEL_TOOLS, len(calls))
+        return 1
 
     def _suspend(self, outcome: TurnOutcome) -> TurnOutcome:
         logger.info("turn suspended after %d steps: out of time", outcome.iterations)
@@ -341,23 +400,32 @@ class AgentLoop:
             assistant["thinking_blocks"] = list(reply.thinking_blocks)
         return assistant
 
-    def _run_tools(self, calls: list[ToolCall], outcome: TurnOutcome) -> None:
-        for call in calls:
+    def _run_tools(self, calls: list[tuple[int, ToolCall]], finished: Finished) -> None:
+        """Run the (index, call) pairs, concurrently when the calls are independent, telling
+        `finished` (in this thread) each one's index and result as it answers (those that
+        answered meanwhile, together)."""
+        for _, call in calls:
             logger.info("tool call", extra={"tool": call.name})
-        if len(calls) > 1 and self._independent(calls):
-            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_TOOLS, len(calls))) as pool:
-                results = list(pool.map(self._tools.execute, calls))
-        else:
-            results = [self._tools.execute(call) for call in calls]
-        for call, result in zip(calls, results, strict=True):
-            outcome.new_messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.id,
-                    "name": call.name,
-                    "content": truncate(result, self._tool_result_max_chars),
-                }
-            )
+        at_once = self._at_once([call for _, call in calls])
+        if at_once == 1:
+            for index, call in calls:
+                finished([(index, self._tools.execute(call))])
+            return
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            running: dict[Future[str], int] = {
+                pool.submit(self._tools.execute, call): index for index, call in calls
+            }
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                finished([(running.pop(future), future.result()) for future in done])
+
+    def _result_message(self, call: ToolCall, result: str) -> dict[str, Any]:
+        return {
+            "role": "tool",
+            "tool_call_id": call.id,
+            "name": call.name,
+            "content": truncate(result, self._tool_result_max_chars),
+        }
 
     def _independent(self, calls: list[ToolCall]) -> bool:
         """True when no writing call shares its target with another call of the batch."""
@@ -373,6 +441,20 @@ class AgentLoop:
                 if (writes or other_writes) and target == other_target:
                     return False
         return True
+
+
+def recorded_results(
+    calls: list[ToolCall], messages: list[dict[str, Any]]
+) -> list[dict[str, Any] | None]:
+    """For each of a step's calls, its result among `messages` (the tool messages after the
+    step), None for a call without one yet."""
+    results: list[dict[str, Any] | None] = [None] * len(calls)
+    for message in messages:
+        for index, call in enumerate(calls):
+            if results[index] is None and message.get("tool_call_id") == call.id:
+                results[index] = message
+                break
+    return results
 
 
 _SAVED_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name", "ts")

@@ -4,9 +4,11 @@ the same message twice, and never loses its answer when a run of it says somethi
 Every turn has a stable id taken from its job (the Telegram update, the cron firing, the
 background task). While it runs, its progress (`TurnProgress`) is recorded:
 - `messages`: the assistant and tool messages of the turn so far. A step that calls tools is
-  recorded *before* its progress text is shown and its tools run (write-ahead), and again once
-  its tools answered; a run that finds a step whose tools have no results yet runs those tools,
-  it does not ask the model for that step again;
+  recorded *before* its progress text is shown and its tools run (write-ahead), and again as
+  each of its calls answers (its results kept in the order of its calls, whichever came
+  first); a run that finds a step with calls that have no result yet runs those calls only,
+  it does not ask the model for that step again (a step's calls can so span invocations:
+  core/agent.py);
 - `sends`: how many messages the turn had sent when those messages were recorded;
 - `sent`: what each message the turn sent was (`Shown`: the kind and a digest of its text,
   media and buttons — its identity — and its text), by its number in the turn, each recorded
@@ -125,18 +127,25 @@ class TurnProgress:
 
 
 def settled_length(messages: Sequence[Message]) -> int:
-    """How many of a turn's messages are settled: all of them, but for a last assistant message
-    whose tool calls have no results yet (recorded before its tools ran)."""
-    return len(messages) - 1 if pending_tool_calls(messages) else len(messages)
+    """How many of a turn's messages are settled: all of them, but for a last step whose tool
+    calls do not all have results yet (with the results it has)."""
+    step = open_step(messages)
+    return len(messages) if step is None else step
 
 
-def pending_tool_calls(messages: Sequence[Message]) -> bool:
-    """Whether the last message is an assistant's tool calls whose results are not there yet."""
-    return (
-        bool(messages)
-        and messages[-1].get("role") == "assistant"
-        and bool(messages[-1].get("tool_calls"))
-    )
+def open_step(messages: Sequence[Message]) -> int | None:
+    """Where the turn's last step is (an assistant's tool calls, followed by tool results only)
+    when it has fewer results than calls: recorded before its tools ran, or as some of them
+    answered. None when every call of it has its result, or the turn ends otherwise."""
+    results = 0
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "tool":
+            results += 1
+            continue
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        return index if calls and results < len(calls) else None
+    return None
 
 
 def with_aside(messages: Sequence[Message], aside: Sequence[Aside]) -> list[Message]:

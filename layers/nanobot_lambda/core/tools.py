@@ -50,9 +50,9 @@ class Tool(ABC):
         """Run with validated keyword arguments; raise ToolError for failures the model can fix."""
 
     def seconds_needed(self, arguments: dict[str, Any]) -> float:
-        """The longest this call may take, in seconds: a step whose tools would outlast the
-        invocation is continued in a new one instead of being cut off by Lambda's time limit.
-        Tools that wait on the network or a run say how long they may."""
+        """The longest this call may take, in seconds: a step's calls that would outlast the
+        invocation are continued in a new one instead of being cut off by Lambda's time limit
+        (core/agent.py). Tools that wait on the network or a run say how long they may."""
         return DEFAULT_TOOL_SECONDS
 
     def definition(self) -> dict[str, Any]:
@@ -81,14 +81,18 @@ class ToolRegistry:
         tool = self._tools.get(name)
         return tool is not None and tool.mutates
 
-    def seconds_needed(self, calls: list[ToolCall]) -> float:
-        """The longest a step's calls may take, run one after the other."""
-        needed = 0.0
-        for call in calls:
-            tool = self._tools.get(call.name)
-            if tool is not None:
-                needed += tool.seconds_needed(call.json_object() or {})
-        return needed
+    def seconds_needed(self, calls: list[ToolCall], *, at_once: int = 1) -> float:
+        """The longest `calls` may take when they run `at_once` at a time (1: one after the
+        other): each group of `at_once` calls, in order, as long as its longest call. A pool of
+        that many workers ends them no later: each group has started by the time the groups
+        before it would have ended."""
+        needed = [self._seconds_of(call) for call in calls]
+        size = max(1, at_once)
+        return sum(max(needed[start : start + size]) for start in range(0, len(needed), size))
+
+    def _seconds_of(self, call: ToolCall) -> float:
+        tool = self._tools.get(call.name)
+        return 0.0 if tool is None else tool.seconds_needed(call.json_object() or {})
 
     def definitions(self) -> list[dict[str, Any]]:
         return [tool.definition() for tool in self._tools.values()]

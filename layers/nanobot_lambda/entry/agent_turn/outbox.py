@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -87,6 +88,10 @@ class JournaledOutbox:
         self.boundary = settled_length(progress.messages)
         self._rendered: tuple[str, list[str]] = ("", [])
         self.drafts: Drafts | None = None  # attached while the run streams its replies
+        # A step's independent tool calls may send from several threads at once, while the
+        # loop records the step's results as they come (turn_run.checkpoint): each send and
+        # each record holds this, so none sees another's numbering or record half done.
+        self.lock = threading.RLock()
 
     @property
     def drafting(self) -> bool:
@@ -107,31 +112,33 @@ class JournaledOutbox:
         """Send `file` unless an earlier run of this turn sent this very file as this message
         (a file is one message, recorded as soon as the channel accepts it); False if the chat
         blocked the bot."""
-        if self.drafts is not None:
-            self.drafts.settle()
-        shown = file_shown(file)
-        number = self._next(shown, chat_id, thread_id)
-        if number is None:
+        with self.lock:
+            if self.drafts is not None:
+                self.drafts.settle()
+            shown = file_shown(file)
+            number = self._next(shown, chat_id, thread_id)
+            if number is None:
+                return True
+            try:
+                self._channel.send_file(chat_id, file, thread_id=thread_id)
+            except ChannelError as error:
+                return _dropped_if_blocked(error, chat_id)
+            self._journal.record_send(self._key, self._progress, number, shown)
             return True
-        try:
-            self._channel.send_file(chat_id, file, thread_id=thread_id)
-        except ChannelError as error:
-            return _dropped_if_blocked(error, chat_id)
-        self._journal.record_send(self._key, self._progress, number, shown)
-        return True
 
     def take_buttons_off(self, chat_id: int, message_id: int) -> bool:
         """Remove the buttons of a message whose button the user pressed, once per turn (it
         counts as one of the turn's messages, so a retried turn does not do it again); False
         when they were gone already: another press of them came first."""
-        shown = Shown(identity("buttons_off", str(message_id)))
-        number = self._next(shown, chat_id, None)
-        if number is None:
+        with self.lock:
+            shown = Shown(identity("buttons_off", str(message_id)))
+            number = self._next(shown, chat_id, None)
+            if number is None:
+                return True
+            if not self._channel.remove_buttons(chat_id, message_id):
+                return False
+            self._journal.record_send(self._key, self._progress, number, shown)
             return True
-        if not self._channel.remove_buttons(chat_id, message_id):
-            return False
-        self._journal.record_send(self._key, self._progress, number, shown)
-        return True
 
     def send(
         self,
@@ -148,29 +155,30 @@ class JournaledOutbox:
         the last part itself. `recorded_as`: the text the journal keeps instead of the message's
         (one holding a secret, which is to be shown and stored nowhere else); such a message
         must fit one message, as a part's record would keep its text."""
-        if recorded_as is not None and len(self.parts(text)) > 1:
-            raise ValueError("a message recorded as another text must fit one message")
-        if self.drafts is not None:
-            self.drafts.settle()
-        progress = self._progress
-        shown = Shown(identity("text", text, *buttons), recorded_as or text)
-        number = self._next(shown, chat_id, thread_id)
-        if number is None:
+        with self.lock:
+            if recorded_as is not None and len(self.parts(text)) > 1:
+                raise ValueError("a message recorded as another text must fit one message")
+            if self.drafts is not None:
+                self.drafts.settle()
+            progress = self._progress
+            shown = Shown(identity("text", text, *buttons), recorded_as or text)
+            number = self._next(shown, chat_id, thread_id)
+            if number is None:
+                return True
+            parts = self.parts(text)
+            for part, rendered in enumerate(parts, start=1):
+                if (number, part) in progress.parts:
+                    continue  # accepted in an earlier run of this same message
+                under = buttons if part == len(parts) else ()
+                try:
+                    self._channel.send_part(chat_id, rendered, thread_id=thread_id, buttons=under)
+                except ChannelError as error:
+                    return _dropped_if_blocked(error, chat_id)
+                if part < len(parts):
+                    self._journal.record_part(self._key, progress, number, part, text)
+                elif record:
+                    self._journal.record_send(self._key, progress, number, shown)
             return True
-        parts = self.parts(text)
-        for part, rendered in enumerate(parts, start=1):
-            if (number, part) in progress.parts:
-                continue  # accepted in an earlier run of this same message
-            under = buttons if part == len(parts) else ()
-            try:
-                self._channel.send_part(chat_id, rendered, thread_id=thread_id, buttons=under)
-            except ChannelError as error:
-                return _dropped_if_blocked(error, chat_id)
-            if part < len(parts):
-                self._journal.record_part(self._key, progress, number, part, text)
-            elif record:
-                self._journal.record_send(self._key, progress, number, shown)
-        return True
 
     def _next(self, shown: Shown, chat_id: int, thread_id: int | None) -> int | None:
         """Number the next message; None when an earlier run sent this very message under that

@@ -67,12 +67,14 @@ class TurnRun:
 
 def checkpoint(journal: TurnJournal, run: TurnRun, outcome: TurnOutcome) -> None:
     """Record the turn's messages so far: a step's tool calls before they run, its results
-    once they are there, and its final answer, once it has one and is to be sent in parts."""
-    run.progress.messages = list(outcome.new_messages)
-    run.progress.iterations = outcome.iterations
-    run.progress.sends = run.outbox.count
-    journal.checkpoint(run.journal_key, run.progress)
-    run.outbox.boundary = settled_length(run.progress.messages)
+    as they come, and its final answer, once it has one and is to be sent in parts. (Between
+    the outbox's sends: a step's other calls may be sending meanwhile.)"""
+    with run.outbox.lock:
+        run.progress.messages = list(outcome.new_messages)
+        run.progress.iterations = outcome.iterations
+        run.progress.sends = run.outbox.count
+        journal.checkpoint(run.journal_key, run.progress)
+        run.outbox.boundary = settled_length(run.progress.messages)
 
 
 class TurnStarter:
