@@ -1,11 +1,16 @@
-"""Recall quality and cost (issue 28): BM25 alone against hybrid recall, and what a warm turn adds.
+"""Recall quality and cost (issues 28, 37): BM25 alone against hybrid recall; a warm turn's cost.
 
 1. Quality, on bench/data/recall_set.json: 205 memory and history entries of one made-up
    person, 110 questions that paraphrase an entry without any of its key words, and 30 that
    repeat them, each with the entry that answers it. For each question the entries are ranked by
    BM25 alone, by vectors alone and by hybrid recall (core/hybrid_recall.py: both fused by
-   reciprocal rank fusion, recent entries mildly preferred); hit@5 is the share of questions
-   whose answer is among the first five, MRR the mean of 1/rank of the answer (0 when absent).
+   score, the similarity plus the squared share of the question's words an entry holds, recent
+   entries mildly preferred); hit@5 is the share of questions whose answer is among the first
+   five, MRR the mean of 1/rank of the answer (0 when absent). Vectors alone and hybrid are
+   measured twice: with the least similarity a turn recalls by meaning (RECALL_MIN_SIMILARITY's
+   default, as a turn runs; vectors alone then is the very ranking hybrid fuses) and with none.
+   Then all questions by half: the fusion's weights were chosen on the even-numbered questions,
+   the odd-numbered ones were held out.
    The embeddings come from the stand-in embedding server (tests/support/embedding_server.py,
    over HTTP through litellm) unless EMBEDDING_MODEL is set, then from that model (with
    EMBEDDING_DIMENSIONS, EMBEDDING_API_BASE and the provider's usual key variable).
@@ -32,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.support: the stand-in embedding server, in-memory ports
 
 from nanobot_lambda.core.hybrid_recall import (  # noqa: E402
+    CANDIDATES,
     HybridRecall,
     RecallIndexer,
     RecallLimits,
@@ -48,7 +54,6 @@ from nanobot_lambda.core.recall_index import (  # noqa: E402
     encode,
     make_chunk,
     quantize,
-    top,
 )
 from nanobot_lambda.core.scopes import OWNER  # noqa: E402
 from tests.support.embedding_server import EmbeddingServer  # noqa: E402
@@ -79,10 +84,20 @@ def embedder() -> tuple[Embedder, str, Callable[[], None]]:
     about = (
         "the stand-in (tests/support/embedding_server.py): hashed words, character trigrams and "
         "~120 hand-written groups of related words, NOT a language model; its groups were "
-        "written by the author of the recall set, so read its hybrid figures as the machinery "
-        "working, not as what a real model scores (set EMBEDDING_MODEL for that)"
+        "written by the author of the recall set, so read its figures as the machinery "
+        "working, not as what a real model scores (set EMBEDDING_MODEL for that). The fusion's "
+        "weights were chosen with it as it is (not changed for them), on the even half of the "
+        "questions; a real model's similarities lie on another scale: check the weights with one "
+        "before relying on them"
     )
     return LitellmEmbedder(EmbeddingServer.MODEL, settings), about, server.stop
+
+
+Chooser = Callable[[int, dict[str, str]], bool]  # (the question's number, the question) -> in?
+
+
+def of_kind(kind: str) -> Chooser:
+    return lambda number, question: kind in ("all", question["kind"])
 
 
 def quality() -> None:
@@ -99,41 +114,92 @@ def quality() -> None:
         started = time.perf_counter()
         indexed = RecallIndexer(indexes, made, clock=lambda: NOW).index_scope(OWNER, workspace)
         indexing = time.perf_counter() - started
-        recall = HybridRecall(
-            workspace, lambda: OWNER, indexes, made, RecallLimits(), clock=lambda: NOW
-        )
+        floor = RecallLimits().min_similarity
+        recalls = {
+            limit: HybridRecall(
+                workspace,
+                lambda: OWNER,
+                indexes,
+                made,
+                RecallLimits(min_similarity=limit),
+                clock=lambda: NOW,
+            )
+            for limit in (floor, -1.0)
+        }
         index = indexes.current(OWNER)
         assert index is not None
         answer_of = {e["text"]: e["id"] for e in entries}
         bm25 = Bm25([chunk.text for chunk in index.chunks])
-        rankings: dict[str, list[list[str]]] = {"BM25 alone": [], "vectors alone": [], "hybrid": []}
+        # Each ranking: (its group: the least similarity, None for BM25; its name) -> per
+        # question, the answers' ids best first.
+        rankings: dict[tuple[float | None, str], list[list[str]]] = {(None, "BM25 alone"): []}
+        for limit in recalls:
+            rankings[limit, "vectors alone"] = []
+            rankings[limit, "hybrid"] = []
         for question in questions:
             text = question["question"]
-            rankings["BM25 alone"].append(
+            rankings[None, "BM25 alone"].append(
                 [answer_of[index.chunks[p].text] for _, p in bm25.ranked(text)]
             )
             vector = made.embed([text]).vectors[0]
-            scored = top(index.scorer().scores(vector), 50, -1.0)
-            rankings["vectors alone"].append([answer_of[index.chunks[p].text] for _, p in scored])
-            rankings["hybrid"].append([answer_of[chunk.text] for chunk in recall.ranked(text)])
+            for limit, recall in recalls.items():
+                scored = index.scorer().best(vector, CANDIDATES, limit)
+                rankings[limit, "vectors alone"].append(
+                    [answer_of[index.chunks[p].text] for _, p in scored]
+                )
+                rankings[limit, "hybrid"].append(
+                    [answer_of[chunk.text] for chunk in recall.ranked(text)]
+                )
     finally:
         stop()
     print(f"recall set: {len(entries)} entries, {len(questions)} questions ({DATA.name})")
     print(f"embeddings: {about}")
     print(f"indexing the set: {indexed.added} chunks in {indexing:.1f} s (embedding included)")
-    kinds = ("paraphrase", "literal")
-    header = "".join(f"{kind + ' hit@5':>17}{'MRR':>7}" for kind in (*kinds, "all"))
-    print(f"{'':<14}{header}")
-    for name, ranked in rankings.items():
+    groups = {
+        floor: f"similarity at least {floor} (RECALL_MIN_SIMILARITY's default, as a turn recalls):",
+        -1.0: "no least similarity:",
+    }
+    kinds: dict[str, Chooser] = {
+        f"{kind} ({sum(kind in ('all', q['kind']) for q in questions)})": of_kind(kind)
+        for kind in ("paraphrase", "literal", "all")
+    }
+    table(questions, rankings, kinds, groups)
+    print("all questions by half:")
+    halves: dict[str, Chooser] = {
+        "even (weights chosen on)": lambda number, question: number % 2 == 0,
+        "odd (held out)": lambda number, question: number % 2 == 1,
+    }
+    table(
+        questions,
+        {key: ranked for key, ranked in rankings.items() if key[0] != -1.0},
+        halves,
+        groups,
+    )
+
+
+def table(
+    questions: Sequence[dict[str, str]],
+    rankings: dict[tuple[float | None, str], list[list[str]]],
+    columns: dict[str, Chooser],
+    groups: dict[float, str],
+) -> None:
+    """hit@5 and MRR of each ranking (a row) over the questions each column chooses."""
+    width = max(len(column) for column in columns) + 8
+    print(f"{'':<18}" + "".join(f"{f'{column} hit@5':>{width}}{'MRR':>7}" for column in columns))
+    shown: set[float] = set()
+    for (group, name), ranked in rankings.items():
+        if group is not None and group not in shown:
+            print(groups[group])
+            shown.add(group)
         cells = []
-        for kind in (*kinds, "all"):
+        for chooses in columns.values():
             chosen = [
                 (question["answer"], ranking)
-                for question, ranking in zip(questions, ranked, strict=True)
-                if kind in ("all", question["kind"])
+                for number, (question, ranking) in enumerate(zip(questions, ranked, strict=True))
+                if chooses(number, question)
             ]
-            cells.append(f"{hit_at(chosen, 5):>17.2f}{mrr(chosen):>7.2f}")
-        print(f"{name:<14}{''.join(cells)}")
+            cells.append(f"{hit_at(chosen, 5):>{width}.3f}{mrr(chosen):>7.3f}")
+        print(f"{name if group is None else '  ' + name:<18}{''.join(cells)}")
 
 
 def hit_at(chosen: Sequence[tuple[str, list[str]]], k: int) -> float:

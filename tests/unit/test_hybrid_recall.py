@@ -73,6 +73,29 @@ def test_a_literal_question_still_finds_its_entry_first() -> None:
     assert setup.recall.search("the trip to Lisbon")[0] == LISBON
 
 
+def test_words_shared_by_chance_do_not_outrank_the_entry_closest_in_meaning() -> None:
+    # Each shares "see" and "someone" with the question and is less close to it in meaning than
+    # DENTIST (similarity 0.30-0.32 against 0.39; all above the 0.3 floor). Rank fusion put
+    # every one of them, found by both rankings, above DENTIST, found by meaning alone.
+    chance = [
+        "[2026-06-01 10:00] Asked someone to see about the broken gate.",
+        "[2026-06-02 10:00] Went to see someone about my bike.",
+        "[2026-06-03 10:00] Went to see someone about the boiler.",
+    ]
+    setup = Setup({HISTORY_FILE: history(*chance, LISBON, DENTIST, GARDEN)})
+    setup.index()
+    assert setup.recall.search(PARAPHRASE)[0] == DENTIST
+
+
+def test_an_entry_not_embedded_yet_is_recalled_by_its_words() -> None:
+    setup = Setup()
+    setup.index()
+    newer = "[2026-11-25 20:00] Ordered a walnut desk for the study."
+    setup.workspace.write(HISTORY_FILE, history(LISBON, DENTIST, GARDEN, newer).encode())
+    assert setup.recall.search("the walnut desk for the study")[0] == newer
+    assert setup.recall.search(PARAPHRASE)[0] == DENTIST
+
+
 def test_indexing_embeds_only_what_is_new_and_drops_memory_entries_that_are_gone() -> None:
     setup = Setup(
         {HISTORY_FILE: history(DENTIST), MEMORY_FILE: "- Likes green tea.\n- Owns a cat.\n"}

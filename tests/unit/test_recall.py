@@ -6,7 +6,7 @@ import pytest
 
 from nanobot_lambda.core import recall
 from nanobot_lambda.core.memory import HISTORY_FILE
-from nanobot_lambda.core.recall import HistoryRecall, tokenize
+from nanobot_lambda.core.recall import Bm25, HistoryRecall, tokenize
 from tests.support.fakes import MemoryWorkspace
 
 DENTIST = "[2024-03-05 18:40] Booked the dentist, Dr. Moreau, for April 3rd at 9am."
@@ -42,6 +42,19 @@ def test_tokenize_keeps_unicode_words() -> None:
 def test_tokenize_of_only_stopwords_is_empty() -> None:
     assert tokenize("Hi! What is it? ok, thanks") == []
     assert tokenize("") == []
+
+
+# -- shares (hybrid recall's words) ------------------------------------------------------------
+
+
+def test_a_share_is_how_much_of_the_query_a_text_holds() -> None:
+    bm25 = Bm25(["planned lisbon trip", "booked dentist moreau", "garden tomatoes bed"])
+    assert bm25.shares("the Lisbon trip") == [(pytest.approx(1.0), 0)]  # all of it, once
+    # Half of it each (the two words weigh the same: each is in one text of three).
+    assert bm25.shares("lisbon dentist") == [(pytest.approx(0.5), 1), (pytest.approx(0.5), 0)]
+    # A word no text holds is part of the query all the same: it weighs most (rarest).
+    (share, _), *_ = bm25.shares("lisbon trip zebra")
+    assert 0.4 < share < 0.6
 
 
 # -- search ------------------------------------------------------------------------------------

@@ -18,9 +18,10 @@ Three parts, each with one entry point:
 - `HybridRecall.search` is what a turn calls, in place of `HistoryRecall.search`: the message
   is embedded once (nothing is embedded when the scope has no index or the message no word
   that means anything), ranked against the index by cosine similarity (at least
-  `min_similarity`) and by BM25 over the index's chunks and the history entries, the two
-  rankings fused by reciprocal rank fusion (weighted 0.7 to 0.3 for meaning) with a mild
-  preference for recent entries, and the best kept within the same character budget as before.
+  `min_similarity`) and by BM25 over the index's chunks and the history entries, and the two
+  fused by score (`_fuse`: the similarity, plus the square of the share of the message's words
+  an entry holds, plus a little for a recent entry), the best kept within the same character
+  budget as before.
   A failed or refused embedding (a provider error, a spending limit) leaves BM25 alone for that
   turn; it never fails the turn. `prepare` does the work a changed index costs (decoding,
   packing the vectors, the BM25 index) off the reply path, after indexing.
@@ -35,7 +36,7 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nanobot_lambda.core.chunks import document_chunks, history_chunks, memory_chunks
@@ -48,6 +49,7 @@ from nanobot_lambda.core.recall_index import (
     IndexFormatError,
     IndexUpdate,
     RecallIndex,
+    Similarities,
     decode,
     encode,
     quantize,
@@ -61,14 +63,17 @@ WRITE_ATTEMPTS = 8
 RETRY_PAUSE_SECONDS = 0.05  # before the n-th retry: up to this × 2^n, at random
 EMBED_BATCH = 64  # texts per embedding request
 MAX_EMBEDDED_PER_RUN = 2_000  # an indexing run embeds at most this many chunks; the next goes on
-RRF_K = 60  # reciprocal rank fusion: score = sum over rankings of weight / (RRF_K + rank)
-# The rankings' weights: OpenClaw's default split (its vectorWeight 0.7, textWeight 0.3). On
-# bench/recall.py's set, equal weights lose paraphrases to words a question shares by chance.
-VECTOR_WEIGHT = 0.7
-WORDS_WEIGHT = 0.3
 CANDIDATES = 50  # from each ranking
-RECENCY_WEIGHT = 0.15  # a brand-new entry's fused score is at most this much higher…
-RECENCY_HALF_LIFE_DAYS = 90.0  # …and half as much higher at this age
+# Fusion by score, not by rank: an entry's cosine similarity with the message, plus WORDS_WEIGHT
+# × the square of the share of the message's words it holds (Bm25.shares), plus the recency
+# bonus. Squared, a word shared by chance (one of four: 1/16 of the weight) does not outweigh
+# meaning, while an entry holding all of a literal question's words gains about what separates
+# a close entry's similarity from a stranger's. (Rank fusion, RRF, put any entry both rankings
+# held above the one closest in meaning: on bench/recall.py it ranked paraphrases worse than
+# vectors alone.)
+WORDS_WEIGHT = 0.3
+RECENCY_WEIGHT = 0.02  # a brand-new entry gains this much similarity: enough to break a tie…
+RECENCY_HALF_LIFE_DAYS = 90.0  # …and half as much at this age
 DEFAULT_MIN_SIMILARITY = 0.3
 PROMPT_MEMORY_CHARS = 20_000  # how much of MEMORY.md the system prompt shows (core/context.py)
 
@@ -298,23 +303,23 @@ class HybridRecall:
             logger.warning("recall index not read: %s", error)
             index = None
         candidates, bm25 = self._lexical(index)
-        rankings = [(WORDS_WEIGHT, [position for _, position in bm25.ranked(query)[:CANDIDATES]])]
+        shares = {position: share for share, position in bm25.shares(query)[:CANDIDATES]}
+        similarities = None
         if index is not None and index.chunks:
-            rankings.append((VECTOR_WEIGHT, self._vector_ranking(index, query)))
-        return [candidates[position] for position in self._fuse(rankings, candidates)]
+            similarities = self._similarities(index, query)
+        return [candidates[position] for position in self._fuse(shares, similarities, candidates)]
 
-    def _vector_ranking(self, index: RecallIndex, query: str) -> list[int]:
-        """Positions in the index (the first of the candidates) by similarity; [] when the
-        embedding failed."""
+    def _similarities(self, index: RecallIndex, query: str) -> Similarities | None:
+        """The query's similarity with each of the index's chunks (the first of the
+        candidates); None when the embedding failed."""
         try:
             embeddings = self._embedder.embed([query])
         except ModelError as error:
             logger.warning("query not embedded, recall by words only: %s", error)
-            return []
+            return None
         if len(embeddings.vectors) != 1:
-            return []
-        found = index.scorer().best(embeddings.vectors[0], CANDIDATES, self._limits.min_similarity)
-        return [position for _, position in found]
+            return None
+        return index.scorer().similarities(embeddings.vectors[0])
 
     def _lexical(self, index: RecallIndex | None) -> tuple[list[Chunk], Bm25]:
         """The candidates: the index's chunks (in its order), then the history entries it does
@@ -341,16 +346,36 @@ class HybridRecall:
         return held[3], held[2]
 
     def _fuse(
-        self, rankings: Sequence[tuple[float, list[int]]], candidates: list[Chunk]
+        self,
+        shares: dict[int, float],
+        similarities: Similarities | None,
+        candidates: list[Chunk],
     ) -> list[int]:
+        """Positions of the entries found by meaning (the best `CANDIDATES` at least
+        `min_similarity`) or by words (`shares`: position -> share of the query it holds), best
+        first by fused score (see `WORDS_WEIGHT`)."""
+        floor = self._limits.min_similarity
+        found = set(shares)
+        if similarities is not None:
+            found.update(position for _, position in similarities.best(CANDIDATES, floor))
+
+        def meaning(position: int) -> float:
+            # An entry found by words alone keeps its own similarity, low as it may be; one
+            # not embedded yet (or every entry, when the embedding failed) counts as just
+            # similar enough, so that words alone order it.
+            if similarities is not None and position < similarities.rows:
+                return similarities.of(position)
+            return max(floor, 0.0)
+
         now = self._clock()
         fused: dict[int, float] = {}
-        for weight, ranking in rankings:
-            for rank, position in enumerate(ranking, start=1):
-                fused[position] = fused.get(position, 0.0) + weight / (RRF_K + rank)
-        for position in fused:
+        for position in found:
             age_days = max(0.0, now - candidates[position].at) / 86_400
-            fused[position] *= 1 + RECENCY_WEIGHT * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+            fused[position] = (
+                meaning(position)
+                + WORDS_WEIGHT * min(1.0, shares.get(position, 0.0)) ** 2
+                + RECENCY_WEIGHT * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+            )
         return sorted(fused, key=lambda position: (-fused[position], -position))
 
 

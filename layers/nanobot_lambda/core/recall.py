@@ -80,13 +80,12 @@ class Bm25:
     def ranked(self, query: str) -> list[tuple[float, int]]:
         """(score, position) of every text sharing a meaningful word with `query`, best first;
         ties: the later text (the newer entry) first."""
-        total = len(self.texts)
         scores: dict[int, float] = {}
         for term in set(tokenize(query)):
             postings = self._postings.get(term)
             if not postings:
                 continue
-            idf = math.log((total - len(postings) + 0.5) / (len(postings) + 0.5) + 1)
+            idf = self._idf(term)
             for position, count in postings:
                 norm = count + K1 * (1 - B + B * self._lengths[position] / self._average)
                 scores[position] = scores.get(position, 0.0) + idf * count * (K1 + 1) / norm
@@ -94,6 +93,18 @@ class Bm25:
             ((score, position) for position, score in scores.items()),
             key=lambda item: (-item[0], -item[1]),
         )
+
+    def shares(self, query: str) -> list[tuple[float, int]]:
+        """As `ranked`, each score as a share of the query: divided by what a text of average
+        length holding each of the query's words once would score (the sum of their idf, a word
+        no text holds included). About 1 for a text holding all of the query, less the less of
+        it (by weight: a rare word counts more) it holds; a little over 1 for a short text."""
+        whole = sum(self._idf(term) for term in set(tokenize(query)))
+        return [(score / whole, position) for score, position in self.ranked(query)]
+
+    def _idf(self, term: str) -> float:
+        held = len(self._postings.get(term, ()))
+        return math.log((len(self.texts) - held + 0.5) / (held + 0.5) + 1)
 
 
 def fit_budget(texts: Iterable[str], limit: int, max_chars: int) -> list[str]:

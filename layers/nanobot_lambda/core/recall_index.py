@@ -263,15 +263,15 @@ class VectorScorer:
     def best(self, query: Sequence[float], limit: int, floor: float) -> list[tuple[float, int]]:
         """(similarity, row) of the best `limit` rows at least `floor` similar, best first: as
         `top(scores(query), limit, floor)`, with the per-row work left to C (map, compress)."""
+        similarities = self.similarities(query)
+        return similarities.best(limit, floor) if similarities is not None else []
+
+    def similarities(self, query: Sequence[float]) -> Similarities | None:
+        """`query`'s similarity with every row, to take the best of and to look rows up in;
+        None when there is no row or the query is of another size."""
         if not self.rows or len(query) != self.dims:
-            return []
-        unscaled, scale = self._unscaled(query)
-        above = compress(
-            range(self.rows - 1, -1, -1), map(ge, reversed(unscaled), repeat(floor / scale))
-        )
-        # Ties: the later row (the newer chunk) first, as `top` orders them.
-        rows = heapq.nlargest(limit, above, key=unscaled.__getitem__)
-        return [(unscaled[row] * scale, row) for row in rows]
+            return None
+        return Similarities(*self._unscaled(query))
 
     def _unscaled(self, query: Sequence[float]) -> tuple[list[float], float]:
         """(each row's similarity divided by the query's scale, the query's scale)."""
@@ -295,6 +295,29 @@ class VectorScorer:
         # (field - base - shift) × the row's scale, row by row in C.
         dots = map(sub, map(sub, fields, self._base), repeat(shift))
         return list(map(mul, dots, self._scales)), quantized.scale
+
+
+class Similarities:
+    """A query's similarity with each row of an index, scored once (`VectorScorer`)."""
+
+    def __init__(self, unscaled: list[float], scale: float) -> None:
+        self._unscaled = unscaled  # each row's similarity divided by the query's scale
+        self._scale = scale
+        self.rows = len(unscaled)
+
+    def best(self, limit: int, floor: float) -> list[tuple[float, int]]:
+        """(similarity, row) of the best `limit` rows at least `floor` similar, best first."""
+        unscaled = self._unscaled
+        above = compress(
+            range(self.rows - 1, -1, -1), map(ge, reversed(unscaled), repeat(floor / self._scale))
+        )
+        # Ties: the later row (the newer chunk) first, as `top` orders them.
+        best = heapq.nlargest(limit, above, key=unscaled.__getitem__)
+        return [(unscaled[row] * self._scale, row) for row in best]
+
+    def of(self, row: int) -> float:
+        """The similarity of one row."""
+        return self._unscaled[row] * self._scale
 
 
 def dot_scores(index: RecallIndex, query: Sequence[float]) -> list[float]:
