@@ -1,7 +1,8 @@
 """Context economy through the whole stack: what the provider receives (litellm's wire request
 to the scripted model server) starts with the previous request byte for byte, a request never
-outgrows the model's context window (the server refuses one that does, as OpenAI does), and a
-long conversation is summarised rarely and told so once."""
+outgrows the model's context window (the server refuses one that does, as OpenAI does; a server
+that lists its window is asked it), and a long conversation is summarised rarely and told so
+once."""
 
 from __future__ import annotations
 
@@ -84,6 +85,29 @@ def test_without_the_window_the_provider_refuses_and_the_user_hears_it(
 
     assert len(model_server.too_long) >= 1
     assert "It is all about a fox." not in answers(stack)
+
+
+def test_the_window_an_openai_compatible_server_lists_is_the_one_kept_to(
+    monkeypatch: pytest.MonkeyPatch, stack_factory: StackFactory, model_server: ScriptedModelServer
+) -> None:
+    """The same turn with a server that lists its window (vLLM's `max_model_len`) and no
+    CONTEXT_WINDOW_TOKENS: the stack reads it once and keeps every request within it."""
+    monkeypatch.setenv("LLM_MAX_TOKENS", "1000")
+    model_server.served_models = [
+        {"id": "scripted", "object": "model", "owned_by": "vllm", "max_model_len": WINDOW}
+    ]
+    model_server.context_window = WINDOW
+    stack = stack_factory()
+    stack.workspace.write("notes/fox.md", BIG_FILE.encode())
+    model_server.call_tool("read_file", {"path": "notes/fox.md"}).reply("It is all about a fox.")
+    entry = {"history_entry": "[2030-01-01 10:00] Read about a fox.", "memory_update": ""}
+    model_server.call_tool(SAVE_MEMORY, entry)  # the history is over its budget after it
+    say(stack, "read notes/fox.md", 700000251)
+
+    assert model_server.too_long == [] and model_server.remaining == 0
+    assert answers(stack) == ["It is all about a fox."]
+    assert model_server.requests[1]["messages"][-1]["content"].endswith("read in parts]")
+    assert len(model_server.model_lists) == 1
 
 
 def seed_long_session(stack: LocalStack, exchanges: int) -> None:
