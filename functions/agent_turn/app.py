@@ -77,7 +77,7 @@ from nanobot_lambda.adapters.aws.workspace import (
     any_scope_workspace,
     scope_workspaces,
 )
-from nanobot_lambda.adapters.llm.catalog import LitellmModelCatalog
+from nanobot_lambda.adapters.llm.catalog import LitellmModelCatalog, served_at
 from nanobot_lambda.adapters.llm.embeddings import embedder_for
 from nanobot_lambda.adapters.llm.images import image_generator_for
 from nanobot_lambda.adapters.llm.litellm_model import (
@@ -155,7 +155,7 @@ def build_records(
         images=image_generator_for(settings),  # None unless IMAGE_MODEL is set
         heartbeat_model=_model_for(settings.heartbeat_model),
         consolidation_model=_model_for(settings.consolidation_model),
-        tokens=LitellmTokenCounter(settings.llm_model),
+        tokens=LitellmTokenCounter(settings.llm_model, **served_at(settings)),
         queue=queue,
         schedules=EventBridgeSchedules(
             scheduler_client(),

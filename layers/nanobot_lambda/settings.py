@@ -453,9 +453,14 @@ class LoopSettings(_Settings):
     # In private chats, show the answer as it is written (Telegram message drafts).
     stream_replies: bool = Field(default=True, alias="STREAM_REPLIES")
     # One short line before the next answer when earlier conversation was summarised into
-    # memory by automatic consolidation (entry/agent_turn/turn.py); /compact and /new say so
-    # themselves.
+    # memory by automatic consolidation (entry/agent_turn/delivery.py); /compact and /new say
+    # so themselves.
     compaction_notice: bool = Field(default=True, alias="COMPACTION_NOTICE")
+    # At most one such line per this many hours: a summary made sooner after the last notice
+    # is told with the first answer once they have passed. 0: every summary is told.
+    compaction_notice_interval_hours: float = Field(
+        default=24, alias="COMPACTION_NOTICE_INTERVAL_HOURS", ge=0, le=8760
+    )
     # Seconds of the Lambda invocation kept back from model calls: when less remains, the
     # turn records where it is and continues in a new invocation.
     turn_time_reserve_seconds: float = Field(

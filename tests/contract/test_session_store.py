@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -181,6 +182,26 @@ def test_a_consolidation_leaves_a_notice_due_until_a_save_records_it(
     assert sessions.advance_cursor(KEY, 2, 4, noticed=True)  # /compact told it itself
     history = sessions.load(KEY, 50)
     assert (history.consolidated_upto, history.noticed_upto) == (4, 4)
+
+
+def test_when_the_chat_was_last_told_is_kept_with_the_header(sessions: SessionStore) -> None:
+    """`noticed_at`: absent until a save records it, then read back (UTC, to the second) and
+    kept by later saves and consolidations that do not change it."""
+    history = sessions.load(KEY, 50)
+    sessions.append(history, exchange(1))
+    assert sessions.load(KEY, 50).noticed_at is None  # never told
+
+    told = datetime(2030, 5, 6, 9, 30, 15, 500_000, tzinfo=timezone(timedelta(hours=2)))
+    history = sessions.load(KEY, 50)
+    history.noticed_upto, history.noticed_at = 0, told
+    sessions.append(history, exchange(2), turn_id="update-2")
+    assert sessions.load(KEY, 50).noticed_at == datetime(2030, 5, 6, 7, 30, 15, tzinfo=UTC)
+
+    assert sessions.advance_cursor(KEY, 0, 2)
+    sessions.append(sessions.load(KEY, 50), exchange(3), turn_id="update-3")
+    history = sessions.load(KEY, 50)
+    assert history.noticed_at == told.replace(microsecond=0)
+    assert history.summarised_unnoticed  # the time is kept; the notice is due all the same
 
 
 def test_a_message_cut_to_the_saved_limit_is_stored_whole(sessions: SessionStore) -> None:

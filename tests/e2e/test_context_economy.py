@@ -1,6 +1,8 @@
 """Context economy through the whole stack: what the provider receives (litellm's wire request
-to the scripted model server) starts with the previous request byte for byte, and a request
-never outgrows the model's context window (the server refuses one that does, as OpenAI does)."""
+to the scripted model server) starts with the previous request byte for byte, a request never
+outgrows the model's context window (the server refuses one that does, as OpenAI does; a server
+that lists its window is asked it), and a long conversation is summarised rarely and told so
+once."""
 
 from __future__ import annotations
 
@@ -85,6 +87,29 @@ def test_without_the_window_the_provider_refuses_and_the_user_hears_it(
     assert "It is all about a fox." not in answers(stack)
 
 
+def test_the_window_an_openai_compatible_server_lists_is_the_one_kept_to(
+    monkeypatch: pytest.MonkeyPatch, stack_factory: StackFactory, model_server: ScriptedModelServer
+) -> None:
+    """The same turn with a server that lists its window (vLLM's `max_model_len`) and no
+    CONTEXT_WINDOW_TOKENS: the stack reads it once and keeps every request within it."""
+    monkeypatch.setenv("LLM_MAX_TOKENS", "1000")
+    model_server.served_models = [
+        {"id": "scripted", "object": "model", "owned_by": "vllm", "max_model_len": WINDOW}
+    ]
+    model_server.context_window = WINDOW
+    stack = stack_factory()
+    stack.workspace.write("notes/fox.md", BIG_FILE.encode())
+    model_server.call_tool("read_file", {"path": "notes/fox.md"}).reply("It is all about a fox.")
+    entry = {"history_entry": "[2030-01-01 10:00] Read about a fox.", "memory_update": ""}
+    model_server.call_tool(SAVE_MEMORY, entry)  # the history is over its budget after it
+    say(stack, "read notes/fox.md", 700000251)
+
+    assert model_server.too_long == [] and model_server.remaining == 0
+    assert answers(stack) == ["It is all about a fox."]
+    assert model_server.requests[1]["messages"][-1]["content"].endswith("read in parts]")
+    assert len(model_server.model_lists) == 1
+
+
 def seed_long_session(stack: LocalStack, exchanges: int) -> None:
     table = boto3.resource("dynamodb").Table(stack.template.refs["SessionsTable"])
     key = f"telegram:{stack.user.id}"
@@ -126,3 +151,39 @@ def test_a_history_over_budget_is_summarised_before_the_request_that_would_not_f
     assert history is not None and "Foxes, first part." in history.text
     assert "Foxes, second part." in history.text
     assert len(model_server.requests[2]["messages"]) < 1 + 24 + 1
+
+
+# A 5,000-character answer in Russian: about 2,480 tokens by litellm's default tokenizer.
+LONG_ANSWER = ("Быстрая коричневая лиса прыгает через ленивую собаку, пока фермер смотрит. " * 70)[
+    :5_000
+]
+
+
+def test_long_answers_are_summarised_rarely_and_told_once(
+    stack_factory: StackFactory, model_server: ScriptedModelServer
+) -> None:
+    """Issue 37's scenario, its first 30 turns (moto's transactions slow down as the table
+    grows; tests/unit/test_context_economy.py runs all 60): answers of 5,000 characters from a
+    model litellm does not know, so the default window, 32,768 tokens: a request budget of
+    27,033, a history budget of 13,516. An exchange is about 2,550 tokens: a consolidation keeps
+    at most half the budget (2 exchanges) and the next is due past all of it (6), so there is
+    one after the 6th turn and one every 4 turns after it: 7 in 30 turns. (With a quarter of the
+    request budget there were 14, one every other turn, and the chat was told each time.) The
+    turns take less than a day: the chat is told once."""
+    stack = stack_factory(StreamReplies="false")  # drafts would pace each answer's words
+    model_server.context_window = 32_768  # the server refuses what does not fit
+    consolidations = 0
+    for n in range(30):
+        model_server.reply(f"Ответ {n}. {LONG_ANSWER}")
+        entry = {"history_entry": f"[2030-01-01 10:00] Часть {n}.", "memory_update": ""}
+        model_server.call_tool(SAVE_MEMORY, entry)  # taken only if the turn consolidates
+        asked = len(model_server.requests)
+        say(stack, f"вопрос {n}", 700001001 + n)
+        turn = model_server.requests[asked:]
+        assert turn[0].get("tool_choice") is None  # the answer first: nothing summarised before
+        consolidations += len(turn) - 1
+        model_server.steps.clear()
+
+    assert model_server.too_long == [] and model_server.unexpected == []
+    assert 1 <= consolidations <= 7
+    assert answers(stack).count(texts.load("compaction_notice")) == 1

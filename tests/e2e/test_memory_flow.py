@@ -134,16 +134,15 @@ def test_failed_consolidation_keeps_the_cursor_and_is_retried(
     assert [m.plain_text for m in stack.bot_api.messages] == ["one", "two"]  # user unaffected
 
     # The next turn finds more unsummarised messages than the window sends: it summarises them
-    # before its request (the retry), answers, and summarises again after its reply.
+    # before its request (the retry; all of them, an exchange being over half the window of 2)
+    # and answers; its own exchange does not pass the window.
     model_server.call_tool(
-        "save_memory", save_memory("[2026-11-22 11:00] Two messages.", "# Memory\n")
+        "save_memory", save_memory("[2026-11-22 11:00] Two exchanges.", "# Memory\n")
     )
-    model_server.reply("three").call_tool(
-        "save_memory", save_memory("[2026-11-22 11:01] Two more.", "# Memory\n")
-    )
+    model_server.reply("three")
     say(stack, "third")
     assert session_store(stack).load(key, 0).consolidated_upto == 4
-    assert "[2026-11-22 11:00] Two messages." in read(stack, HISTORY_FILE)
+    assert "[2026-11-22 11:00] Two exchanges." in read(stack, HISTORY_FILE)
     assert [m.plain_text for m in stack.bot_api.messages][2:] == [
         texts.load("compaction_notice"),
         "three",

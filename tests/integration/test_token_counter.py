@@ -1,17 +1,25 @@
 """The token counter on litellm's tokenizers (offline, the bundled encodings): a request counts
 as litellm counts it in one piece, while the system prompt, the same every turn, is tokenized
 once per version of it, and each message of the history once (issue 31: with 200 skills the whole
-request was tokenized on every count)."""
+request was tokenized on every count). The window of a model litellm does not know is asked of
+its OpenAI-compatible server (the scripted model server, over real HTTP), once."""
 
 from __future__ import annotations
 
+import socket
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import litellm
 import pytest
 
-from nanobot_lambda.adapters.llm import litellm_model  # noqa: F401 - litellm's offline options
-from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
+from nanobot_lambda.adapters.llm import (
+    litellm_model,  # noqa: F401 - litellm's offline options
+    tokens,
+)
+from nanobot_lambda.adapters.llm.tokens import UNKNOWN_CONTEXT_WINDOW, LitellmTokenCounter
+from tests.support.scripted_model import ScriptedModelServer
 
 SYSTEM = {"role": "system", "content": "You are nanobot.\n" + "<skill>chore</skill>\n" * 200}
 HISTORY: list[dict[str, Any]] = [
@@ -104,3 +112,75 @@ def test_a_tokenizer_failure_estimates_high_rather_than_failing_the_turn(
 
     monkeypatch.setattr(litellm, "token_counter", broken)
     assert counter.count([SYSTEM, *HISTORY], TOOLS) > exact
+
+
+# -- the window of a model litellm does not know, from its server -----------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    started = ScriptedModelServer().start()
+    yield started
+    started.stop()
+
+
+def vllm_entry(name: str, window: int) -> dict[str, Any]:
+    """An entry of vLLM's model list, as `vllm serve` answers GET /v1/models."""
+    return {
+        "id": name,
+        "object": "model",
+        "owned_by": "vllm",
+        "root": name,
+        "max_model_len": window,
+    }
+
+
+def test_the_window_a_vllm_server_lists_is_read_once_with_the_key(
+    server: ScriptedModelServer,
+) -> None:
+    server.served_models = [vllm_entry("other", 4_096), vllm_entry("scripted", 12_288)]
+    counter = LitellmTokenCounter("openai/scripted", api_base=server.base_url, api_key="sk-vllm")
+    assert counter.context_window == 12_288
+    again = LitellmTokenCounter("openai/scripted", api_base=server.base_url, api_key="sk-vllm")
+    assert again.context_window == 12_288  # the container asked once
+    assert len(server.model_lists) == 1
+    assert server.model_lists[0]["Authorization"] == "Bearer sk-vllm"
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        None,  # no model list: a 404
+        [vllm_entry("one", 8_192), vllm_entry("two", 8_192)],  # another model's windows only
+        [{"id": "scripted", "object": "model", "owned_by": "organization-owner"}],  # no window
+        [{"id": "scripted", "max_model_len": "lots"}],
+    ],
+)
+def test_a_server_that_does_not_say_leaves_the_default_window(
+    server: ScriptedModelServer, listed: list[dict[str, Any]] | None
+) -> None:
+    server.served_models = listed
+    counter = LitellmTokenCounter("openai/scripted", api_base=server.base_url)
+    assert counter.context_window == UNKNOWN_CONTEXT_WINDOW
+    assert len(server.model_lists) == 1
+
+
+def test_a_server_that_does_not_answer_leaves_the_default_window_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tokens, "SERVED_WINDOW_TIMEOUT_SECONDS", 0.3)
+    with socket.socket() as silent:  # accepts connections (its backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        base = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        started = time.monotonic()
+        window = LitellmTokenCounter("openai/silent", api_base=base).context_window
+        assert window == UNKNOWN_CONTEXT_WINDOW
+        assert time.monotonic() - started < 2
+
+
+def test_a_model_litellm_knows_is_not_asked_of_the_server(server: ScriptedModelServer) -> None:
+    server.served_models = [vllm_entry("gpt-4.1-mini", 4_096)]
+    counter = LitellmTokenCounter("openai/gpt-4.1-mini", api_base=server.base_url)
+    assert counter.context_window > 100_000  # litellm's figure
+    assert server.model_lists == []

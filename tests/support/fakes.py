@@ -877,6 +877,7 @@ class MemorySessionStore:
         self.messages: dict[str, list[Message]] = {}
         self.cursors: dict[str, int] = {}
         self.noticed: dict[str, int] = {}  # noticed_upto, where a session has one
+        self.noticed_at: dict[str, datetime] = {}  # when the chat was last told (to the second)
         self.recent: dict[str, tuple[str, ...]] = {}
         self.preferences: dict[str, ChatPreferences] = {}
         self.journal = journal
@@ -897,6 +898,7 @@ class MemorySessionStore:
             open_turns=self.journal.open_turns(key) if self.journal is not None else {},
             preferences=self.preferences.get(key, ChatPreferences()),
             noticed_upto=self.noticed.get(key),
+            noticed_at=self.noticed_at.get(key),
         )
 
     def append(
@@ -927,6 +929,9 @@ class MemorySessionStore:
             self.recent[history.key] = history.recent_turns
         if history.noticed_upto is not None:
             self.noticed[history.key] = history.noticed_upto
+        if history.noticed_at is not None:  # kept as DynamoDB keeps it: UTC, to the second
+            told = history.noticed_at.astimezone(UTC).replace(microsecond=0)
+            self.noticed_at[history.key] = told
         history.next_seq += len(messages)
         history.messages.extend(messages)
 

@@ -21,6 +21,10 @@ refusal while `image_refusals` lasts).
 With `context_window` set, it refuses a request longer than that, as OpenAI does (400,
 `context_length_exceeded`, counted with litellm's gpt-4o tokenizer, the reply's `max_tokens`
 included), without taking a step; `too_long` records those requests.
+
+With `served_models` set, `GET /v1/models` lists them, as an OpenAI-compatible server does
+(vLLM's entries carry `max_model_len`, the window it serves the model with); unset, a 404.
+`model_lists` records the headers of each such request.
 """
 
 from __future__ import annotations
@@ -115,6 +119,8 @@ class ScriptedModelServer(JsonHttpServer):
         self.response_model: str | None = None
         self.context_window: int | None = None  # tokens; None: any request is taken
         self.too_long: list[dict[str, Any]] = []
+        self.served_models: list[dict[str, Any]] | None = None  # what GET /models lists
+        self.model_lists: list[dict[str, str]] = []  # the headers of each GET /models
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -381,6 +387,11 @@ class ScriptedModelServer(JsonHttpServer):
             return 200, self.SPEECH_AUDIO
         if method == "POST" and path.rstrip("/").endswith(("/images/generations", "/images/edits")):
             return self._image(path, body)
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            self.model_lists.append(headers)
+            if self.served_models is None:
+                return 404, {"error": {"message": f"no route {method} {path}"}}
+            return 200, {"object": "list", "data": self.served_models}
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             return 404, {"error": {"message": f"no route {method} {path}"}}
         return self._next(json.loads(body or b"{}"), headers)

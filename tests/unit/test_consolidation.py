@@ -192,7 +192,9 @@ def test_the_cut_lands_on_a_user_message_never_inside_a_tool_turn() -> None:
     assert store.cursors[KEY] == 9
 
 
-def test_without_a_user_message_in_the_newest_half_the_last_user_turn_is_kept() -> None:
+def test_a_newest_exchange_larger_than_the_kept_half_is_summarised_too() -> None:
+    """What is kept counts towards the next consolidation: kept over half the budget, it would
+    leave less than half to grow before the next one (a summary every turn or two)."""
     call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
     messages: list[Message] = [
         {"role": "user", "content": "u0"},
@@ -211,8 +213,29 @@ def test_without_a_user_message_in_the_newest_half_the_last_user_turn_is_kept() 
     store = store_with(messages)
     model = ScriptedModel(save())
     result = consolidator(model, MemoryWorkspace(), store, window=6).consolidate(KEY)
-    assert result is not None and (result.start, result.end) == (0, 2)
-    assert "USER: u0" in sent_transcript(model) and "u2" not in sent_transcript(model)
+    assert result is not None and (result.start, result.end) == (0, 10)
+    assert "USER: u0" in sent_transcript(model) and "USER: u2" in sent_transcript(model)
+
+
+@pytest.mark.parametrize("exchange_tokens", [150, 300, 450, 600, 900])
+def test_a_consolidation_keeps_at_most_half_the_budget_so_the_next_waits_for_half_more(
+    exchange_tokens: int,
+) -> None:
+    """The hysteresis that keeps summaries rare: due past the budget, a consolidation leaves at
+    most half of it, whatever the size of an exchange (one over half is summarised too)."""
+    budget = HistoryBudget(ApproxTokenCounter(), max_tokens=1_000, max_messages=200)
+    store = MemorySessionStore()
+    model = ScriptedModel(*(save() for _ in range(40)))
+    summariser = Consolidator(model, MemoryWorkspace(), store, budget, timezone="UTC")
+    for n in range(40):
+        answer = {"role": "assistant", "content": "x" * (4 * exchange_tokens)}
+        store.append(store.load(KEY, 200), [{"role": "user", "content": f"q{n}"}, answer])
+        if summariser.due(store.load(KEY, 200)):
+            summariser.consolidate(KEY)
+            assert budget.tokens(store.load(KEY, 200).messages) <= 500
+
+    # 40 exchanges: at least 20,000 tokens gone by, half the budget or more at a time.
+    assert 0 < len(model.requests) <= 40 * exchange_tokens // 500
 
 
 def test_the_history_entry_is_appended_with_its_marker() -> None:

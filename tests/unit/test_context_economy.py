@@ -261,7 +261,54 @@ def test_the_loop_keeps_every_model_call_within_the_window() -> None:
 
 def test_the_history_budget_follows_the_context_window_unless_set() -> None:
     small = bot_with_clock(ScriptedModel(), CONTEXT_WINDOW_TOKENS="16000")
-    assert small.service.deps.consolidator._budget.max_tokens == (int(16_000 * 0.95) - 4096) // 4
+    assert small.service.deps.consolidator._budget.max_tokens == (int(16_000 * 0.95) - 4096) // 2
     large = bot_with_clock(ScriptedModel())  # the fake counter's window: 128,000
     assert large.service.deps.consolidator._budget.max_tokens == 24_000
     assert texts.load("empty_reply")  # texts still load with the new settings
+
+
+# -- summaries stay rare, and are told once in a while ------------------------------------------
+
+
+class ManualClock:
+    """The time the test sets."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2030, 5, 6, 7, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_sixty_long_answers_of_a_model_litellm_does_not_know_are_summarised_rarely() -> None:
+    """Issue 37's scenario: 60 turns whose answers are 5,000 characters (about 1,300 tokens an
+    exchange here), with the default budget of a model of unknown window (32,768 tokens
+    assumed): a request budget of 27,033 tokens, so a history budget of 13,516. The first
+    consolidation comes past it; each one keeps at most half (6,758), so each next one needs
+    half of it more: at most 1 + (60 x 1,300 - 13,516) / 6,758 = 10 in 60 turns (a quarter of
+    the request budget made it 14, a summary every fourth turn). Within a day the chat is told
+    once."""
+    clock = ManualClock()
+    answer = text("word " * 1_000)  # 5,000 characters
+    summaries = [summary(f"[2030-05-06 07:{n:02d}] Part {n}.") for n in range(30)]
+    bot = Bot(
+        ScriptedModel(*[answer] * 60),
+        consolidation_model=ScriptedModel(*summaries),
+        tokens=ApproxTokenCounter(context_window=32_768),
+        clock=clock,
+    )
+    budget = bot.service.deps.consolidator._budget
+    assert budget.max_tokens == 13_516
+    consolidations = 0
+    for n in range(60):
+        bot.process(message(f"question {n}", update_id=800100000 + n))
+        clock.now += timedelta(minutes=1)
+        if len(bot.consolidation_model.requests) > consolidations:  # type: ignore[union-attr]
+            consolidations += 1
+            kept = bot.sessions.messages[SESSION][bot.sessions.cursors[SESSION] :]
+            assert budget.tokens(kept) <= budget.max_tokens // 2
+
+    print(f"{consolidations} consolidations in 60 turns")
+    assert 1 <= consolidations <= 10
+    assert bot.said.count(texts.load("compaction_notice")) == 1
+    assert len(bot.model.requests) == 60  # one request a turn: each fitted the window

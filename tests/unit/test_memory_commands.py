@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -100,6 +101,54 @@ def test_a_consolidation_whose_process_died_is_still_told_by_the_next_turn() -> 
     bot.process(message("hello"))
 
     assert bot.said == [NOTICE, "Answer."]
+
+
+class Clock:
+    """The time the test sets."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2030, 5, 6, 7, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_the_notice_is_told_at_most_once_per_interval_and_the_later_summaries_after_it() -> None:
+    clock = Clock()
+    bot = Bot(
+        answers(*(f"A{n}." for n in range(1, 10))),
+        consolidation_model=summaries(4),
+        settings={"HISTORY_WINDOW": "4"},  # COMPACTION_NOTICE_INTERVAL_HOURS: 24 by default
+        clock=clock,
+    )
+    say(bot, "1", "2", "3")  # summarised after the third
+    say(bot, "4", first_id=800000200)  # told
+    told_at = clock.now
+    clock.now += timedelta(hours=23)
+    say(bot, "5", "6", "7", first_id=800000300)  # summarised twice more: not told within 24 h
+    assert bot.said.count(NOTICE) == 1 and len(bot.consolidation_model.requests) == 3
+    assert bot.sessions.noticed_at[SESSION] == told_at
+    assert bot.sessions.noticed[SESSION] < bot.sessions.cursors[SESSION]  # still due
+
+    clock.now += timedelta(hours=1)
+    say(bot, "8", first_id=800000400)  # a day after the notice: the summaries since are told
+
+    assert bot.said[-2:] == [NOTICE, "A8."] and bot.said.count(NOTICE) == 2
+    assert bot.sessions.noticed[SESSION] == bot.sessions.cursors[SESSION]
+    assert bot.sessions.noticed_at[SESSION] == clock.now
+
+
+def test_an_interval_of_zero_tells_every_summary() -> None:
+    bot = Bot(
+        answers(*(f"A{n}." for n in range(1, 8))),
+        consolidation_model=summaries(3),
+        settings={"HISTORY_WINDOW": "4", "COMPACTION_NOTICE_INTERVAL_HOURS": "0"},
+    )
+    say(bot, *(str(n) for n in range(1, 8)))  # summarised after the 3rd, 5th and 7th
+
+    assert len(bot.consolidation_model.requests) == 3
+    assert bot.said.count(NOTICE) == 2  # before the 4th and the 6th answer; the 8th tells more
+    assert bot.said[3] == bot.said[6] == NOTICE
 
 
 def test_compaction_notice_off_summarises_silently() -> None:

@@ -2,9 +2,11 @@
 
 History is sized by tokens, not by a count of messages. Consolidation is due when the
 unconsolidated history passes `HistoryBudget.max_tokens` (or, as a backstop, `max_messages`),
-and it keeps the newest exchanges that fill half of it; the prefix of the history then stays
-byte-identical from turn to turn until the next consolidation, which is what a provider's prompt
-cache serves.
+and it keeps the newest exchanges that fill at most half of it: so the next consolidation comes
+only once the history has grown by half the budget again (the hysteresis that keeps summaries
+rare), and the prefix of the history stays byte-identical from turn to turn until then, which is
+what a provider's prompt cache serves. By default the history may fill half of the request
+budget (`default_history_tokens`).
 
 `RequestFitter` runs before each model call, so a request never fails with a context-length
 error: when the request would not fit the model's window, the turn's largest tool results are
@@ -34,6 +36,17 @@ MESSAGE_OVERHEAD_TOKENS = 4
 CUT_MARKER = "\n[… {cut} more characters cut to fit the model's context window; read in parts]"
 MIN_KEPT_CHARS = 200  # what is kept at least of a cut tool result
 FIT_ROUNDS = 8
+# The default history budget's ceiling, however large the window: every turn sends the history
+# again (cached, but not free), and past this, fewer consolidations are not worth it.
+MAX_DEFAULT_HISTORY_TOKENS = 24_000
+
+
+def default_history_tokens(request_budget: int) -> int:
+    """HISTORY_MAX_TOKENS unset: half the request budget, at most MAX_DEFAULT_HISTORY_TOKENS.
+    The other half holds the system prompt, the tools and the turn's own messages. (A quarter,
+    as before, left a model of 32,768 tokens 3,400 tokens between consolidations: with long
+    answers, a summary every other turn.)"""
+    return min(MAX_DEFAULT_HISTORY_TOKENS, request_budget // 2)
 
 
 def upper_bound(messages: list[Message], tools: list[dict[str, Any]] | None) -> int:
@@ -81,20 +94,19 @@ class HistoryBudget:
 
     def keep_from(self, messages: list[tuple[int, Message]], end: int) -> int:
         """Where the kept part of a consolidation starts: the oldest user message from which the
-        newest messages fill at most half the budget (and half the message backstop); the last
-        user message when even its exchange is larger (the model keeps the turn in progress)."""
+        newest messages fill at most half the budget (and half the message backstop); `end`
+        (nothing kept) when even the newest exchange is larger. Never more: what is kept counts
+        towards the next consolidation, and an exchange kept over half the budget would leave
+        less than half of it to grow before the next one (a summary every turn or two)."""
         kept_tokens = 0
-        start = None
+        start = end
         for kept, (seq, message) in enumerate(reversed(messages), start=1):
             kept_tokens += self.tokens([message]) + MESSAGE_OVERHEAD_TOKENS
             if kept_tokens > self.max_tokens // 2 or kept > self.max_messages // 2:
                 break
             if message.get("role") == "user":
                 start = seq
-        if start is not None:
-            return start
-        users = [seq for seq, message in messages if message.get("role") == "user"]
-        return users[-1] if users else end
+        return start
 
 
 class RequestFitter:

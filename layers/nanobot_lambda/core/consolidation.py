@@ -1,7 +1,7 @@
 """Consolidation: summarise the older part of a session into HISTORY.md and MEMORY.md.
 
 When a session's unconsolidated history outgrows its budget (core/budget.py: tokens, and a
-backstop count of messages), everything but the newest exchanges filling half of it is
+backstop count of messages), everything but the newest exchanges filling at most half of it is
 summarised by one model call forced to call `save_memory(history_entry, memory_update)`:
 structured output through a tool schema, never JSON scraped from prose. Then, in this order:
 the history entry is appended (with a marker naming the session and range, so a retry cannot
@@ -20,7 +20,8 @@ only the newest of them), is consolidated before the turn's request is built
 (core/budget.py) stays unconsolidated, is sent again by later turns and summarised in its turn.
 
 Moving the cursor leaves a notice due (core/sessions.py: `noticed_upto`): the next answer tells
-the chat in one line that earlier conversation was summarised. A caller that tells the chat
+the chat in one line that earlier conversation was summarised (at most once per
+COMPACTION_NOTICE_INTERVAL_HOURS: entry/agent_turn/delivery.py). A caller that tells the chat
 itself (/compact, /new) consolidates with `noticed`.
 """
 

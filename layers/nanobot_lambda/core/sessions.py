@@ -9,10 +9,11 @@ messages, at most `limit` of them, starting at a user message so that a tool cal
 separated from its results. (`adapters/aws/sessions.py` keeps them in DynamoDB.)
 
 `noticed_upto` is how far the chat was told its conversation was summarised (the compaction
-notice, entry/agent_turn/turn.py): an automatic consolidation moves the cursor and leaves it
+notice, entry/agent_turn/delivery.py): an automatic consolidation moves the cursor and leaves it
 behind (a notice is due), the next answered message turn says so and its save brings it up to
 the cursor; /compact and /new, which say so themselves, move both. A session that never had it
-(None) has nothing to announce.
+(None) has nothing to announce. `noticed_at` is when the notice was last sent (None: never),
+saved with it: a notice due sooner than COMPACTION_NOTICE_INTERVAL_HOURS after it waits.
 
 A store keeps each message as one item, and DynamoDB's items stop at 400 KB: a message over
 `SAVED_MESSAGE_MAX_BYTES` is saved as a shortened copy (`within_item_limit`), its longest
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from nanobot_lambda.core.errors import StorageConflict
@@ -65,6 +67,7 @@ class SessionHistory:
     open_turns: dict[str, TurnProgress] = field(default_factory=dict)  # by turn id
     preferences: ChatPreferences = field(default_factory=ChatPreferences)
     noticed_upto: int | None = None  # None: as far as the cursor (nothing to announce)
+    noticed_at: datetime | None = None  # when the chat was last told (None: never)
 
     @property
     def unconsolidated(self) -> int:
@@ -187,7 +190,8 @@ class SessionStore(Protocol):
         also: Sequence[StoredWrite] = (),
     ) -> None:
         """Save `messages` after the history in one transaction (per 99 messages); `turn_id`
-        joins `recent_turns` and the `also` writes are made with the last one. Raises
+        joins `recent_turns` and the `also` writes are made with the last one; the history's
+        `noticed_upto` and `noticed_at`, where it has them, are written to the header. Raises
         SessionConflict only when another writer changed the session since it was loaded
         (reload the header and save again); a StorageConflict naming the store when one of
         the `also` writes was refused (a reload cannot help); a StorageError for anything else

@@ -4,8 +4,9 @@ Items of a session (partition `pk` = session key):
 - `msg#<12-digit seq>`: one chat message as JSON, append-only;
 - `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns`; the chat's `/model` and
   `/think` choices `model_preset`, `thinking` when it made any; `noticed_upto` once a
-  consolidation moved the cursor, see core/sessions.py). It sorts after every `msg#` item, so
-  one Query, newest first, returns the header and the recent window together;
+  consolidation moved the cursor, and `noticed_at` (ISO 8601, UTC) once the chat was told of
+  one, see core/sessions.py). It sorts after every `msg#` item, so one Query, newest first,
+  returns the header and the recent window together;
 - `~turn#<turn id>`: an unfinished turn's progress (`adapters/aws/journal.py`), returned by
   the same Query.
 
@@ -89,6 +90,15 @@ def _text(item: dict[str, Any] | None, name: str) -> str | None:
     return str(item[name]["S"])
 
 
+def _moment(item: dict[str, Any] | None, name: str) -> datetime | None:
+    """A time written as ISO 8601; None when absent or unreadable (as if never)."""
+    text = _text(item, name)
+    try:
+        return datetime.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
 def _meta(items: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((item for item in items if item["sk"]["S"] == META_KEY), None)
 
@@ -142,6 +152,7 @@ class DynamoSessionStore:
                 model_preset=_text(meta, "model_preset"), thinking=_text(meta, "thinking")
             ),
             noticed_upto=_number(meta, "noticed_upto") if meta and "noticed_upto" in meta else None,
+            noticed_at=_moment(meta, "noticed_at"),
         )
 
     @aws_errors
@@ -181,11 +192,7 @@ class DynamoSessionStore:
             recent = history.recent_turns
             if last and turn_id is not None:
                 recent = (*recent, turn_id)[-RECENT_TURNS:]
-            items.append(
-                self._header_update(
-                    history.key, first, first + len(chunk), recent, history.noticed_upto
-                )
-            )
+            items.append(self._header_update(history, first, first + len(chunk), recent))
             if last:
                 items.extend(also)  # type: ignore[arg-type]  # the other stores' writes
             self._transact(history.key, items, session_items=len(chunk) + 1)
@@ -223,12 +230,7 @@ class DynamoSessionStore:
             time.sleep(random.uniform(0.02, 0.1) * attempt)  # noqa: S311 - jitter, not a secret
 
     def _header_update(
-        self,
-        key: str,
-        expected: int,
-        new: int,
-        recent_turns: tuple[str, ...],
-        noticed_upto: int | None,
+        self, history: SessionHistory, expected: int, new: int, recent_turns: tuple[str, ...]
     ) -> TransactWriteItemTypeDef:
         condition = "next_seq = :expected"
         if expected == 0:
@@ -239,13 +241,17 @@ class DynamoSessionStore:
             ":new": {"N": str(new)},
             ":recent": {"L": [{"S": turn} for turn in recent_turns]},
         }
-        if noticed_upto is not None:  # how far the chat was told of consolidation
+        if history.noticed_upto is not None:  # how far the chat was told of consolidation
             update += ", noticed_upto = :noticed"
-            values[":noticed"] = {"N": str(noticed_upto)}
+            values[":noticed"] = {"N": str(history.noticed_upto)}
+        if history.noticed_at is not None:  # and when it was last told
+            update += ", noticed_at = :noticed_at"
+            told = history.noticed_at.astimezone(UTC).isoformat(timespec="seconds")
+            values[":noticed_at"] = {"S": told}
         return {
             "Update": {
                 "TableName": self._table,
-                "Key": {"pk": {"S": key}, "sk": {"S": META_KEY}},
+                "Key": {"pk": {"S": history.key}, "sk": {"S": META_KEY}},
                 "UpdateExpression": update,
                 "ConditionExpression": condition,
                 "ExpressionAttributeValues": values,

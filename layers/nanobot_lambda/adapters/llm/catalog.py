@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel, provider_of
 from nanobot_lambda.adapters.llm.tokens import LitellmTokenCounter
 from nanobot_lambda.core.model_choice import ModelChoice
 from nanobot_lambda.settings import LlmSettings
@@ -31,6 +31,23 @@ def call_options(choice: ModelChoice) -> dict[str, Any]:
     if choice.thinking is not None:
         options["reasoning_effort"] = choice.thinking
     return options
+
+
+def served_at(settings: LlmSettings, choice: ModelChoice | None = None) -> dict[str, str]:
+    """Where a choice's model is served and with which key, as its calls reach it (litellm_model:
+    LLM_API_BASE and LLM_API_KEY for models of LLM_MODEL's provider, a preset's own `api_base`
+    before them): for the token counter to ask the server its window."""
+    preset = choice.preset if choice else None
+    model = preset.model if preset else settings.llm_model
+    where: dict[str, str] = {}
+    if provider_of(model) == provider_of(settings.llm_model):
+        if settings.llm_api_base:
+            where["api_base"] = settings.llm_api_base
+        if settings.llm_api_key is not None:
+            where["api_key"] = settings.llm_api_key.get_secret_value()
+    if preset is not None and preset.api_base:
+        where["api_base"] = preset.api_base
+    return where
 
 
 class LitellmModelCatalog:
@@ -53,5 +70,6 @@ class LitellmModelCatalog:
         name = choice.preset.model if choice.preset else self._settings.llm_model
         counter = self._counters.get(name)
         if counter is None:
-            counter = self._counters[name] = LitellmTokenCounter(name)
+            counter = LitellmTokenCounter(name, **served_at(self._settings, choice))
+            self._counters[name] = counter
         return counter

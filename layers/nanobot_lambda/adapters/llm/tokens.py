@@ -1,5 +1,9 @@
 """`TokenCounter` on litellm: its tokenizer for the model (tiktoken's bundled encodings for
-most, offline), and its model map's context window.
+most, offline), and its model map's context window. For a model the map does not know, served
+at an API base of the operator's (LLM_API_BASE, a preset's `api_base`), the window is asked of
+that server once per container: an OpenAI-compatible server's model list may say what it serves
+the model with (`served_context_window`); if it does not, or does not answer at once,
+UNKNOWN_CONTEXT_WINDOW is assumed.
 
 litellm counts a request as the sum of what each message adds plus what the request adds once
 (the reply's priming and the tools' definitions). Each part is counted once and kept, keyed by a
@@ -15,11 +19,13 @@ Imported by agent_turn only, after litellm_model (which sets litellm's offline o
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 from typing import Any
 
 import litellm
+import requests
 
 logger = logging.getLogger(__name__)
 
@@ -27,19 +33,67 @@ logger = logging.getLogger(__name__)
 UNKNOWN_CONTEXT_WINDOW = 32_768
 # When the tokenizer fails: fewer characters per token than prose has, so the estimate errs high.
 ESTIMATED_CHARS_PER_TOKEN = 3
+# How long the model list of a server may take to answer: the container waits for it once.
+SERVED_WINDOW_TIMEOUT_SECONDS = 2.0
+# What an entry of an OpenAI-compatible server's model list (GET /models) calls the window it
+# serves the model with: vLLM's `max_model_len`; `context_length` (OpenRouter, Together) or
+# `context_window` (Groq). Ollama, LM Studio and llama.cpp give only what the model was trained
+# for, elsewhere, which may be more than they serve: CONTEXT_WINDOW_TOKENS says it for them.
+SERVED_WINDOW_FIELDS = ("max_model_len", "context_length", "context_window")
+_served_windows: dict[tuple[str, str], int | None] = {}  # by (API base, model): once a container
 
 
-def model_context_window(model: str) -> int:
-    """The model's input limit in litellm's model map, or UNKNOWN_CONTEXT_WINDOW."""
+def model_context_window(
+    model: str, api_base: str | None = None, api_key: str | None = None
+) -> int:
+    """The model's input limit in litellm's model map; else what the server at `api_base`
+    says it serves the model with; else UNKNOWN_CONTEXT_WINDOW."""
     try:
         info = litellm.get_model_info(model)
+        window = info.get("max_input_tokens") or info.get("max_tokens")
     except Exception:
-        logger.info(
-            "context window of %s unknown to litellm: %d assumed", model, UNKNOWN_CONTEXT_WINDOW
+        window = None
+    if window:
+        return int(window)
+    served = served_context_window(api_base, model, api_key) if api_base else None
+    if served:
+        logger.info("context window of %s: %d, as its server says", model, served)
+        return served
+    logger.info("context window of %s unknown: %d assumed", model, UNKNOWN_CONTEXT_WINDOW)
+    return UNKNOWN_CONTEXT_WINDOW
+
+
+def served_context_window(api_base: str, model: str, api_key: str | None = None) -> int | None:
+    """The window the OpenAI-compatible server at `api_base` lists `model` with (its entry, by
+    the name litellm sends it under, or the only one listed), asked once per container; None
+    when it lists none or does not answer within SERVED_WINDOW_TIMEOUT_SECONDS."""
+    key = (api_base, model)
+    if key not in _served_windows:
+        _served_windows[key] = _ask_served_window(api_base, model, api_key)
+    return _served_windows[key]
+
+
+def _ask_served_window(api_base: str, model: str, api_key: str | None) -> int | None:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = requests.get(
+            f"{api_base.rstrip('/')}/models", headers=headers, timeout=SERVED_WINDOW_TIMEOUT_SECONDS
         )
-        return UNKNOWN_CONTEXT_WINDOW
-    window = info.get("max_input_tokens") or info.get("max_tokens")
-    return int(window) if window else UNKNOWN_CONTEXT_WINDOW
+        listed = response.json().get("data") if response.ok else None
+    except (requests.RequestException, ValueError, AttributeError) as error:
+        logger.info("the model list of %s's server did not answer: %s", model, type(error).__name__)
+        return None
+    if not isinstance(listed, list):
+        return None
+    served_as = model.split("/", 1)[-1]  # without litellm's provider prefix
+    entries = [entry for entry in listed if isinstance(entry, dict)]
+    named = [entry for entry in entries if entry.get("id") == served_as]
+    entry = named[0] if named else entries[0] if len(entries) == 1 else {}
+    for field in SERVED_WINDOW_FIELDS:
+        value = entry.get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 MESSAGES_KEPT = 4096  # counted messages kept: a few chats' histories and system prompts
@@ -57,12 +111,22 @@ def _key(value: dict[str, Any] | list[dict[str, Any]]) -> int:
 
 
 class LitellmTokenCounter:
-    def __init__(self, model: str) -> None:
+    def __init__(
+        self, model: str, *, api_base: str | None = None, api_key: str | None = None
+    ) -> None:
+        """`api_base`, `api_key`: where the model is served, for a window litellm does not
+        know (see the module's docstring)."""
         self._model = model
-        self.context_window = model_context_window(model)  # CONTEXT_WINDOW_TOKENS overrides it
+        self._api_base = api_base
+        self._api_key = api_key
         self._messages: dict[int, int] = {}
         self._requests: dict[tuple[int, bool], int] = {}
         self._bare: int | None = None  # what litellm counts for a request of no message
+
+    @functools.cached_property
+    def context_window(self) -> int:
+        """Found when first asked (CONTEXT_WINDOW_TOKENS, when set, is asked instead)."""
+        return model_context_window(self._model, self._api_base, self._api_key)
 
     def _tokens(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None

@@ -12,15 +12,20 @@ voice note follows it.
 The compaction notice (`tell_compaction`): when consolidation summarised earlier conversation
 since the chat was last told (core/sessions.py: `noticed_upto`), one short line goes out
 through the run's outbox before the turn's first step, and the turn's save records that it was
-told. Consolidation after a reply announces itself this way, in the next answered turn (the
-turn it ran after is closed by then); consolidation before a request, in that very turn. It is
-sent once: a run that dies before the save sends it again as the same message of the same turn
-(the outbox skips it), and a run resumed from a record was past it already.
+told, and when (`noticed_at`). Consolidation after a reply announces itself this way, in the
+next answered turn (the turn it ran after is closed by then); consolidation before a request, in
+that very turn. It is sent once: a run that dies before the save sends it again as the same
+message of the same turn (the outbox skips it), and a run resumed from a record was past it
+already. And at most once per COMPACTION_NOTICE_INTERVAL_HOURS: a notice due sooner after the
+last one stays due, and the first turn after the interval tells it (one line for every summary
+made meanwhile).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.agent import TurnOutcome
@@ -43,22 +48,31 @@ class Delivery:
         journal: TurnJournal,
         spend_notices: SpendNotices,
         speaker: Speaker | None,
+        clock: Callable[[], datetime],
         *,
         compaction_notice: bool = False,
+        compaction_notice_interval: timedelta = timedelta(0),
     ) -> None:
         self._journal = journal
         self._spend_notices = spend_notices
         self._speaker = speaker  # None: voice replies are off (TTS_MODEL)
+        self._clock = clock
         self._compaction_notice = compaction_notice  # COMPACTION_NOTICE
+        self._notice_interval = compaction_notice_interval  # COMPACTION_NOTICE_INTERVAL_HOURS
 
     def tell_compaction(self, run: TurnRun, scope: TurnScope, history: SessionHistory) -> None:
         """Tell the chat that earlier conversation was summarised, if it was since it was last
-        told; the turn's save records it (see the module's docstring)."""
+        told and that was at least the interval ago; the turn's save records it (see the
+        module's docstring)."""
         if not (self._compaction_notice and history.summarised_unnoticed):
             return
+        now = self._clock()
+        if history.noticed_at is not None and now - history.noticed_at < self._notice_interval:
+            return  # told lately: the notice stays due until the interval has passed
         if not run.progress.messages and run.progress.iterations == 0:  # no record past it
             run.outbox.send(scope.chat_id, texts.load("compaction_notice"), scope.thread_id)
         history.noticed_upto = run.noticed_upto = history.consolidated_upto
+        history.noticed_at = run.noticed_at = now
 
     def deliver(
         self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, voice: bool = False

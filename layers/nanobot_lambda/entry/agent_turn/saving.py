@@ -104,7 +104,7 @@ class TurnSaver:
             return
         history = self._sessions.load(run.journal_key, 1)
         if run.noticed_upto is not None:  # the chat was told of consolidation before the apology
-            history.noticed_upto = run.noticed_upto
+            history.noticed_upto, history.noticed_at = run.noticed_upto, run.noticed_at
         self._append(history, [], run, [])
 
     def _append(

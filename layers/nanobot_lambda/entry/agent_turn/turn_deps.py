@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from nanobot_lambda.adapters.telegram.media import MediaResolver
 from nanobot_lambda.core.agent import AgentLoop
 from nanobot_lambda.core.albums import Albums
 from nanobot_lambda.core.allowlist import Audience
-from nanobot_lambda.core.budget import HistoryBudget, RequestFitter
+from nanobot_lambda.core.budget import HistoryBudget, RequestFitter, default_history_tokens
 from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import ContextBuilder
 from nanobot_lambda.core.feedback import FeedbackBook
@@ -255,7 +255,7 @@ def build_turn_deps(
         stores.sessions,
         HistoryBudget(
             services.tokens,
-            settings.history_max_tokens or min(24_000, history_budget // 4),
+            settings.history_max_tokens or default_history_tokens(history_budget),
             settings.history_window,
             max_summarised_tokens=history_budget // 2,
         ),
@@ -339,7 +339,9 @@ def build_turn_deps(
             stores.journal,
             SpendNotices(stores.usage, settings.owner, clock),
             meter.metered_speaker(services.speaker),
+            clock,
             compaction_notice=settings.compaction_notice,
+            compaction_notice_interval=timedelta(hours=settings.compaction_notice_interval_hours),
         ),
         saver=saver,
         consolidator=consolidator,

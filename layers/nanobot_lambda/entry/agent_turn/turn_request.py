@@ -86,6 +86,7 @@ class TurnRequests:
             if fresh.consolidated_upto == cursor:
                 break  # it failed: nothing more to try now
             history.messages, history.consolidated_upto = fresh.messages, fresh.consolidated_upto
-            history.noticed_upto = fresh.noticed_upto  # this turn's answer tells of it
+            # This turn's answer tells of it (unless the chat was told lately).
+            history.noticed_upto, history.noticed_at = fresh.noticed_upto, fresh.noticed_at
             request = build(history.messages)
         return request

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from nanobot_lambda.core import telemetry
 from nanobot_lambda.core.agent import TurnOutcome
@@ -52,9 +53,10 @@ class TurnRun:
     outbox: JournaledOutbox
     remaining_ms: RemainingMillis | None = None
     saves_session: bool = True  # its journal key is its session's (else a turn marked done)
-    # How far this turn told the chat of consolidation (delivery.py, `tell_compaction`): the
-    # session records it when the turn is saved or closed. None: it told nothing.
+    # How far this turn told the chat of consolidation (delivery.py, `tell_compaction`), and
+    # when: the session records them when the turn is saved or closed. None: it told nothing.
     noticed_upto: int | None = None
+    noticed_at: datetime | None = None
 
     def deadline(self, reserve_seconds: float) -> Callable[[], float] | None:
         """For the agent loop: the seconds a model call may take and still leave
