@@ -39,7 +39,15 @@ COLUMNS = 200
 class ChatAtTerminal:
     """A `chat` process on a pseudo-terminal of 200 columns; its output read as it comes."""
 
-    def __init__(self, *arguments: str, env: dict[str, str], cwd: Path) -> None:
+    def __init__(
+        self,
+        *arguments: str,
+        env: dict[str, str],
+        cwd: Path,
+        sigint: signal.Handlers = signal.SIG_DFL,
+    ) -> None:
+        """`sigint`: the SIGINT disposition it inherits (a shell at a terminal gives the
+        default, whatever the suite inherited; SIG_IGN, as a script's `&` or nohup would)."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, COLUMNS, 0, 0))
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
@@ -47,6 +55,7 @@ class ChatAtTerminal:
         def own_terminal() -> None:  # a session of its own, the pty its terminal: Ctrl-C works
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            signal.signal(signal.SIGINT, sigint)
 
         self.process = subprocess.Popen(  # noqa: S603
             [CLI, "chat", "--env-file", "/nonexistent", *arguments],
@@ -156,12 +165,19 @@ def cache(tmp_path: Path) -> Path:
 
 
 def start_chat(
-    model_server: ScriptedModelServer, tmp_path: Path, cache: Path, *arguments: str
+    model_server: ScriptedModelServer,
+    tmp_path: Path,
+    cache: Path,
+    *arguments: str,
+    sigint: signal.Handlers = signal.SIG_DFL,
 ) -> ChatAtTerminal:
     chat = ChatAtTerminal(
-        *arguments, env={**model_server.env(), "XDG_CACHE_HOME": str(cache)}, cwd=tmp_path
+        *arguments,
+        env={**model_server.env(), "XDG_CACHE_HOME": str(cache)},
+        cwd=tmp_path,
+        sigint=sigint,
     )
-    chat.expect_prompt()
+    chat.expect_prompt(timeout=120)  # the stack's start, on a busy machine
     return chat
 
 
@@ -252,6 +268,19 @@ def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
     assert lines.index("you> what should I do today?") < lines.index("you> hello")
     # No log line below WARNING without -v (Powertools' JSON lines carry a "level").
     assert '"level"' not in chat.text and "INFO" not in chat.text
+
+
+def test_ctrl_c_quits_even_when_the_chat_was_started_with_sigint_ignored(
+    model_server: ScriptedModelServer, tmp_path: Path, cache: Path
+) -> None:
+    """Started from a script that ignores SIGINT (`&`, nohup, `trap '' INT`), the chat at its
+    terminal still takes Ctrl-C: it is one of its keys (/stop, then quit)."""
+    chat = start_chat(model_server, tmp_path, cache, sigint=signal.SIG_IGN)
+    try:
+        chat.type("\x03")  # nothing runs: it quits
+        assert chat.process.wait(timeout=30) == 0
+    finally:
+        chat.close()
 
 
 def test_state_is_kept_between_runs_and_the_operator_commands_reach_the_stack(

@@ -231,6 +231,8 @@ def chat_command(arguments: argparse.Namespace) -> int:
 
     # Interactive: a reply shows as it is written. With -m, only the messages are printed.
     interactive = arguments.message is None
+    if interactive and sys.stdin.isatty():
+        take_ctrl_c()
     terminal = Terminal()
     replies = LiveReplies(terminal, files_dir=arguments.files)
     template = _template(arguments)
@@ -268,6 +270,17 @@ def chat_command(arguments: argparse.Namespace) -> int:
             stack.stop()
         finally:
             signal.signal(signal.SIGINT, interrupt)
+
+
+def take_ctrl_c() -> None:
+    """Ctrl-C is one of the chat's keys (/stop, then quit): a chat read from a terminal takes
+    it even if whoever started it ignored SIGINT (a script's `&`, nohup, `trap '' INT`), and
+    Python, started so, would raise no KeyboardInterrupt. Reading the terminal, the chat is its
+    foreground: a Ctrl-C typed there is meant for it. Not `poll` nor `chat -m`: run in the
+    background from a script, they keep ignoring a Ctrl-C typed for another program, as the
+    script asked (stop them with SIGTERM)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _post(stack: LocalStack, update: dict[str, Any], say: Callable[[str], None]) -> bool:
