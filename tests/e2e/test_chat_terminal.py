@@ -239,9 +239,12 @@ def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
         asked = len(model_server.requests)
         chat.send("/press 3")
         chat.expect("(no button '3': give its number, or its label)")
-        model_server.reply("Black tea it is.")
+        # Streamed, with a `*` the draft takes for emphasis (its Markdown unfinished) and the
+        # message shows as it is: the message replaces the draft all the same.
+        brewing = f"Black tea it is, 2*3 minutes: {WORDS}"
+        model_server.reply(brewing, tokens_per_second=20)
         chat.send("/press 2")
-        chat.expect("nanobot> Black tea it is.")
+        chat.expect(f"nanobot> {brewing}")
         assert len(model_server.requests) == asked + 1  # /press 3 reached nobody
         assert model_server.requests[-1]["messages"][-1]["content"].endswith(
             '[pressed the button "Black tea" under your message: "Which tea would you like?"]'
@@ -262,6 +265,10 @@ def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
     finally:
         chat.close()
     lines = chat.screen.lines
+    # Each answer shows once: its message replaced its draft, also when the person had sent a
+    # line under the draft (/stop, Ctrl-C) and when the two read otherwise (the `*`).
+    for opening in ("Let me look through it all:", "Take your time:", "Black tea", "Looking:"):
+        assert sum(line.startswith(f"nanobot> {opening}") for line in lines) == 1, chat.text
     assert "Here is everything." not in chat.text
     assert "you> /stop" in lines
     assert not any(line.startswith("you> nanobot>") for line in lines)

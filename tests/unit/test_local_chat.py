@@ -73,32 +73,46 @@ def test_a_value_the_template_does_not_allow_is_refused_with_what_it_takes() -> 
 
 
 def prompt_session(
-    monkeypatch: pytest.MonkeyPatch, while_waiting: list[tuple[str, object]]
-) -> tuple[Terminal, Screen, str]:
+    monkeypatch: pytest.MonkeyPatch,
+    while_waiting: list[tuple[str, object]],
+    *,
+    typed: str | None = "typed",
+) -> tuple[Terminal, io.StringIO]:
     """One read_line, during which the output calls `while_waiting` arrive (as from another
-    thread); returns the terminal, the screen it drew and the line read."""
+    thread), then the person sends `typed` (None: presses Ctrl-C); returns the terminal and
+    what it wrote."""
     out = io.StringIO()
-    terminal = Terminal(out)
+    terminal = Terminal(out, screen=True, size=lambda: (80, 24))
 
     def person_typing(prompt: str) -> str:
         out.write(prompt)  # what input() draws
         for method, argument in while_waiting:
-            if method == "live":
-                getattr(terminal, method)(1, argument)
+            if method in ("live", "finish"):
+                getattr(terminal, method)("chat", argument)
             else:
                 getattr(terminal, method)(argument)
-        return "typed"
+        if typed is None:
+            raise KeyboardInterrupt
+        out.write(typed + "\n")  # what the terminal echoes, Enter included
+        return typed
 
     monkeypatch.setattr("builtins.input", person_typing)
     monkeypatch.setattr(terminal_module, "readline", None)
-    line = terminal.read_line()
+    try:
+        assert terminal.read_line() == typed
+    except KeyboardInterrupt:
+        assert typed is None
+    return terminal, out
+
+
+def drawn(out: io.StringIO) -> Screen:
     screen = Screen(80)
     screen.feed(out.getvalue().replace("\n", "\r\n"))  # the terminal's own translation
-    return terminal, screen, line
+    return screen
 
 
 def test_output_while_the_prompt_is_shown_goes_above_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    _, screen, line = prompt_session(
+    _, out = prompt_session(
         monkeypatch,
         [
             ("live", "nanobot> The plan"),
@@ -107,20 +121,34 @@ def test_output_while_the_prompt_is_shown_goes_above_it(monkeypatch: pytest.Monk
             ("lines", "nanobot> ⏰ Drink water!\n"),
         ],
     )
-    assert line == "typed"
-    assert screen.lines == [
-        "nanobot> The plan for today is coffee.",
-        "nanobot> ⏰ Drink water!",
-        "you>",
-    ]
+    assert drawn(out).text == (
+        "nanobot> The plan for today is coffee.\nnanobot> ⏰ Drink water!\nyou> typed"
+    )
 
 
-def test_a_reply_still_being_written_when_a_line_is_sent_goes_on_under_it(
+def test_a_line_sent_under_a_draft_goes_above_it_and_its_message_replaces_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    terminal, screen, _ = prompt_session(monkeypatch, [("live", "nanobot> Half")])
-    assert screen.lines == ["nanobot> Half", "you>"]
-    assert terminal.live_key is None  # the typed line is under it now: it cannot go on there
+    """/stop typed while the answer is written: the draft goes on under the line sent, and
+    the message that ends the turn replaces it there (issue 37: it printed twice)."""
+    terminal, out = prompt_session(
+        monkeypatch, [("live", "nanobot> Half"), ("live", "nanobot> Half of it")], typed="/stop"
+    )
+    assert drawn(out).text == "you> /stop\nnanobot> Half of it"
+    assert terminal.live_key == "chat"
+    terminal.finish("chat", "nanobot> Half of it, stopped.\n")
+    assert drawn(out).text == "you> /stop\nnanobot> Half of it, stopped."
+
+
+def test_ctrl_c_under_a_draft_leaves_it_the_last_thing_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    terminal, out = prompt_session(
+        monkeypatch, [("live", "nanobot> Looking at a draft that wraps " * 3)], typed=None
+    )
+    terminal.lines("(Ctrl-C: /stop sent)\n")
+    terminal.finish("chat", "nanobot> Looked.\n")
+    assert drawn(out).text == "(Ctrl-C: /stop sent)\nnanobot> Looked."
 
 
 def test_after_mute_nothing_is_written() -> None:
