@@ -13,17 +13,20 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
 import termios
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from nanobot_lambda.core import texts
+from nanobot_lambda.core import hooks, texts
 from nanobot_lambda.operator.cli.live import PRESS_HINT
 from nanobot_lambda.operator.cli.local import STOP_SENT
 from nanobot_lambda.operator.local.stack import LocalUser
@@ -288,6 +291,80 @@ def test_ctrl_c_quits_even_when_the_chat_was_started_with_sigint_ignored(
         assert chat.process.wait(timeout=30) == 0
     finally:
         chat.close()
+
+
+def test_a_hook_made_in_the_chat_takes_signed_events_on_this_machine(
+    model_server: ScriptedModelServer, tmp_path: Path, cache: Path
+) -> None:
+    """The chat serves the HTTP API's routes on 127.0.0.1 and says where: `/hooks add` shows
+    that URL (it showed the deployed form, `https://local.execute-api…`, which resolves
+    nowhere), a signed event POSTed to it becomes the hook's turn in the chat, and
+    `hooks list --local` and `doctor --local` reach the running stack (issue 37)."""
+    chat = start_chat(model_server, tmp_path, cache)
+    try:
+        banner = re.search(r"Event hooks: POST (http://127\.0\.0\.1:\d+/hooks)/NAME", chat.text)
+        assert banner is not None, chat.text
+        chat.send("/hooks add deploys")
+        chat.expect("Secret (shown only now")
+        made = re.search(r"URL: (\S+)\s+Secret \(shown only now, keep it safe\): (\S+)", chat.text)
+        assert made is not None, chat.text
+        url, secret = made.groups()
+        assert url == f"{banner.group(1)}/deploys"
+
+        # As the README's curl example sends it, to the URL shown.
+        model_server.reply("The api deploy was rolled back: worth a look.")
+        body = b'{"service": "api", "status": "rolled back"}'
+        timestamp = int(time.time())
+        request = urllib.request.Request(  # noqa: S310 - the URL the chat showed
+            url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "X-Hook-Timestamp": str(timestamp),
+                "X-Hook-Signature": hooks.sign(secret, body, timestamp),
+                "X-Hook-Event": "deploy",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            assert response.status == 202
+            assert json.loads(response.read())["status"] == "queued"
+        chat.expect("nanobot> The api deploy was rolled back: worth a look.")
+        assert '"status": "rolled back"' in model_server.requests[-1]["messages"][-1]["content"]
+
+        # No route for another path or method: API Gateway's own 404, no function reached.
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(url.replace("/hooks/", "/nowhere/"), timeout=30)  # noqa: S310
+        assert missing.value.code == 404
+        assert json.loads(missing.value.read()) == {"message": "Not Found"}
+
+        local = {"XDG_CACHE_HOME": str(cache)}
+        listed = run_cli("hooks", "list", "--local", env=local)
+        assert listed.returncode == 0, listed.stderr
+        assert f"deploys  chat {LocalUser().id}  {url}  made " in listed.stdout
+        assert secret not in listed.stdout
+        model_server.reply("OK")  # the doctor's one-token request
+        doctor = run_cli(
+            "doctor", "--local", "--env-file", "/nonexistent", env={**local, **model_server.env()}
+        )
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        *lines, summary = doctor.stdout.splitlines()
+        assert summary == "Everything checked is in place."
+        checks = {line[6:22].strip(): line[:4].strip() for line in lines}
+        assert checks == {
+            "AWS credentials": "skip",
+            "stack": "ok",
+            "configuration": "ok",
+            "model": "ok",
+            "MCP servers": "ok",
+            "bot token": "skip",
+            "webhook": "skip",
+            "command menu": "skip",
+            "workspace": "ok",
+        }, doctor.stdout
+        assert f"hooks at {banner.group(1)}/NAME reach the webhook function" in doctor.stdout
+    finally:
+        assert chat.close() == 0
 
 
 def test_state_is_kept_between_runs_and_the_operator_commands_reach_the_stack(

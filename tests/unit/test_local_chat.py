@@ -14,7 +14,13 @@ import pytest
 from nanobot_lambda.operator.cli import terminal as terminal_module
 from nanobot_lambda.operator.cli.local import template_parameters_from_env
 from nanobot_lambda.operator.cli.terminal import Terminal
-from nanobot_lambda.operator.local.cfn import find_template, load_template, parameter_variables
+from nanobot_lambda.operator.local.cfn import (
+    TemplateContext,
+    find_template,
+    load_template,
+    parameter_variables,
+)
+from nanobot_lambda.operator.local.http_api import Route, deployed_api_url, http_api_routes
 from nanobot_lambda.operator.local.stack import LocalStack
 from nanobot_lambda.operator.local.state import (
     LocalStackInfo,
@@ -161,6 +167,15 @@ def test_after_mute_nothing_is_written() -> None:
     assert out.getvalue() == "before\n"
 
 
+def test_a_draft_cut_off_by_quitting_ends_its_line_before_the_shell_s_prompt() -> None:
+    out = io.StringIO()
+    terminal = Terminal(out, screen=True, size=lambda: (80, 24))
+    terminal.live("chat", "nanobot> cut off")
+    terminal.mute()
+    terminal.live("chat", "nanobot> cut off here")
+    assert out.getvalue() == "nanobot> cut off\n"
+
+
 def test_binary_attributes_survive_the_state_file() -> None:
     item = {"pk": {"S": "telegram:1"}, "blob": {"B": b"\x00\xff"}, "set": {"BS": [b"a", b"b"]}}
     assert _decoded(json.loads(json.dumps(_encoded(item)))) == item
@@ -201,3 +216,18 @@ def test_an_unreadable_state_stops_the_start_and_is_left_alone(tmp_path: Path) -
     state.path.write_text('{"version": 99}')  # of another version: not guessed at either
     with pytest.raises(StateError, match="of another version"):
         stack.keep_in(state)
+
+
+def test_the_http_api_routes_are_the_template_s_as_api_gateway_matches_them() -> None:
+    context = TemplateContext(TEMPLATE, refs={"ServerlessHttpApi": "local"})
+    webhook, hooks = http_api_routes(context)
+    assert webhook == Route("POST", "/webhook", "WebhookFunction")
+    assert hooks == Route("POST", "/hooks/{name}", "WebhookFunction")
+    assert hooks.match("POST", "/hooks/deploys") == {"name": "deploys"}
+    assert hooks.match("GET", "/hooks/deploys") is None  # no route for another method
+    assert hooks.match("POST", "/hooks/a/b") is None
+    assert hooks.match("POST", "/hooks/") is None
+    assert webhook.match("POST", "/webhook") == {}
+    # What the template's outputs and HOOKS_URL name, and the local stack replaces.
+    assert deployed_api_url(context) == "https://local.execute-api.us-east-1.amazonaws.com"
+    assert Route("ANY", "/files/{path+}", "F").match("PUT", "/files/a/b") == {"path": "a/b"}

@@ -316,6 +316,9 @@ STOP_SENT = "(Ctrl-C: /stop sent; Ctrl-C again quits)"
 def _banner(stack: LocalStack, files: Path, state: LocalState | None) -> str:
     from nanobot_lambda.operator.cli.live import shown_path
 
+    hooks = ""
+    if stack.hooks_url:  # the HTTP API's, on 127.0.0.1
+        hooks = f"Event hooks: POST {stack.hooks_url}/NAME (make one with /hooks add NAME).\n"
     if state is None:
         kept = "Fresh stack: nothing is kept when the chat ends (--state DIR keeps it)."
     else:
@@ -326,6 +329,7 @@ def _banner(stack: LocalStack, files: Path, state: LocalState | None) -> str:
         "written;\n/press 1 (or /press and its label) presses a button.\n"
         f"Files the bot sends are saved in {shown_path(files)}/.\n"
         f"{kept}\n"
+        f"{hooks}"
         "Operator commands reach this stack with --local, e.g. "
         "`nanobot-lambda workspace pull ./workspace --local`."
     )
@@ -346,7 +350,7 @@ def _interactive(stack: LocalStack, replies: LiveReplies, state: LocalState | No
     def say(text: str) -> None:
         terminal.lines(text + "\n")
 
-    announced = LocalStackInfo.of(stack.template, stack.endpoint_url, REGION)
+    announced = LocalStackInfo.of(stack.template, stack.endpoint_url, REGION, stack.hooks_url)
     announced.announce()
     # Reminders, scheduled tasks and background tasks arrive while you type.
     stack.start_background()
@@ -482,7 +486,7 @@ def poll_command(arguments: argparse.Namespace) -> int:
         stack.start_background()  # runs the queued turns and the due schedules
         print(
             f"Polling Telegram as @{me.username}: write to it from an ALLOW_FROM account. "
-            "Ctrl-C to stop.",
+            f"Ctrl-C to stop.\nEvent hooks: POST {stack.hooks_url}/NAME (on this machine).",
             file=sys.stderr,
             flush=True,
         )

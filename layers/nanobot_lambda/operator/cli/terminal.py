@@ -103,6 +103,8 @@ class Terminal:
 
     def mute(self) -> None:
         with self._lock:
+            if self._live is not None and not self._prompt_shown and not self._muted:
+                self._write("\n")  # the shell's prompt goes under a draft left unfinished
             self._muted = True
 
     @property
