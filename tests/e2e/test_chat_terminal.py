@@ -13,17 +13,20 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import signal
 import struct
 import subprocess
 import termios
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from nanobot_lambda.core import texts
+from nanobot_lambda.core import hooks, texts
 from nanobot_lambda.operator.cli.live import PRESS_HINT
 from nanobot_lambda.operator.cli.local import STOP_SENT
 from nanobot_lambda.operator.local.stack import LocalUser
@@ -39,7 +42,15 @@ COLUMNS = 200
 class ChatAtTerminal:
     """A `chat` process on a pseudo-terminal of 200 columns; its output read as it comes."""
 
-    def __init__(self, *arguments: str, env: dict[str, str], cwd: Path) -> None:
+    def __init__(
+        self,
+        *arguments: str,
+        env: dict[str, str],
+        cwd: Path,
+        sigint: signal.Handlers = signal.SIG_DFL,
+    ) -> None:
+        """`sigint`: the SIGINT disposition it inherits (a shell at a terminal gives the
+        default, whatever the suite inherited; SIG_IGN, as a script's `&` or nohup would)."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, COLUMNS, 0, 0))
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
@@ -47,6 +58,7 @@ class ChatAtTerminal:
         def own_terminal() -> None:  # a session of its own, the pty its terminal: Ctrl-C works
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            signal.signal(signal.SIGINT, sigint)
 
         self.process = subprocess.Popen(  # noqa: S603
             [CLI, "chat", "--env-file", "/nonexistent", *arguments],
@@ -156,12 +168,19 @@ def cache(tmp_path: Path) -> Path:
 
 
 def start_chat(
-    model_server: ScriptedModelServer, tmp_path: Path, cache: Path, *arguments: str
+    model_server: ScriptedModelServer,
+    tmp_path: Path,
+    cache: Path,
+    *arguments: str,
+    sigint: signal.Handlers = signal.SIG_DFL,
 ) -> ChatAtTerminal:
     chat = ChatAtTerminal(
-        *arguments, env={**model_server.env(), "XDG_CACHE_HOME": str(cache)}, cwd=tmp_path
+        *arguments,
+        env={**model_server.env(), "XDG_CACHE_HOME": str(cache)},
+        cwd=tmp_path,
+        sigint=sigint,
     )
-    chat.expect_prompt()
+    chat.expect_prompt(timeout=120)  # the stack's start, on a busy machine
     return chat
 
 
@@ -223,9 +242,12 @@ def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
         asked = len(model_server.requests)
         chat.send("/press 3")
         chat.expect("(no button '3': give its number, or its label)")
-        model_server.reply("Black tea it is.")
+        # Streamed, with a `*` the draft takes for emphasis (its Markdown unfinished) and the
+        # message shows as it is: the message replaces the draft all the same.
+        brewing = f"Black tea it is, 2*3 minutes: {WORDS}"
+        model_server.reply(brewing, tokens_per_second=20)
         chat.send("/press 2")
-        chat.expect("nanobot> Black tea it is.")
+        chat.expect(f"nanobot> {brewing}")
         assert len(model_server.requests) == asked + 1  # /press 3 reached nobody
         assert model_server.requests[-1]["messages"][-1]["content"].endswith(
             '[pressed the button "Black tea" under your message: "Which tea would you like?"]'
@@ -246,12 +268,103 @@ def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
     finally:
         chat.close()
     lines = chat.screen.lines
+    # Each answer shows once: its message replaced its draft, also when the person had sent a
+    # line under the draft (/stop, Ctrl-C) and when the two read otherwise (the `*`).
+    for opening in ("Let me look through it all:", "Take your time:", "Black tea", "Looking:"):
+        assert sum(line.startswith(f"nanobot> {opening}") for line in lines) == 1, chat.text
     assert "Here is everything." not in chat.text
     assert "you> /stop" in lines
     assert not any(line.startswith("you> nanobot>") for line in lines)
     assert lines.index("you> what should I do today?") < lines.index("you> hello")
     # No log line below WARNING without -v (Powertools' JSON lines carry a "level").
     assert '"level"' not in chat.text and "INFO" not in chat.text
+
+
+def test_ctrl_c_quits_even_when_the_chat_was_started_with_sigint_ignored(
+    model_server: ScriptedModelServer, tmp_path: Path, cache: Path
+) -> None:
+    """Started from a script that ignores SIGINT (`&`, nohup, `trap '' INT`), the chat at its
+    terminal still takes Ctrl-C: it is one of its keys (/stop, then quit)."""
+    chat = start_chat(model_server, tmp_path, cache, sigint=signal.SIG_IGN)
+    try:
+        chat.type("\x03")  # nothing runs: it quits
+        assert chat.process.wait(timeout=30) == 0
+    finally:
+        chat.close()
+
+
+def test_a_hook_made_in_the_chat_takes_signed_events_on_this_machine(
+    model_server: ScriptedModelServer, tmp_path: Path, cache: Path
+) -> None:
+    """The chat serves the HTTP API's routes on 127.0.0.1 and says where: `/hooks add` shows
+    that URL (it showed the deployed form, `https://local.execute-api…`, which resolves
+    nowhere), a signed event POSTed to it becomes the hook's turn in the chat, and
+    `hooks list --local` and `doctor --local` reach the running stack (issue 37)."""
+    chat = start_chat(model_server, tmp_path, cache)
+    try:
+        banner = re.search(r"Event hooks: POST (http://127\.0\.0\.1:\d+/hooks)/NAME", chat.text)
+        assert banner is not None, chat.text
+        chat.send("/hooks add deploys")
+        chat.expect("Secret (shown only now")
+        made = re.search(r"URL: (\S+)\s+Secret \(shown only now, keep it safe\): (\S+)", chat.text)
+        assert made is not None, chat.text
+        url, secret = made.groups()
+        assert url == f"{banner.group(1)}/deploys"
+
+        # As the README's curl example sends it, to the URL shown.
+        model_server.reply("The api deploy was rolled back: worth a look.")
+        body = b'{"service": "api", "status": "rolled back"}'
+        timestamp = int(time.time())
+        request = urllib.request.Request(  # noqa: S310 - the URL the chat showed
+            url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "X-Hook-Timestamp": str(timestamp),
+                "X-Hook-Signature": hooks.sign(secret, body, timestamp),
+                "X-Hook-Event": "deploy",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            assert response.status == 202
+            assert json.loads(response.read())["status"] == "queued"
+        chat.expect("nanobot> The api deploy was rolled back: worth a look.")
+        assert '"status": "rolled back"' in model_server.requests[-1]["messages"][-1]["content"]
+
+        # No route for another path or method: API Gateway's own 404, no function reached.
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(url.replace("/hooks/", "/nowhere/"), timeout=30)  # noqa: S310
+        assert missing.value.code == 404
+        assert json.loads(missing.value.read()) == {"message": "Not Found"}
+
+        local = {"XDG_CACHE_HOME": str(cache)}
+        listed = run_cli("hooks", "list", "--local", env=local)
+        assert listed.returncode == 0, listed.stderr
+        assert f"deploys  chat {LocalUser().id}  {url}  made " in listed.stdout
+        assert secret not in listed.stdout
+        model_server.reply("OK")  # the doctor's one-token request
+        doctor = run_cli(
+            "doctor", "--local", "--env-file", "/nonexistent", env={**local, **model_server.env()}
+        )
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        *lines, summary = doctor.stdout.splitlines()
+        assert summary == "Everything checked is in place."
+        checks = {line[6:22].strip(): line[:4].strip() for line in lines}
+        assert checks == {
+            "AWS credentials": "skip",
+            "stack": "ok",
+            "configuration": "ok",
+            "model": "ok",
+            "MCP servers": "ok",
+            "bot token": "skip",
+            "webhook": "skip",
+            "command menu": "skip",
+            "workspace": "ok",
+        }, doctor.stdout
+        assert f"hooks at {banner.group(1)}/NAME reach the webhook function" in doctor.stdout
+    finally:
+        assert chat.close() == 0
 
 
 def test_state_is_kept_between_runs_and_the_operator_commands_reach_the_stack(

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.support.mcp_server import McpServerProcess
+from tests.support.processes import sigint_default
 from tests.support.scripted_model import ScriptedModelServer
 
 CLI = shutil.which("nanobot-lambda") or str(Path(os.sys.executable).parent / "nanobot-lambda")
@@ -29,6 +30,7 @@ def run_cli(
         text=True,
         timeout=180,
         check=False,
+        preexec_fn=sigint_default,  # as a shell starts it, whatever the suite inherited
     )
 
 

@@ -19,6 +19,7 @@ from nanobot_lambda.operator.local.poll import Delivery, TelegramPoller
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram
 from tests.conftest import TEMPLATE, telegram_update
 from tests.e2e.test_cli import CLI, DEPLOYED_STACK_ENV, ROOT, run_cli
+from tests.support.processes import sigint_default
 from tests.support.scripted_model import ScriptedModelServer
 
 TOKEN = "7171:real-bot-token"
@@ -121,6 +122,7 @@ def test_the_console_script_answers_and_stops_cleanly_on_ctrl_c(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_default,  # Ctrl-C works whatever the suite inherited
     )
     try:
         wait_for(lambda: any(m == "getUpdates" for m, _ in telegram.calls), seconds=120)

@@ -4,8 +4,11 @@ healthy deployment passes every check; each broken part is reported alone, with 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -17,6 +20,7 @@ from nanobot_lambda.core.workspace import seed_workspace
 from nanobot_lambda.operator.cli import main
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.cfn import TemplateContext
+from nanobot_lambda.operator.local.state import LocalStackInfo
 from tests.support.bedrock_refusals import NO_ACCESS, NOT_AUTHORIZED, BedrockRefusals
 from tests.support.deployed import (
     BOT_TOKEN_PARAMETER,
@@ -446,3 +450,61 @@ def test_a_skill_read_leniently_is_a_warning_and_still_parses(
     ) in report
     assert "fix:" not in report
     assert "uploads a PDF" not in report
+
+
+def announce_local_stack(
+    resources: TemplateContext, hooks_url: str, monkeypatch: pytest.MonkeyPatch, cache: Path
+) -> None:
+    """Announce the resources as a running chat's stack would (the chat being this process)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    LocalStackInfo.of(resources, os.environ["AWS_ENDPOINT_URL"], "us-east-1", hooks_url).announce()
+
+
+def doctor_local(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, str]]:
+    code = main(["doctor", "--local", "--env-file", "/nonexistent"])
+    checks: dict[str, str] = {}
+    for line in capsys.readouterr().out.splitlines()[:-1]:
+        if line.startswith(("ok", "FAIL", "WARN", "skip")):
+            name = line[6:23].strip()
+            checks[name] = line
+        else:
+            checks[name] += "\n" + line
+    return code, checks
+
+
+def test_local_checks_the_running_chat_s_stack_and_skips_what_it_has_not(
+    resources: TemplateContext,
+    model_server: ScriptedModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """`doctor --local` (healthy: test_chat_terminal, against a running chat): a resource
+    gone from its moto server, or a hooks URL nothing answers, fails the stack check."""
+    assert main(["doctor", "--local", "--env-file", "/nonexistent"]) == 2
+    assert "no local stack is running" in capsys.readouterr().err
+
+    for name, value in model_server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", BOT_TOKEN)  # a real bot's, for poll: not checked
+    seed_workspace(S3Workspace(resources.refs["WorkspaceBucket"], boto3.client("s3")))
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}/hooks"
+    announce_local_stack(resources, nowhere, monkeypatch, tmp_path)
+    model_server.reply("OK")
+    code, checks = doctor_local(capsys)
+    assert code == 1
+    assert failed(checks) == ["stack"]
+    assert f"{nowhere}/NAME cannot be reached" in checks["stack"]
+    assert "fix: start `make chat` (or `nanobot-lambda chat`) again" in checks["stack"]
+    assert [line[:4] for line in checks.values()] == [
+        "skip", "FAIL", "ok  ", "ok  ", "ok  ", "skip", "skip", "skip", "ok  "
+    ]  # fmt: skip
+    assert "the local stack's Bot API is the chat's own" in checks["bot token"]
+
+    boto3.client("sqs").delete_queue(QueueUrl=resources.refs["TurnQueue"])
+    model_server.reply("OK")
+    code, checks = doctor_local(capsys)
+    assert failed(checks) == ["stack"]
+    assert "has no TurnQueueUrl (AWS.SimpleQueueService.NonExistentQueue)" in checks["stack"]

@@ -3,7 +3,9 @@ sessions table (moto server)."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
 from nanobot_lambda.core.feedback import Reaction
 from nanobot_lambda.operator.cli import main
 from nanobot_lambda.operator.local.cfn import TemplateContext
+from nanobot_lambda.operator.local.state import LocalStackInfo
 
 HOOKS_URL = "https://abc123.execute-api.eu-west-1.amazonaws.com/hooks"
 
@@ -68,3 +71,27 @@ def test_usage_of_a_chat_shows_the_reactions_to_its_answers(
     book.record_reaction(Reaction(222222222, 11, 222222222, ("👎",), 1))
     assert main(["usage", "--chat", "111111111"]) == 0
     assert capsys.readouterr().out.strip().endswith("Reactions to answers: 👍 2")
+
+
+def test_local_acts_on_the_running_chat_s_hooks_with_its_url_on_this_machine(
+    resources: TemplateContext,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """`hooks … --local` (issue 37: refused as an unknown argument): the sessions table and the
+    hooks' URL the chat announced, none of the environment's (a deployed stack's in .env)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("SESSIONS_TABLE", "deployed-sessions")
+    monkeypatch.setenv("HOOKS_URL", HOOKS_URL)
+    local_url = "http://127.0.0.1:43210/hooks"
+    LocalStackInfo.of(resources, os.environ["AWS_ENDPOINT_URL"], "us-east-1", local_url).announce()
+
+    assert main(["hooks", "add", "deploys", "--chat", "100000001", "--local"]) == 0
+    assert f"url:    {local_url}/deploys" in capsys.readouterr().out
+    assert main(["hooks", "list", "--local"]) == 0
+    assert f"deploys  chat 100000001  {local_url}/deploys" in capsys.readouterr().out
+    table = resources.refs["SessionsTable"]
+    assert DynamoHookStore(table, dynamodb_client).hook("deploys") is not None
+    assert main(["hooks", "remove", "deploys", "--local"]) == 0
+    assert DynamoHookStore(table, dynamodb_client).hooks() == []

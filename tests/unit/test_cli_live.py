@@ -1,14 +1,17 @@
-"""`chat` shows a reply growing on its line from the drafts, finished by its message."""
+"""`chat` shows a reply growing on its line from the drafts, replaced by its message."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 from nanobot_lambda.adapters.telegram.models import MessageEntity
 from nanobot_lambda.operator.cli.live import PRESS_HINT, LiveReplies, button_label, with_link_urls
+from nanobot_lambda.operator.cli.terminal import Terminal
 from nanobot_lambda.operator.local.bot_api import SentDraft, SentFile, SentMessage
+from tests.support.screen import Screen
 
 
 def draft(text: str, draft_id: int = 7) -> SentDraft:
@@ -21,37 +24,105 @@ def message(text: str) -> SentMessage:
     )
 
 
-def test_a_reply_grows_on_one_line_and_its_message_finishes_it() -> None:
+def on_screen(columns: int = 80, lines: int = 24) -> tuple[LiveReplies, Callable[[], str]]:
+    """Replies on a terminal of that size; and what its screen shows."""
     out = io.StringIO()
-    replies = LiveReplies(out)
+    replies = LiveReplies(Terminal(out, screen=True, size=lambda: (columns, lines)))
+
+    def shown() -> str:
+        screen = Screen(columns)
+        screen.feed(out.getvalue().replace("\n", "\r\n"))  # the terminal's own translation
+        return screen.text
+
+    return replies, shown
+
+
+def test_a_reply_grows_on_its_line_and_its_message_replaces_it() -> None:
+    replies, shown = on_screen()
     replies.draft(draft("The plan"))
     replies.draft(draft("The plan for today"))
+    assert shown() == "nanobot> The plan for today"
     replies.message(message("The plan for today is coffee."))
     replies.message(message("Anything else?"))
 
-    assert out.getvalue() == "nanobot> The plan for today is coffee.\nnanobot> Anything else?\n"
+    assert shown() == "nanobot> The plan for today is coffee.\nnanobot> Anything else?"
 
 
-def test_a_draft_that_does_not_continue_the_line_starts_a_new_one() -> None:
-    out = io.StringIO()
-    replies = LiveReplies(out)
+def test_the_message_replaces_its_chat_s_draft_whatever_either_reads() -> None:
+    """The draft is rendered from unfinished Markdown (a `*` closed as emphasis, a `[` held
+    back), the message from the finished text: they need not read the same (issue 37)."""
+    replies, shown = on_screen()
+    replies.draft(draft("It takes 23 minutes"))
+    replies.message(message("It takes 2*3 minutes."))
+    replies.draft(draft("You said: pressed the button"))
+    replies.message(message('You said: [pressed the button "Black tea"]'))
+
+    assert shown() == (
+        'nanobot> It takes 2*3 minutes.\nnanobot> You said: [pressed the button "Black tea"]'
+    )
+
+
+def test_a_draft_that_does_not_continue_the_one_shown_replaces_it() -> None:
+    replies, shown = on_screen()
     replies.draft(draft("Wrong start"))
-    replies.draft(draft("Right", draft_id=8))  # another message, or a retried stream
+    replies.draft(draft("Right", draft_id=8))  # the next step's text, or a retried stream
+    assert shown() == "nanobot> Right"
     replies.message(message("Right answer"))
 
-    assert out.getvalue() == "nanobot> Wrong start\nnanobot> Right answer\n"
+    assert shown() == "nanobot> Right answer"
 
 
-def test_a_file_shows_on_its_own_line_with_its_size_and_caption() -> None:
+def test_a_draft_over_several_rows_is_replaced_whole() -> None:
+    replies, shown = on_screen(columns=20)
+    replies.draft(draft("a draft that wraps over three rows"))
+    assert len(shown().splitlines()) == 3
+    replies.message(message("Short."))
+
+    assert shown() == "nanobot> Short."
+
+
+def test_a_draft_taller_than_the_screen_is_cut_to_fit_and_replaced_whole() -> None:
+    replies, shown = on_screen(columns=20, lines=6)
+    words = " ".join(f"word{n}" for n in range(40))
+    replies.draft(draft(words[:100]))
+    replies.draft(draft(words))
+    rows = shown().splitlines()
+    assert len(rows) == 4 and rows[-1].endswith("…")  # a row for the prompt, one spare
+    replies.message(message("Done."))
+
+    assert shown() == "nanobot> Done."
+
+
+def test_what_comes_while_a_draft_is_shown_goes_above_it() -> None:
+    """A file, or a message in another chat: the draft stays the last thing shown."""
+    replies, shown = on_screen()
+    replies.draft(draft("Here is"))
+    replies.file(sent_file("photo", "plot.png", 12_595, "Sales by month"))
+    replies.message(dataclasses.replace(message("Elsewhere."), chat_id=2))
+    assert shown() == (
+        "nanobot> 📎 photo plot.png (12.3 KB) — Sales by month\n"
+        "nanobot> Elsewhere.\n"
+        "nanobot> Here is"
+    )
+    replies.message(message("Here is the plot."))
+
+    assert shown().splitlines()[-1] == "nanobot> Here is the plot."
+    assert shown().count("Here is") == 1
+
+
+def test_without_a_screen_only_the_messages_are_written() -> None:
+    """`chat -m`, or the chat's output to a file or a pipe: nothing could be erased there."""
     out = io.StringIO()
     replies = LiveReplies(out)
+    replies.draft(draft("The plan"))
+    replies.message(message("The plan for today is coffee."))
     replies.draft(draft("Here is"))
     replies.file(sent_file("photo", "plot.png", 12_595, "Sales by month"))
     replies.file(sent_file("document", "notes.txt", 20, None))
     replies.file(sent_file("voice", "reply.ogg", 3 * 1024 * 1024, ""))
 
     assert out.getvalue() == (
-        "nanobot> Here is\n"
+        "nanobot> The plan for today is coffee.\n"
         "nanobot> 📎 photo plot.png (12.3 KB) — Sales by month\n"
         "nanobot> 📎 document notes.txt (20 B)\n"
         "nanobot> 📎 voice reply.ogg (3.0 MB)\n"

@@ -14,7 +14,13 @@ import pytest
 from nanobot_lambda.operator.cli import terminal as terminal_module
 from nanobot_lambda.operator.cli.local import template_parameters_from_env
 from nanobot_lambda.operator.cli.terminal import Terminal
-from nanobot_lambda.operator.local.cfn import find_template, load_template, parameter_variables
+from nanobot_lambda.operator.local.cfn import (
+    TemplateContext,
+    find_template,
+    load_template,
+    parameter_variables,
+)
+from nanobot_lambda.operator.local.http_api import Route, deployed_api_url, http_api_routes
 from nanobot_lambda.operator.local.stack import LocalStack
 from nanobot_lambda.operator.local.state import (
     LocalStackInfo,
@@ -73,32 +79,46 @@ def test_a_value_the_template_does_not_allow_is_refused_with_what_it_takes() -> 
 
 
 def prompt_session(
-    monkeypatch: pytest.MonkeyPatch, while_waiting: list[tuple[str, object]]
-) -> tuple[Terminal, Screen, str]:
+    monkeypatch: pytest.MonkeyPatch,
+    while_waiting: list[tuple[str, object]],
+    *,
+    typed: str | None = "typed",
+) -> tuple[Terminal, io.StringIO]:
     """One read_line, during which the output calls `while_waiting` arrive (as from another
-    thread); returns the terminal, the screen it drew and the line read."""
+    thread), then the person sends `typed` (None: presses Ctrl-C); returns the terminal and
+    what it wrote."""
     out = io.StringIO()
-    terminal = Terminal(out)
+    terminal = Terminal(out, screen=True, size=lambda: (80, 24))
 
     def person_typing(prompt: str) -> str:
         out.write(prompt)  # what input() draws
         for method, argument in while_waiting:
-            if method == "live":
-                getattr(terminal, method)(1, argument)
+            if method in ("live", "finish"):
+                getattr(terminal, method)("chat", argument)
             else:
                 getattr(terminal, method)(argument)
-        return "typed"
+        if typed is None:
+            raise KeyboardInterrupt
+        out.write(typed + "\n")  # what the terminal echoes, Enter included
+        return typed
 
     monkeypatch.setattr("builtins.input", person_typing)
     monkeypatch.setattr(terminal_module, "readline", None)
-    line = terminal.read_line()
+    try:
+        assert terminal.read_line() == typed
+    except KeyboardInterrupt:
+        assert typed is None
+    return terminal, out
+
+
+def drawn(out: io.StringIO) -> Screen:
     screen = Screen(80)
     screen.feed(out.getvalue().replace("\n", "\r\n"))  # the terminal's own translation
-    return terminal, screen, line
+    return screen
 
 
 def test_output_while_the_prompt_is_shown_goes_above_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    _, screen, line = prompt_session(
+    _, out = prompt_session(
         monkeypatch,
         [
             ("live", "nanobot> The plan"),
@@ -107,20 +127,34 @@ def test_output_while_the_prompt_is_shown_goes_above_it(monkeypatch: pytest.Monk
             ("lines", "nanobot> ⏰ Drink water!\n"),
         ],
     )
-    assert line == "typed"
-    assert screen.lines == [
-        "nanobot> The plan for today is coffee.",
-        "nanobot> ⏰ Drink water!",
-        "you>",
-    ]
+    assert drawn(out).text == (
+        "nanobot> The plan for today is coffee.\nnanobot> ⏰ Drink water!\nyou> typed"
+    )
 
 
-def test_a_reply_still_being_written_when_a_line_is_sent_goes_on_under_it(
+def test_a_line_sent_under_a_draft_goes_above_it_and_its_message_replaces_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    terminal, screen, _ = prompt_session(monkeypatch, [("live", "nanobot> Half")])
-    assert screen.lines == ["nanobot> Half", "you>"]
-    assert terminal.live_key is None  # the typed line is under it now: it cannot go on there
+    """/stop typed while the answer is written: the draft goes on under the line sent, and
+    the message that ends the turn replaces it there (issue 37: it printed twice)."""
+    terminal, out = prompt_session(
+        monkeypatch, [("live", "nanobot> Half"), ("live", "nanobot> Half of it")], typed="/stop"
+    )
+    assert drawn(out).text == "you> /stop\nnanobot> Half of it"
+    assert terminal.live_key == "chat"
+    terminal.finish("chat", "nanobot> Half of it, stopped.\n")
+    assert drawn(out).text == "you> /stop\nnanobot> Half of it, stopped."
+
+
+def test_ctrl_c_under_a_draft_leaves_it_the_last_thing_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    terminal, out = prompt_session(
+        monkeypatch, [("live", "nanobot> Looking at a draft that wraps " * 3)], typed=None
+    )
+    terminal.lines("(Ctrl-C: /stop sent)\n")
+    terminal.finish("chat", "nanobot> Looked.\n")
+    assert drawn(out).text == "(Ctrl-C: /stop sent)\nnanobot> Looked."
 
 
 def test_after_mute_nothing_is_written() -> None:
@@ -131,6 +165,15 @@ def test_after_mute_nothing_is_written() -> None:
     terminal.live(1, "nanobot> late")
     terminal.lines("late\n")
     assert out.getvalue() == "before\n"
+
+
+def test_a_draft_cut_off_by_quitting_ends_its_line_before_the_shell_s_prompt() -> None:
+    out = io.StringIO()
+    terminal = Terminal(out, screen=True, size=lambda: (80, 24))
+    terminal.live("chat", "nanobot> cut off")
+    terminal.mute()
+    terminal.live("chat", "nanobot> cut off here")
+    assert out.getvalue() == "nanobot> cut off\n"
 
 
 def test_binary_attributes_survive_the_state_file() -> None:
@@ -173,3 +216,18 @@ def test_an_unreadable_state_stops_the_start_and_is_left_alone(tmp_path: Path) -
     state.path.write_text('{"version": 99}')  # of another version: not guessed at either
     with pytest.raises(StateError, match="of another version"):
         stack.keep_in(state)
+
+
+def test_the_http_api_routes_are_the_template_s_as_api_gateway_matches_them() -> None:
+    context = TemplateContext(TEMPLATE, refs={"ServerlessHttpApi": "local"})
+    webhook, hooks = http_api_routes(context)
+    assert webhook == Route("POST", "/webhook", "WebhookFunction")
+    assert hooks == Route("POST", "/hooks/{name}", "WebhookFunction")
+    assert hooks.match("POST", "/hooks/deploys") == {"name": "deploys"}
+    assert hooks.match("GET", "/hooks/deploys") is None  # no route for another method
+    assert hooks.match("POST", "/hooks/a/b") is None
+    assert hooks.match("POST", "/hooks/") is None
+    assert webhook.match("POST", "/webhook") == {}
+    # What the template's outputs and HOOKS_URL name, and the local stack replaces.
+    assert deployed_api_url(context) == "https://local.execute-api.us-east-1.amazonaws.com"
+    assert Route("ANY", "/files/{path+}", "F").match("PUT", "/files/a/b") == {"path": "a/b"}

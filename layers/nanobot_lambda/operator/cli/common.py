@@ -104,29 +104,9 @@ def deployment(arguments: argparse.Namespace) -> Deployment:
 def local_deployment() -> Deployment:
     """The local stack a running `chat` announced (operator/local/state.py): its moto endpoint
     and resources, and nothing of the environment's (a deployed stack's variables in .env)."""
-    import boto3
-
-    from nanobot_lambda.adapters.aws.clients import CLIENT_CONFIG
     from nanobot_lambda.operator.local.state import LocalStackInfo
 
-    info = LocalStackInfo.find()
-    session = boto3.Session(
-        aws_access_key_id="local",
-        aws_secret_access_key="local",  # noqa: S106 - moto takes any credentials
-        region_name=info.region,
-    )
-
-    def client(service: str) -> Any:
-        return session.client(  # type: ignore[call-overload]
-            service, endpoint_url=info.endpoint_url, config=CLIENT_CONFIG
-        )
-
-    resources = {
-        variable: value
-        for variable, value in info.environment().items()
-        if not variable.startswith("AWS_")
-    }
-    return Deployment(OperatorSettings.from_env(resources), client=client)
+    return LocalStackInfo.find().deployment()
 
 
 def confirm(question: str, assume_yes: bool) -> bool:

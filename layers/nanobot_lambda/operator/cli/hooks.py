@@ -22,11 +22,13 @@ def register(commands: Any) -> None:
         description="Signed event hooks: each has its own URL (POST <HooksUrl>/NAME) and "
         "secret, and an event signed with it becomes a task in the hook's chat. The sessions "
         "table and the hooks' URL come from --stack's outputs, or from SESSIONS_TABLE and "
-        "HOOKS_URL.",
+        "HOOKS_URL; with --local, from the `chat` running on this machine (its hooks' URL is "
+        "on 127.0.0.1).",
         examples=[
             "nanobot-lambda hooks list --stack nanobot-lambda",
             "nanobot-lambda hooks add github --chat 111111111 --stack nanobot-lambda",
             "nanobot-lambda hooks remove github --stack nanobot-lambda",
+            "nanobot-lambda hooks list --local",
         ],
     )
     actions = hooks.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -67,7 +69,7 @@ def register(commands: Any) -> None:
     )
     hooks_remove.add_argument("name")
     for sub in (hooks_list, hooks_add, hooks_remove):
-        add_stack_option(sub)
+        add_stack_option(sub, local=True)
 
 
 def _store(arguments: argparse.Namespace) -> tuple[DynamoHookStore, str]:

@@ -1,7 +1,9 @@
 """The bot's replies on the terminal for `chat`, as Telegram shows them.
 
 A reply being written grows on its line (the drafts the local Bot API receives), and the
-message it becomes finishes that line. A link shows its address: `the docs (https://…)`. The
+next message in its chat replaces it, as in Telegram, whether or not it reads the same (a
+draft is rendered from unfinished Markdown: an unclosed `*` or `[` shows otherwise than in the
+finished message). A link shows its address: `the docs (https://…)`. The
 buttons of a message's inline keyboard show under it, numbered, a row a line, with how to press
 one: `   [1 Yes] [2 No, thanks]`. A file the bot sends (photo, document, audio, voice note) is
 saved in the chat's files folder, and its line says where:
@@ -37,7 +39,7 @@ class LiveReplies:
         self.last_keyboard: SentMessage | None = None  # the latest message with buttons
 
     def draft(self, draft: SentDraft) -> None:
-        self.terminal.live(("draft", draft.draft_id), PREFIX + draft.plain_text)
+        self.terminal.live(_chat(draft.chat_id, draft.thread_id), PREFIX + draft.plain_text)
 
     def message(self, message: SentMessage) -> None:
         text = PREFIX + with_link_urls(message.plain_text, message.entities) + "\n"
@@ -53,7 +55,7 @@ class LiveReplies:
             text += PRESS_HINT + "\n"
             with self._lock:
                 self.last_keyboard = message
-        self.terminal.finish(text)
+        self.terminal.finish(_chat(message.chat_id, message.thread_id), text)
 
     def file(self, sent: SentFile) -> None:
         line = f"{PREFIX}📎 {sent.field} {sent.filename} ({_size(len(sent.data))})"
@@ -79,6 +81,12 @@ class LiveReplies:
                 path = self.files_dir / f"{stem}-{counter}{suffix}"
             path.write_bytes(sent.data)
         return path
+
+
+def _chat(chat_id: int, thread_id: int | None) -> tuple[int, int | None]:
+    """What a draft belongs to, and the message that replaces it is sent to: its chat (and
+    topic). Not its draft id: the message has none."""
+    return chat_id, thread_id
 
 
 def button_label(message: SentMessage, choice: str) -> str | None:

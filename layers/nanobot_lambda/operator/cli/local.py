@@ -231,6 +231,8 @@ def chat_command(arguments: argparse.Namespace) -> int:
 
     # Interactive: a reply shows as it is written. With -m, only the messages are printed.
     interactive = arguments.message is None
+    if interactive and sys.stdin.isatty():
+        take_ctrl_c()
     terminal = Terminal()
     replies = LiveReplies(terminal, files_dir=arguments.files)
     template = _template(arguments)
@@ -270,6 +272,17 @@ def chat_command(arguments: argparse.Namespace) -> int:
             signal.signal(signal.SIGINT, interrupt)
 
 
+def take_ctrl_c() -> None:
+    """Ctrl-C is one of the chat's keys (/stop, then quit): a chat read from a terminal takes
+    it even if whoever started it ignored SIGINT (a script's `&`, nohup, `trap '' INT`), and
+    Python, started so, would raise no KeyboardInterrupt. Reading the terminal, the chat is its
+    foreground: a Ctrl-C typed there is meant for it. Not `poll` nor `chat -m`: run in the
+    background from a script, they keep ignoring a Ctrl-C typed for another program, as the
+    script asked (stop them with SIGTERM)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _post(stack: LocalStack, update: dict[str, Any], say: Callable[[str], None]) -> bool:
     """Post an update through the webhook, as Telegram would; True if the webhook took it."""
     reactions_before = len(stack.bot_api.reactions)
@@ -303,6 +316,9 @@ STOP_SENT = "(Ctrl-C: /stop sent; Ctrl-C again quits)"
 def _banner(stack: LocalStack, files: Path, state: LocalState | None) -> str:
     from nanobot_lambda.operator.cli.live import shown_path
 
+    hooks = ""
+    if stack.hooks_url:  # the HTTP API's, on 127.0.0.1
+        hooks = f"Event hooks: POST {stack.hooks_url}/NAME (make one with /hooks add NAME).\n"
     if state is None:
         kept = "Fresh stack: nothing is kept when the chat ends (--state DIR keeps it)."
     else:
@@ -313,6 +329,7 @@ def _banner(stack: LocalStack, files: Path, state: LocalState | None) -> str:
         "written;\n/press 1 (or /press and its label) presses a button.\n"
         f"Files the bot sends are saved in {shown_path(files)}/.\n"
         f"{kept}\n"
+        f"{hooks}"
         "Operator commands reach this stack with --local, e.g. "
         "`nanobot-lambda workspace pull ./workspace --local`."
     )
@@ -333,7 +350,7 @@ def _interactive(stack: LocalStack, replies: LiveReplies, state: LocalState | No
     def say(text: str) -> None:
         terminal.lines(text + "\n")
 
-    announced = LocalStackInfo.of(stack.template, stack.endpoint_url, REGION)
+    announced = LocalStackInfo.of(stack.template, stack.endpoint_url, REGION, stack.hooks_url)
     announced.announce()
     # Reminders, scheduled tasks and background tasks arrive while you type.
     stack.start_background()
@@ -469,7 +486,7 @@ def poll_command(arguments: argparse.Namespace) -> int:
         stack.start_background()  # runs the queued turns and the due schedules
         print(
             f"Polling Telegram as @{me.username}: write to it from an ALLOW_FROM account. "
-            "Ctrl-C to stop.",
+            f"Ctrl-C to stop.\nEvent hooks: POST {stack.hooks_url}/NAME (on this machine).",
             file=sys.stderr,
             flush=True,
         )

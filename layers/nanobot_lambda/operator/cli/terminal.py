@@ -6,15 +6,23 @@ it), while the bot's replies, reminders and files arrive from other threads thro
 is written where the output ends, and the prompt is drawn again with what the person has typed
 so far (readline's line buffer): typing goes on undisturbed, and nothing prints over the prompt.
 
-A reply being written (the drafts) ends mid-line. Its end is kept with the terminal's own
-cursor memory (DEC save/restore cursor, ESC 7 / ESC 8), after moving down and up one line
-(IND, RI) so that the line under it exists: drawing the prompt there then scrolls nothing, and
-the saved place stays right. The next part of the reply continues there. Once the person sends
-a line, that line sits under the unfinished reply: the reply continues on a new line of its own.
+A reply being written (its drafts) is shown as Telegram shows a draft: it belongs to its chat,
+stays the last thing above the prompt, and the next message in that chat replaces it, whatever
+either says (the draft is rendered from unfinished Markdown, the message from the finished
+text: the two need not read the same). So the draft is always erased before anything else is
+written: the terminal knows how many rows it takes (its text, wrapped at the terminal's width)
+and moves up over them. Its end is kept with the terminal's own cursor memory (DEC save/restore
+cursor, ESC 7 / ESC 8) while the prompt is under it, after moving down and up one line (IND,
+RI) so that the line under it exists: drawing the prompt there then scrolls nothing, and the
+saved place stays right. A draft taller than the screen is shown cut to fit (ending in "…"),
+as rows that scrolled out of the screen could not be erased. Whatever comes while a draft is
+shown (a file, a message in another chat, the line the person just sent) goes above it, and
+the draft is drawn again under it.
 
-Without a prompt (`chat -m`, a test writing to a buffer) text is written as it comes, so the
-output is the same plain text with or without a terminal. After `mute` nothing is written:
-a turn still running while the chat quits does not print over the shell's prompt.
+Without a screen (`chat -m`, output to a file or a pipe, a test writing to a buffer) nothing
+can be erased: drafts are not written, and the messages are written as they come, as plain
+text. After `mute` nothing is written: a turn still running while the chat quits does not
+print over the shell's prompt.
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
-from collections.abc import Hashable
+import unicodedata
+from collections.abc import Callable, Hashable
 from typing import TextIO
 
 try:
@@ -33,48 +42,69 @@ except ImportError:  # Python without readline (some builds): input() still work
 SAVE_CURSOR_BELOW = "\x1bD\x1bM\x1b7\r\n"  # make the line below exist, save the place, go there
 RESTORE_CURSOR = "\x1b8"
 ERASE_BELOW = "\x1b[J"  # from the cursor to the end of the screen
+CUT = "…"  # the end of a draft shown cut to the screen's height
+TAB_STOP = 8
 
 
 class Terminal:
-    def __init__(self, out: TextIO | None = None, prompt: str = "you> ") -> None:
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        prompt: str = "you> ",
+        *,
+        screen: bool | None = None,
+        size: Callable[[], tuple[int, int]] | None = None,
+    ) -> None:
+        """`screen`: the output is a terminal the person types at (default: stdout and stdin
+        are both terminals), so what is shown can be erased and drafts are shown. `size`:
+        the terminal's (columns, lines)."""
         self._out = out or sys.stdout
         self.prompt = prompt
+        if screen is None:
+            screen = self._out.isatty() and sys.stdin.isatty()
+        self._screen = screen
+        self._size = size or _terminal_size
         self._lock = threading.RLock()
-        self._live: tuple[Hashable, str] | None = None  # the unfinished line: key, text shown
+        self._live: tuple[Hashable, str] | None = None  # the draft: its key, the text shown
         self._prompt_shown = False
-        self._end_saved = False  # the unfinished line's end is in the terminal's cursor memory
+        self._end_saved = False  # the draft's end is in the terminal's cursor memory
         self._muted = False
 
     # -- output, from any thread -------------------------------------------------------------
 
     def live(self, key: Hashable, text: str) -> None:
-        """Show `text` as the unfinished line `key`: where it extends what that line shows,
-        only the rest is written; otherwise it starts a line of its own."""
+        """Show `text` as the draft of `key` (its chat): where it extends the draft shown,
+        only the rest is written; otherwise it replaces the draft shown."""
+        if not self._screen:
+            return  # it could not be replaced by its message
         with self._lock:
-            if self._live is not None and self._live[0] == key and text.startswith(self._live[1]):
-                self._emit(text[len(self._live[1]) :], unfinished=True)
-            else:
-                self._emit(self._line_break() + text, unfinished=True)
+            text = self._fitted(text)
+            if self._live is not None and self._live[1] == text:
+                self._live = (key, text)
+                return
+            self._show("", text)
             self._live = (key, text)
 
-    def finish(self, text: str) -> None:
-        """Finish the unfinished line with `text` (and its lines), if `text` continues it;
-        otherwise `text` goes on lines of its own. `text` ends with a newline."""
+    def finish(self, key: Hashable, text: str) -> None:
+        """A message of `key` (its chat): it replaces that chat's draft, if one is shown;
+        otherwise it goes above the draft, like `lines`. `text` ends with a newline."""
         with self._lock:
-            if self._live is not None and text.startswith(self._live[1]):
-                self._emit(text[len(self._live[1]) :], unfinished=False)
+            if self._live is not None and self._live[0] == key:
+                self._show(text, None)
+                self._live = None
             else:
-                self._emit(self._line_break() + text, unfinished=False)
-            self._live = None
+                self.lines(text)
 
     def lines(self, text: str) -> None:
-        """Whole lines (`text` ends with a newline), under any unfinished line."""
+        """Whole lines (`text` ends with a newline), above the draft shown, if any."""
         with self._lock:
-            self._emit(self._line_break() + text, unfinished=False)
-            self._live = None
+            draft = self._live[1] if self._live is not None else None
+            self._show(text, draft)
 
     def mute(self) -> None:
         with self._lock:
+            if self._live is not None and not self._prompt_shown and not self._muted:
+                self._write("\n")  # the shell's prompt goes under a draft left unfinished
             self._muted = True
 
     @property
@@ -92,38 +122,112 @@ class Terminal:
                 self._end_saved = True
             self._prompt_shown = True
         try:
-            return input(self.prompt)
+            line = input(self.prompt)
         except (EOFError, KeyboardInterrupt):
-            self._write("\n")  # what follows starts on a line of its own, not after the prompt
-            raise
-        finally:
             with self._lock:
+                if self._end_saved and not self._muted:
+                    # The prompt goes; the draft stays the last thing shown.
+                    self._write(RESTORE_CURSOR + ERASE_BELOW)
+                else:  # what follows starts on a line of its own, not after the prompt
+                    self._write("\n")
                 self._prompt_shown = False
-                # The line just typed sits under an unfinished reply: it cannot go on there.
-                self._live = None
                 self._end_saved = False
+            raise
+        with self._lock:
+            self._prompt_shown = False
+            self._end_saved = False
+            if self._live is not None and not self._muted:
+                # The line sent sits under the draft: it goes above, the draft under it again.
+                # The cursor is at the start of the row under it (the terminal echoed Enter).
+                rows = self._rows(self.prompt + line) + self._rows(self._live[1])
+                self._write(f"\r\x1b[{rows}A{ERASE_BELOW}{self.prompt}{line}\n{self._live[1]}")
+        return line
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def _line_break(self) -> str:
-        return "\n" if self._live is not None else ""
-
-    def _emit(self, text: str, *, unfinished: bool) -> None:
-        if self._muted or not text:
+    def _show(self, lines: str, draft: str | None) -> None:
+        """Write `lines` (whole lines) and then `draft` (unfinished) where the output ends:
+        the draft shown is erased first, unless `draft` only extends it."""
+        if self._muted:
             return
-        if not self._prompt_shown:
-            self._write(text)
+        if not self._screen:
+            self._write(lines)
             return
-        typed = readline.get_line_buffer() if readline is not None else ""
-        if self._end_saved:  # back to the end of the unfinished line; the prompt goes
-            self._write(RESTORE_CURSOR + ERASE_BELOW)
-        else:  # to the start of the prompt (and of what is typed, over as many rows)
-            rows_up = (len(self.prompt) + len(typed)) // max(shutil.get_terminal_size()[0], 1)
+        shown = self._live[1] if self._live is not None else None
+        if self._prompt_shown and shown is not None:
+            self._write(RESTORE_CURSOR + ERASE_BELOW)  # to the draft's end; the prompt goes
+        elif self._prompt_shown:  # to the start of the prompt (and of what is typed)
+            rows_up = self._rows(self.prompt + self._typed()) - 1
             self._write("\r" + (f"\x1b[{rows_up}A" if rows_up else "") + ERASE_BELOW)
-        self._write(text + (SAVE_CURSOR_BELOW if unfinished else ""))
-        self._end_saved = unfinished
-        self._write(self.prompt + typed)
+        if not lines and draft is not None and shown is not None and draft.startswith(shown):
+            text = draft[len(shown) :]  # it goes on where it ends
+        else:
+            if shown is not None:  # to the draft's start, and it goes
+                rows_up = self._rows(shown) - 1
+                self._write("\r" + (f"\x1b[{rows_up}A" if rows_up else "") + ERASE_BELOW)
+            text = lines + (draft or "")
+        self._write(text)
+        self._end_saved = False
+        if self._prompt_shown:
+            if draft is not None:
+                self._write(SAVE_CURSOR_BELOW)
+                self._end_saved = True
+            self._write(self.prompt + self._typed())
+
+    def _typed(self) -> str:
+        return readline.get_line_buffer() if readline is not None else ""
+
+    def _rows(self, text: str) -> int:
+        """The rows `text` takes from the start of a row, wrapped at the terminal's width."""
+        return rows_taken(text, max(self._size()[0], 1))
+
+    def _fitted(self, text: str) -> str:
+        """`text`, or as much of it as fits the screen over the prompt, ending in CUT."""
+        columns, height = self._size()
+        most = max(height - 2, 1)  # a row for the prompt, and one spare
+        if rows_taken(text, max(columns, 1)) <= most:
+            return text
+        low, high = 0, len(text)  # the longest prefix that fits with CUT after it
+        while low < high:
+            middle = (low + high + 1) // 2
+            if rows_taken(text[:middle] + CUT, max(columns, 1)) <= most:
+                low = middle
+            else:
+                high = middle - 1
+        return text[:low] + CUT
 
     def _write(self, text: str) -> None:
+        if not text:
+            return
         self._out.write(text)
         self._out.flush()
+
+
+def _terminal_size() -> tuple[int, int]:
+    columns, lines = shutil.get_terminal_size()
+    return columns, lines
+
+
+def rows_taken(text: str, columns: int) -> int:
+    """How many rows `text` takes on a terminal `columns` wide, from the start of a row: each
+    line wrapped at the width, a wide character (CJK, most emoji) counted two columns and
+    moved to the next row when it does not fit, combining marks none. A row filled to the
+    last column does not wrap until the next character comes (as terminals do)."""
+    rows, column = 1, 0
+    for character in text:
+        if character == "\n":
+            rows, column = rows + 1, 0
+        elif character == "\t":
+            column = min((column // TAB_STOP + 1) * TAB_STOP, max(column, columns - 1))
+        else:
+            width = _width(character)
+            if column + width > columns:
+                rows, column = rows + 1, 0
+            column += width
+    return rows
+
+
+def _width(character: str) -> int:
+    if unicodedata.category(character) in ("Mn", "Me", "Cf", "Cc"):
+        return 0
+    return 2 if unicodedata.east_asian_width(character) in ("W", "F") else 1

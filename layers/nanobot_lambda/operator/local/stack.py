@@ -4,7 +4,9 @@ Everything is derived from `infra/template.yaml`: the resources, their settings,
 function's environment. Secrets go where the deployed stack keeps them (SSM SecureStrings, on
 moto), so the functions resolve them the same way. The handlers are the deployed files,
 imported in-process; the agent_turn handler is fed by a poller that behaves like Lambda's SQS
-event source mapping.
+event source mapping, and the HTTP API's routes (the webhook, the event hooks) are served on
+127.0.0.1 (`http_api.py`), whose address the functions see where the deployed ones see the
+API's (`HOOKS_URL`).
 
 The functions see the environment the deployed ones would: the template's. The caller's
 environment (a shell or `.env` that also serves a deployed stack) only fills the settings the
@@ -46,6 +48,7 @@ from nanobot_lambda.entry.sandbox_confinement import landlock_abi, set_dumpable
 from nanobot_lambda.entry.webhook import SECRET_HEADER
 from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentDraft, SentFile, SentMessage
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
+from nanobot_lambda.operator.local.http_api import LocalHttpApi, deployed_api_url, http_api_routes
 from nanobot_lambda.operator.local.lambda_invoke import DEFAULT_TIMEOUT_SECONDS, LocalLambdas
 from nanobot_lambda.operator.local.resources import create_resources
 from nanobot_lambda.operator.local.runtime import (
@@ -204,6 +207,11 @@ class LocalStack:
         self.schedule_clock: datetime | None = None  # None: real time
         self._worker: threading.Thread | None = None
         self._worker_stop = threading.Event()
+        self.http_api: LocalHttpApi | None = None
+        # One request at a time per function `invoke` runs, as one Lambda container serves
+        # one: the chat posts updates to the webhook while the HTTP API's thread brings it the
+        # hooks' events.
+        self._invocations = {name: threading.Lock() for name in FUNCTIONS}
         # (method, status, description) of webhook-answer calls the Bot API refused.
         self.reply_method_errors: list[tuple[str, int, str]] = []
         # --- functions invoked with boto3 (lambda:InvokeFunction), see _start_lambdas ---
@@ -257,6 +265,8 @@ class LocalStack:
             load_template(self.template_path), parameters=self._template_parameters()
         )
         create_resources(self.template, self.prefix, REGION)
+        self.http_api = LocalHttpApi(http_api_routes(self.template), self._invoke).start()
+        deployed_api = deployed_api_url(self.template)
         # As Lambda tells an init that will be snapshotted (EnableSnapStart) from an ordinary one.
         snapstart = self.template.condition("SnapStartEnabled")
         self._set_environ(AWS_LAMBDA_INITIALIZATION_TYPE="snap-start" if snapstart else "on-demand")
@@ -264,7 +274,10 @@ class LocalStack:
         if self._state is not None:
             self._state.restore(self.template)
         for name, logical_id in FUNCTIONS.items():
-            environment = self.template.function_environment(logical_id)
+            environment = {
+                variable: self.http_api.localized(value, deployed_api)  # HOOKS_URL
+                for variable, value in self.template.function_environment(logical_id).items()
+            }
             # An empty template value means "unset, use the default": a value the caller has
             # (from .env, or a test) stands, as `sam local invoke --env-vars` would, unless the
             # stack provides that variable itself.
@@ -328,6 +341,21 @@ class LocalStack:
         )
         self._started = True
 
+    def output(self, name: str) -> str | None:
+        """An output of the template as this stack gives it (the API's URLs: the local one)."""
+        declared = self.template.template.get("Outputs", {}).get(name)
+        if declared is None:
+            return None
+        value = str(self.template.evaluate(declared["Value"]))
+        if self.http_api is not None:
+            value = self.http_api.localized(value, deployed_api_url(self.template))
+        return value
+
+    @property
+    def hooks_url(self) -> str | None:
+        """The event hooks' base URL on this machine (`POST <it>/NAME`), after start()."""
+        return self.output("HooksUrl")
+
     @property
     def endpoint_url(self) -> str:
         """The moto server this stack's AWS is (after start())."""
@@ -347,6 +375,9 @@ class LocalStack:
 
     def _release(self) -> None:
         """Stop the servers and give the process its environment back."""
+        if self.http_api is not None:
+            self.http_api.stop()
+            self.http_api = None
         self._stop_lambdas()
         if hasattr(self, "bot_api"):
             self.bot_api.stop()
@@ -545,8 +576,7 @@ class LocalStack:
         event = http_event(
             json.dumps(update), secret=self.secret_token if secret is None else secret
         )
-        context = self._context("webhook")
-        response: dict[str, Any] = self.handlers["webhook"].handler(event, context)
+        response = self.invoke("webhook", event)
         self._perform_reply_method(response)
         return response
 
@@ -555,9 +585,18 @@ class LocalStack:
     ) -> dict[str, Any]:
         """POST an event to a hook's route (`/hooks/{name}`) of the webhook function, as API
         Gateway would (the body base64-encoded, as it passes any bytes); returns the answer."""
-        event = hook_http_event(name, body, headers, method=method)
-        response: dict[str, Any] = self.handlers["webhook"].handler(event, self._context("webhook"))
+        return self.invoke("webhook", hook_http_event(name, body, headers, method=method))
+
+    def invoke(self, name: str, event: dict[str, Any]) -> dict[str, Any]:
+        """Run a function on one event, as Lambda would: one at a time (see __init__)."""
+        with self._invocations[name]:
+            response: dict[str, Any] = self.handlers[name].handler(event, self._context(name))
         return response
+
+    def _invoke(self, logical_id: str, event: dict[str, Any]) -> dict[str, Any]:
+        """The HTTP API's way in: the function a route names, by its logical id."""
+        (name,) = [name for name, function in FUNCTIONS.items() if function == logical_id]
+        return self.invoke(name, event)
 
     def _perform_reply_method(self, response: Mapping[str, Any]) -> None:
         """Make the Bot API call the webhook's answer asks for (its sign of life), as Telegram

@@ -15,9 +15,10 @@ The data is one JSON file (bodies and binary attributes in base64), written to a
 file and renamed: a chat killed while saving leaves the previous state whole.
 
 A running stack is announced in `local-stack.json` under the user's cache folder
-($XDG_CACHE_HOME, else ~/.cache, then nanobot-lambda/): its moto endpoint, its process and the
-names of its resources. The operator commands' `--local` reads it (`LocalStackInfo.find`); a
-file left by a chat that is no longer running is refused, not used.
+($XDG_CACHE_HOME, else ~/.cache, then nanobot-lambda/): its moto endpoint, its process, the
+names of its resources and its event hooks' URL (its HTTP API on 127.0.0.1). The operator
+commands' `--local` reads it (`LocalStackInfo.find`); a file left by a chat that is no longer
+running is refused, not used.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from typing import Any
 
 import boto3
 
+from nanobot_lambda.adapters.aws.clients import CLIENT_CONFIG
 from nanobot_lambda.operator.local.cfn import TemplateContext
-from nanobot_lambda.operator.ops.deployment import RESOURCES, OperatorError
+from nanobot_lambda.operator.ops.deployment import RESOURCES, Deployment, OperatorError
+from nanobot_lambda.settings import OperatorSettings
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1
@@ -227,16 +230,23 @@ class LocalStackInfo:
     region: str
     pid: int
     resources: dict[str, str]  # RESOURCES' names (workspace_bucket...) → name or URL
+    hooks_url: str | None = None  # the event hooks' base URL, on this machine
 
     @classmethod
-    def of(cls, template: TemplateContext, endpoint_url: str, region: str) -> LocalStackInfo:
+    def of(
+        cls,
+        template: TemplateContext,
+        endpoint_url: str,
+        region: str,
+        hooks_url: str | None = None,
+    ) -> LocalStackInfo:
         outputs = template.template.get("Outputs", {})
         resources = {}
         for name, (output, _) in RESOURCES.items():
             value = outputs.get(output, {}).get("Value")
             if value is not None:
                 resources[name] = str(template.evaluate(value))
-        return cls(endpoint_url, region, os.getpid(), resources)
+        return cls(endpoint_url, region, os.getpid(), resources, hooks_url)
 
     def announce(self) -> Path:
         path = stack_file()
@@ -263,6 +273,7 @@ class LocalStackInfo:
                 str(data["region"]),
                 int(data["pid"]),
                 {str(k): str(v) for k, v in data["resources"].items()},
+                str(data["hooks_url"]) if data.get("hooks_url") else None,
             )
         except FileNotFoundError:
             raise OperatorError(
@@ -279,6 +290,27 @@ class LocalStackInfo:
             )
         return info
 
+    def deployment(self) -> Deployment:
+        """This stack as the operator commands act on one: its moto endpoint and resources,
+        and nothing of the environment's (a deployed stack's variables in .env)."""
+        session = boto3.Session(
+            aws_access_key_id="local",
+            aws_secret_access_key="local",  # noqa: S106 - moto takes any credentials
+            region_name=self.region,
+        )
+
+        def client(service: str) -> Any:
+            return session.client(  # type: ignore[call-overload]
+                service, endpoint_url=self.endpoint_url, config=CLIENT_CONFIG
+            )
+
+        resources = {
+            variable: value
+            for variable, value in self.environment().items()
+            if not variable.startswith("AWS_")
+        }
+        return Deployment(OperatorSettings.from_env(resources), client=client)
+
     def environment(self) -> dict[str, str]:
         """The variables that point the operator commands (and the AWS CLI) at this stack."""
         variables = {
@@ -289,6 +321,8 @@ class LocalStackInfo:
         }
         for name, value in self.resources.items():
             variables[RESOURCES[name][1]] = value
+        if self.hooks_url:
+            variables["HOOKS_URL"] = self.hooks_url
         return variables
 
 

@@ -7,17 +7,27 @@ be read (no credentials, no such stack) is therefore reported first, and every c
 needs what it holds is skipped rather than failed on the environment's values. The model check
 starts with its name (no request: litellm must know its provider), then makes a real one-token
 completion, which costs a fraction of a cent.
+
+With `--local`, the stack is the `chat` running on this machine (`LocalStackInfo`): its moto
+server holds every resource, and its HTTP API takes the hooks' requests to the webhook
+function; the model and MCP servers are the environment's, as the chat reads them. What the
+local stack does not have is skipped: an AWS account, a bot of your own (the chat's Bot API
+is its own), a webhook (the chat posts each update to the webhook function itself).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from nanobot_lambda.adapters.aws.errors import error_code
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot, TelegramError
@@ -26,8 +36,10 @@ from nanobot_lambda.core.errors import ConfigError, ModelError, StorageError, To
 from nanobot_lambda.core.remote_tools import ServerAccess
 from nanobot_lambda.core.skills import load_skills
 from nanobot_lambda.core.workspace import default_workspace_files
+from nanobot_lambda.operator.local.state import LocalStackInfo
 from nanobot_lambda.operator.ops.deployment import (
     BOT_TOKEN_PARAMETER,
+    RESOURCES,
     STACK_OUTPUTS,
     Deployment,
     OperatorError,
@@ -91,6 +103,23 @@ CHECKED_SETTINGS = (
 )
 MCP_LIST_SECONDS = 10.0
 STABLE_STATUSES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE")
+# How the local stack's check finds each of its resources (RESOURCES' names) on its moto server.
+LOCAL_PROBES: dict[str, Callable[[Deployment, str], Any]] = {
+    "workspace_bucket": lambda target, name: target.client("s3").head_bucket(Bucket=name),
+    "sessions_table": lambda target, name: target.client("dynamodb").describe_table(TableName=name),
+    "turn_queue_url": lambda target, url: target.client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["QueueArn"]
+    ),
+    "turn_dlq_url": lambda target, url: target.client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["QueueArn"]
+    ),
+    "jobs_table": lambda target, name: target.client("dynamodb").describe_table(TableName=name),
+    "schedule_group": lambda target, name: target.client("scheduler").get_schedule_group(Name=name),
+}
+# A hook name to ask the hooks' route for: the webhook function answers it (404 "no such hook",
+# or 401 if someone made it), where a route that is not there gets API Gateway's own 404.
+PROBE_HOOK = "doctor-check"
+HTTP_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -119,9 +148,15 @@ def _warn(name: str, detail: str, fix: str) -> Check:
 
 
 class Doctor:
-    def __init__(self, environ: Mapping[str, str], stack_name: str | None) -> None:
+    def __init__(
+        self,
+        environ: Mapping[str, str],
+        stack_name: str | None,
+        local: LocalStackInfo | None = None,
+    ) -> None:
         self._environ = environ
         self._stack_name = stack_name
+        self._local = local
         self._deployment: Deployment | None = None
         self._llm: LlmSettings | None = None
         self._mcp: McpSettings | None = None
@@ -132,6 +167,8 @@ class Doctor:
 
     @property
     def _stack_flag(self) -> str:
+        if self._local is not None:
+            return "--local"
         return f"--stack {self._stack_name}" if self._stack_name else "--stack NAME"
 
     def run(self) -> Iterator[Check]:
@@ -171,6 +208,8 @@ class Doctor:
             self._deployment = Deployment(OperatorSettings.model_validate({}))
             return error
         self._deployment = Deployment(settings)
+        if self._local is not None:
+            self._deployment = self._local.deployment()
         if self._stack_name:
             with suppress(OperatorError, ClientError, BotoCoreError):
                 self._deployment = Deployment.connect(self._stack_name, settings)
@@ -224,6 +263,9 @@ class Doctor:
 
     def aws_credentials(self) -> Check:
         name = "AWS credentials"
+        if self._local is not None:
+            moto = self._local.endpoint_url
+            return _skip(name, f"the local stack's AWS is its moto server, {moto}")
         if self._stack_name is None:
             return _skip(name, "no --stack given (the local stack needs no AWS account)")
         assert self._deployment is not None
@@ -239,6 +281,8 @@ class Doctor:
 
     def stack(self) -> Check:
         name = "stack"
+        if self._local is not None:
+            return self.local_stack(self._local)
         if self._stack_name is None:
             return _skip(name, "no --stack given")
         if self._no_credentials:
@@ -264,6 +308,39 @@ class Doctor:
                 "deploy the current template (sam build && sam deploy)",
             )
         return _ok(name, f"{stack.name} is {stack.status}, every output present")
+
+    def local_stack(self, local: LocalStackInfo) -> Check:
+        """The chat's stack: each resource on its moto server, and the hooks' route answered
+        by the webhook function."""
+        name = "stack"
+        assert self._deployment is not None
+        chat = f"the chat's local stack (process {local.pid})"
+        again = "start `make chat` (or `nanobot-lambda chat`) again"
+        missing = []
+        for resource, probe in LOCAL_PROBES.items():
+            value = local.resources.get(resource)
+            try:
+                if value is None:
+                    raise LookupError(resource)
+                probe(self._deployment, value)
+            except ClientError as error:
+                missing.append(f"{RESOURCES[resource][0]} ({error_code(error)})")
+            except LookupError:
+                missing.append(f"{RESOURCES[resource][0]} (not announced)")
+            except BotoCoreError as error:
+                return _fail(name, f"{chat}: its moto server does not answer ({error})", again)
+        if missing:
+            return _fail(name, f"{chat} has no {', '.join(missing)}", again)
+        if local.hooks_url is None:
+            return _fail(name, f"{chat} announced no hooks URL (an older chat)", again)
+        problem = hooks_route_problem(local.hooks_url)
+        if problem is not None:
+            return _fail(name, f"{chat}: {local.hooks_url}/NAME {problem}", again)
+        return _ok(
+            name,
+            f"{chat} at {local.endpoint_url}, every resource present; "
+            f"hooks at {local.hooks_url}/NAME reach the webhook function",
+        )
 
     # -- model ----------------------------------------------------------------------------
 
@@ -394,6 +471,8 @@ class Doctor:
 
     def bot_token(self) -> Check:
         name = "bot token"
+        if self._local is not None:
+            return _skip(name, "the local stack's Bot API is the chat's own")
         if self._stack_unreadable():
             return _skip(name, "the stack could not be read")
         assert self._deployment is not None
@@ -424,6 +503,8 @@ class Doctor:
 
     def webhook(self) -> Check:
         name = "webhook"
+        if self._local is not None:
+            return _skip(name, "the chat posts each update to the webhook function itself")
         if self._bot is None:
             return _skip(name, "no working bot token")
         try:
@@ -459,6 +540,8 @@ class Doctor:
 
     def command_menu(self) -> Check:
         name = "command menu"
+        if self._local is not None:
+            return _skip(name, "the local stack's Bot API is the chat's own")
         if self._bot is None:
             return _skip(name, "no working bot token")
         try:
@@ -521,6 +604,30 @@ class Doctor:
         return _ok(
             name, f"default files present, {len(skill_files)} workspace skill(s) parse{warnings}"
         )
+
+
+def hooks_route_problem(hooks_url: str) -> str | None:
+    """What is wrong with the hooks' route at `hooks_url`, None when the webhook function
+    answers it: an unsigned event for a hook that should not exist is refused by the function
+    (a JSON body with `ok`), where API Gateway's own 404 has none."""
+    request = urllib.request.Request(  # noqa: S310 - the hooks' URL the chat announced
+        f"{hooks_url.rstrip('/')}/{PROBE_HOOK}", data=b"{}", method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_SECONDS) as response:  # noqa: S310
+            status, body = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read()
+    except (urllib.error.URLError, OSError) as error:
+        return f"cannot be reached ({getattr(error, 'reason', error)})"
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    answered = isinstance(answer, dict) and "ok" in answer
+    if status in (401, 404) and answered:
+        return None
+    return f"is not answered by the webhook function (HTTP {status})"
 
 
 def one_token_completion(settings: LlmSettings) -> None:
