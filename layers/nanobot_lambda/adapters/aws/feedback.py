@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, written
+from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.adapters.aws.queries import items_under
 from nanobot_lambda.core.feedback import Edit, Reaction
 
@@ -49,11 +50,11 @@ class DynamoFeedbackBook:
                         "S": f"{REACTION_PREFIX}{reaction.message_id:012d}#{reaction.person_id}"
                     },
                     "emojis": {"S": json.dumps(list(reaction.emojis), ensure_ascii=False)},
-                    "date": {"N": str(reaction.date)},
+                    "date": number_value(reaction.date),
                 },
                 ConditionExpression="attribute_not_exists(pk) OR #date <= :date",
                 ExpressionAttributeNames={"#date": "date"},
-                ExpressionAttributeValues={":date": {"N": str(reaction.date)}},
+                ExpressionAttributeValues={":date": number_value(reaction.date)},
             )
         )
 
@@ -71,14 +72,14 @@ class DynamoFeedbackBook:
                 TableName=self._table,
                 Item={
                     **self._edit_key(edit.session_key, edit.message_id),
-                    "chat_id": {"N": str(edit.chat_id)},
-                    "update_id": {"N": str(edit.update_id)},
-                    "edit_date": {"N": str(edit.edit_date)},
+                    "chat_id": number_value(edit.chat_id),
+                    "update_id": number_value(edit.update_id),
+                    "edit_date": number_value(edit.edit_date),
                     "text": {"S": edit.text},
-                    "expires_at": {"N": str(int(time.time()) + EDIT_KEEP_SECONDS)},
+                    "expires_at": number_value(int(time.time()) + EDIT_KEEP_SECONDS),
                 },
                 ConditionExpression="attribute_not_exists(pk) OR edit_date <= :date",
-                ExpressionAttributeValues={":date": {"N": str(edit.edit_date)}},
+                ExpressionAttributeValues={":date": number_value(edit.edit_date)},
             )
         )
 
