@@ -89,4 +89,19 @@ def test_chat_with_a_model_name_without_a_provider_says_so_before_starting(
     )
     assert "LLM_MODEL=anthropic/claude-sonnet-4-5" in completed.stderr  # the examples
     assert "Starting the local stack" not in completed.stderr
+    assert "Provider List" not in completed.stdout + completed.stderr  # litellm's red banner
+    assert model_server.requests == []
+
+
+def test_doctor_with_a_model_name_without_a_provider_shows_only_its_own_report(
+    model_server: ScriptedModelServer,
+) -> None:
+    """litellm printed its red "Provider List: …" banner above doctor's FAIL line."""
+    env = {**model_server.env(), "LLM_MODEL": "gpt-nonsense"}
+    completed = run_cli("doctor", "--env-file", "/nonexistent", env=env)
+    assert completed.returncode == 1
+    assert "FAIL  model            gpt-nonsense: the model name names no provider" in (
+        completed.stdout
+    )
+    assert "Provider List" not in completed.stdout + completed.stderr
     assert model_server.requests == []
