@@ -64,6 +64,31 @@ def test_no_aws_credentials() -> None:
     assert "Traceback" not in completed.stderr
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["webhook", "set"], ["webhook", "info"], ["sessions", "list"], ["dlq", "list"]],
+    ids=" ".join,
+)
+def test_no_aws_region(command: list[str]) -> None:
+    """botocore's "You must specify a region." came as "cannot reach AWS", where doctor said
+    to run `aws configure`."""
+    completed = run_cli(
+        *command,
+        "--stack",
+        "nanobot-lambda",
+        env={
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_CONFIG_FILE": "/nonexistent",  # no profile's region either
+        },
+    )
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "error: no AWS region set: run `aws configure` or set AWS_REGION (or AWS_PROFILE) to "
+        "the stack's region\n"
+    )
+
+
 def test_an_invalid_setting(moto_endpoint: str) -> None:
     completed = run_cli(
         "dlq",

@@ -10,12 +10,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from nanobot_lambda.adapters.aws.errors import error_code
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.core.errors import ConfigError, StorageError
-from nanobot_lambda.operator.ops.deployment import Deployment, OperatorError, fetch_reference
+from nanobot_lambda.operator.ops.deployment import (
+    Deployment,
+    OperatorError,
+    aws_setup_missing,
+    fetch_reference,
+)
 from nanobot_lambda.settings import OperatorSettings
 
 Handler = Callable[[argparse.Namespace], int]
@@ -164,11 +169,9 @@ def describe_failure(error: BaseException) -> str | None:
         return str(error)
     if isinstance(error, ConfigError):
         return f"{error} (set them in the environment or .env; see README, Configuration)"
-    if isinstance(error, NoCredentialsError):
-        return (
-            "no AWS credentials found: run `aws configure` or set AWS_PROFILE (for a local moto "
-            "server, AWS_ENDPOINT_URL and any key)"
-        )
+    if (missing := aws_setup_missing(error)) is not None:
+        problem, fix = missing
+        return f"{problem}: {fix}"
     if isinstance(error, ClientError):
         code = error_code(error)
         operation = getattr(error, "operation_name", "the call")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.aws.clients import CLIENT_CONFIG
@@ -52,6 +52,24 @@ STACK_OUTPUTS = (
 # The template parameters naming the secrets' SSM parameters, with the template's defaults.
 BOT_TOKEN_PARAMETER = ("TelegramBotTokenParameter", "/nanobot-lambda/telegram-bot-token")
 SECRET_TOKEN_PARAMETER = ("TelegramSecretTokenParameter", "/nanobot-lambda/telegram-secret-token")
+
+
+def aws_setup_missing(error: BaseException) -> tuple[str, str] | None:
+    """(what is missing, its fix) when `error` says that AWS is not set up on this machine: no
+    credentials or no region (botocore asks for the region first, as it makes a client). Every
+    command and `doctor` say it in these words; None for any other error."""
+    if isinstance(error, NoCredentialsError):
+        return (
+            "no AWS credentials found",
+            "run `aws configure` or set AWS_PROFILE (for a local moto server, "
+            "AWS_ENDPOINT_URL and any key)",
+        )
+    if isinstance(error, NoRegionError):
+        return (
+            "no AWS region set",
+            "run `aws configure` or set AWS_REGION (or AWS_PROFILE) to the stack's region",
+        )
+    return None
 
 
 def aws_client(service: str) -> Any:
