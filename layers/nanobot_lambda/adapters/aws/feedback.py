@@ -3,6 +3,9 @@
   emojis the person shows on the message now (`emojis`, a JSON list: an emptied reaction is
   kept as `[]`) and Telegram's `date`. Kept with the chat's sessions (no expiry). One Query reads
   a chat's reactions, oldest message first;
+- partition `feedback#<chat id>`, sort key `answer#<12-digit message id>`: a message the bot sent
+  to the chat (no attributes, no expiry). The reactions to answers are those whose message has
+  one: read with one Query of the answers between the first and last message reacted to;
 - partition `edit#<session key>`, sort key `<12-digit message id>`: the message's latest text
   (`text`, `edit_date`, `update_id`), written only over an older edit, expiring after
   `EDIT_KEEP_SECONDS` (as long as a dead-lettered message can wait for a redrive).
@@ -13,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, written
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 
 FEEDBACK_PREFIX = "feedback#"
 REACTION_PREFIX = "reaction#"
+ANSWER_PREFIX = "answer#"
 EDIT_PREFIX = "edit#"
 EDIT_KEEP_SECONDS = 14 * 24 * 3600  # the dead-letter queue's retention
 
@@ -63,6 +67,40 @@ class DynamoFeedbackBook:
         partition = f"{FEEDBACK_PREFIX}{chat_id}"
         items = items_under(self._dynamodb(), self._table, partition, REACTION_PREFIX)
         return [_reaction(chat_id, item) for item in items]
+
+    @aws_errors
+    def record_answers(self, chat_id: int, message_ids: Sequence[int]) -> None:
+        for message_id in message_ids:  # a turn's few messages: a put each
+            self._dynamodb().put_item(
+                TableName=self._table,
+                Item={
+                    "pk": {"S": f"{FEEDBACK_PREFIX}{chat_id}"},
+                    "sk": {"S": f"{ANSWER_PREFIX}{message_id:012d}"},
+                },
+            )
+
+    @aws_errors
+    def answers_among(self, chat_id: int, message_ids: Collection[int]) -> set[int]:
+        if not message_ids:
+            return set()
+        answers: set[int] = set()
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :first AND :last",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": f"{FEEDBACK_PREFIX}{chat_id}"},
+                ":first": {"S": f"{ANSWER_PREFIX}{min(message_ids):012d}"},
+                ":last": {"S": f"{ANSWER_PREFIX}{max(message_ids):012d}"},
+            },
+            "ProjectionExpression": "sk",
+        }
+        while True:
+            response = self._dynamodb().query(**arguments)
+            for item in response.get("Items", []):
+                answers.add(int(item["sk"]["S"].removeprefix(ANSWER_PREFIX)))
+            if "LastEvaluatedKey" not in response:
+                return answers & set(message_ids)
+            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     @aws_errors
     def record_edit(self, edit: Edit) -> None:

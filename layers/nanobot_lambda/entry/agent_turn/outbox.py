@@ -87,6 +87,9 @@ class JournaledOutbox:
         self.boundary = settled_length(progress.messages)
         self._rendered: tuple[str, list[str]] = ("", [])
         self.drafts: Drafts | None = None  # attached while the run streams its replies
+        # What this run sent, (chat, message id) as Telegram numbered it: recorded as the bot's
+        # answers when the run ends (turn.py), so that reactions to them are told apart.
+        self.sent_ids: list[tuple[int, int]] = []
 
     @property
     def drafting(self) -> bool:
@@ -114,9 +117,10 @@ class JournaledOutbox:
         if number is None:
             return True
         try:
-            self._channel.send_file(chat_id, file, thread_id=thread_id)
+            sent = self._channel.send_file(chat_id, file, thread_id=thread_id)
         except ChannelError as error:
             return _dropped_if_blocked(error, chat_id)
+        self.sent_ids.append((chat_id, sent))
         self._journal.record_send(self._key, self._progress, number, shown)
         return True
 
@@ -163,9 +167,12 @@ class JournaledOutbox:
                 continue  # accepted in an earlier run of this same message
             under = buttons if part == len(parts) else ()
             try:
-                self._channel.send_part(chat_id, rendered, thread_id=thread_id, buttons=under)
+                sent = self._channel.send_part(
+                    chat_id, rendered, thread_id=thread_id, buttons=under
+                )
             except ChannelError as error:
                 return _dropped_if_blocked(error, chat_id)
+            self.sent_ids.append((chat_id, sent))
             if part < len(parts):
                 self._journal.record_part(self._key, progress, number, part, text)
             elif record:
@@ -202,10 +209,11 @@ class JournaledOutbox:
             if (number, part) in progress.parts:
                 continue
             try:
-                self._channel.send_part(chat_id, rendered, thread_id=thread_id)
+                sent = self._channel.send_part(chat_id, rendered, thread_id=thread_id)
             except ChannelError as error:
                 _dropped_if_blocked(error, chat_id)
                 return  # blocked: nobody to finish it for
+            self.sent_ids.append((chat_id, sent))
             if part < len(parts):
                 self._journal.record_part(self._key, progress, number, part, text)
         shown = Shown(identity("text", text), text)
