@@ -42,7 +42,7 @@ def test_a_missing_stack(command: list[str], moto_endpoint: str) -> None:
     assert completed.returncode == 2
     assert completed.stderr == (
         "error: stack 'no-such-stack' does not exist in us-east-1: check the name "
-        "(aws cloudformation list-stacks) or set AWS_REGION\n"
+        "(aws cloudformation list-stacks) or set AWS_DEFAULT_REGION\n"
     )
 
 
@@ -84,7 +84,7 @@ def test_no_aws_region(command: list[str]) -> None:
     )
     assert completed.returncode == 2
     assert completed.stderr == (
-        "error: no AWS region set: run `aws configure` or set AWS_REGION (or AWS_PROFILE) to "
+        "error: no AWS region set: run `aws configure` or set AWS_DEFAULT_REGION (or AWS_PROFILE) to "
         "the stack's region\n"
     )
 

@@ -342,7 +342,7 @@ def test_without_a_region_the_fix_is_the_one_every_command_gives(
     assert code == 1
     assert failed(checks) == ["AWS credentials"]
     assert "no AWS region set" in checks["AWS credentials"]
-    assert "run `aws configure` or set AWS_REGION" in checks["AWS credentials"]
+    assert "run `aws configure` or set AWS_DEFAULT_REGION" in checks["AWS credentials"]
     assert "refresh your credentials" not in checks["AWS credentials"]
     assert "You must specify a region" not in "".join(checks.values())
 

@@ -160,7 +160,7 @@ def _client_error(code: str) -> ClientError:
         (OperatorError("give --stack NAME"), "give --stack NAME"),
         (ConfigError("Invalid configuration: LLM_MODEL is not set"), "LLM_MODEL is not set"),
         (NoCredentialsError(), "no AWS credentials found: run `aws configure`"),
-        (NoRegionError(), "no AWS region set: run `aws configure` or set AWS_REGION"),
+        (NoRegionError(), "no AWS region set: run `aws configure` or set AWS_DEFAULT_REGION"),
         (_client_error("ExpiredTokenException"), "refresh your AWS credentials"),
         (_client_error("AccessDeniedException"), "account that deployed the stack"),
         (_client_error("ResourceNotFoundException"), "check --stack NAME"),

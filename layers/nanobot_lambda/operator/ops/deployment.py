@@ -67,7 +67,7 @@ def aws_setup_missing(error: BaseException) -> tuple[str, str] | None:
     if isinstance(error, NoRegionError):
         return (
             "no AWS region set",
-            "run `aws configure` or set AWS_REGION (or AWS_PROFILE) to the stack's region",
+            "run `aws configure` or set AWS_DEFAULT_REGION (or AWS_PROFILE) to the stack's region",
         )
     return None
 
@@ -102,7 +102,7 @@ def describe_stack(name: str, cloudformation: Any) -> StackInfo:
             region = cloudformation.meta.region_name
             raise StackNotFound(
                 f"stack {name!r} does not exist in {region}: check the name "
-                "(aws cloudformation list-stacks) or set AWS_REGION"
+                "(aws cloudformation list-stacks) or set AWS_DEFAULT_REGION"
             ) from None
         raise
     return StackInfo(
