@@ -84,8 +84,8 @@ def test_no_aws_region(command: list[str]) -> None:
     )
     assert completed.returncode == 2
     assert completed.stderr == (
-        "error: no AWS region set: run `aws configure` or set AWS_DEFAULT_REGION (or AWS_PROFILE) to "
-        "the stack's region\n"
+        "error: no AWS region set: run `aws configure` or set AWS_DEFAULT_REGION "
+        "(or AWS_PROFILE) to the stack's region\n"
     )
 
 

@@ -181,12 +181,18 @@ def describe_failure(error: BaseException) -> str | None:
         elif code.startswith("AccessDenied") or code == "UnauthorizedOperation":
             fix = "use credentials of the account that deployed the stack, with its permissions"
         elif code in _MISSING_CODES:
-            fix = "it does not exist: check --stack NAME (or the variable naming it) and AWS_DEFAULT_REGION"
+            fix = (
+                "it does not exist: check --stack NAME (or the variable naming it) and "
+                "AWS_DEFAULT_REGION"
+            )
         else:
             fix = "check --stack NAME, AWS_DEFAULT_REGION and your credentials"
         return f"AWS refused {operation} ({code}: {message}): {fix}"
     if isinstance(error, BotoCoreError):
-        return f"cannot reach AWS ({error}): check the network, AWS_DEFAULT_REGION and AWS_ENDPOINT_URL"
+        return (
+            f"cannot reach AWS ({error}): check the network, AWS_DEFAULT_REGION and "
+            "AWS_ENDPOINT_URL"
+        )
     if isinstance(error, TelegramError):
         if error.status in (401, 404):
             return (
