@@ -87,6 +87,14 @@ def test_the_bots_answers_are_told_apart_from_other_messages(resources: Template
     assert [reaction.message_id for reaction in book.reactions(111111111)] == [11, 12]
     assert [r.message_id for r in reactions_to_answers(book, 111111111)] == [11]
 
+    # Folded into the transaction that saves a turn, as agent_turn records its answers.
+    sessions = DynamoSessionStore(resources.refs["SessionsTable"], dynamodb_client())
+    history = sessions.load("telegram:111111111", 10)
+    sessions.append(
+        history, [{"role": "user", "content": "hi"}], also=book.answer_writes(111111111, [12])
+    )
+    assert [r.message_id for r in reactions_to_answers(book, 111111111)] == [11, 12]
+
 
 def test_reactions_and_edits_keep_the_newest_and_leave_the_session_alone(
     resources: TemplateContext,

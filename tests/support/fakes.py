@@ -686,6 +686,9 @@ class MemoryFeedbackBook:
             raise StorageError("DynamoFeedbackBook.record_answers: unreachable")
         self.answers.update((chat_id, message_id) for message_id in message_ids)
 
+    def answer_writes(self, chat_id: int, message_ids: Sequence[int]) -> list[StoredWrite]:
+        return [{"apply": lambda: self.record_answers(chat_id, message_ids)}]
+
     def answers_among(self, chat_id: int, message_ids: Collection[int]) -> set[int]:
         return {message_id for message_id in message_ids if (chat_id, message_id) in self.answers}
 

@@ -7,7 +7,8 @@ the exchange whose answer it is on: Telegram numbers a chat's messages in order,
 message reacted to answers the person's latest message before it (`exchange_of`); a reaction
 on the person's own message is no feedback on an answer. `/usage` shows the chat's tally
 (`feedback_line`) of the reactions to the bot's own messages only (`reactions_to_answers`): a
-turn records the ids of the messages it sent (`record_answers`, outbox.py), since Telegram's
+turn records the ids of the messages it sent (with its save, `answer_writes`, or as the run
+ends, `record_answers`: entry/agent_turn/turn.py), since Telegram's
 reaction does not say whose message it is on, and a reaction to a person's message, their own
 or another's, is not counted there. The session tools can show each exchange's.
 
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.stored_writes import StoredWrite
 from nanobot_lambda.core.texts import quoted
 
 EDIT_QUOTE_MAX_CHARS = 1000  # each side of "what changed", in the short turn
@@ -155,6 +157,10 @@ class FeedbackBook(Protocol):
     def record_answers(self, chat_id: int, message_ids: Sequence[int]) -> None:
         """Keep that the bot sent these messages to the chat (a reaction to one of them is one
         to an answer)."""
+        ...
+
+    def answer_writes(self, chat_id: int, message_ids: Sequence[int]) -> list[StoredWrite]:
+        """The writes of `record_answers`, to be made with the transaction saving a turn."""
         ...
 
     def answers_among(self, chat_id: int, message_ids: Collection[int]) -> set[int]:

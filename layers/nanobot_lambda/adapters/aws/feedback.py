@@ -23,6 +23,7 @@ from nanobot_lambda.adapters.aws.errors import aws_errors, written
 from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.adapters.aws.queries import items_under
 from nanobot_lambda.core.feedback import Edit, Reaction
+from nanobot_lambda.core.ports import StoredWrite
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -70,14 +71,14 @@ class DynamoFeedbackBook:
 
     @aws_errors
     def record_answers(self, chat_id: int, message_ids: Sequence[int]) -> None:
-        for message_id in message_ids:  # a turn's few messages: a put each
-            self._dynamodb().put_item(
-                TableName=self._table,
-                Item={
-                    "pk": {"S": f"{FEEDBACK_PREFIX}{chat_id}"},
-                    "sk": {"S": f"{ANSWER_PREFIX}{message_id:012d}"},
-                },
-            )
+        for message_id in message_ids:  # a run's few messages: a put each
+            self._dynamodb().put_item(TableName=self._table, Item=_answer_item(chat_id, message_id))
+
+    def answer_writes(self, chat_id: int, message_ids: Sequence[int]) -> list[StoredWrite]:
+        return [
+            {"Put": {"TableName": self._table, "Item": _answer_item(chat_id, message_id)}}
+            for message_id in message_ids
+        ]
 
     @aws_errors
     def answers_among(self, chat_id: int, message_ids: Collection[int]) -> set[int]:
@@ -145,6 +146,13 @@ class DynamoFeedbackBook:
 
     def _edit_key(self, session_key: str, message_id: int) -> dict[str, dict[str, str]]:
         return {"pk": {"S": f"{EDIT_PREFIX}{session_key}"}, "sk": {"S": f"{message_id:012d}"}}
+
+
+def _answer_item(chat_id: int, message_id: int) -> dict[str, Any]:
+    return {
+        "pk": {"S": f"{FEEDBACK_PREFIX}{chat_id}"},
+        "sk": {"S": f"{ANSWER_PREFIX}{message_id:012d}"},
+    }
 
 
 def _reaction(chat_id: int, item: dict[str, Any]) -> Reaction:

@@ -87,9 +87,22 @@ class JournaledOutbox:
         self.boundary = settled_length(progress.messages)
         self._rendered: tuple[str, list[str]] = ("", [])
         self.drafts: Drafts | None = None  # attached while the run streams its replies
-        # What this run sent, (chat, message id) as Telegram numbered it: recorded as the bot's
-        # answers when the run ends (turn.py), so that reactions to them are told apart.
+        # What this run sent, (chat, message id) as Telegram numbered it, not yet recorded as
+        # the bot's (core/feedback.py): with the turn's save (saving.py), the rest as the run
+        # ends (turn.py), so that reactions to them are told apart.
         self.sent_ids: list[tuple[int, int]] = []
+
+    def sent_by_chat(self, limit: int | None = None) -> dict[int, list[int]]:
+        """The ids of the messages this run sent and has not recorded (the first `limit`), by
+        chat."""
+        by_chat: dict[int, list[int]] = {}
+        for chat_id, message_id in self.sent_ids[:limit]:
+            by_chat.setdefault(chat_id, []).append(message_id)
+        return by_chat
+
+    def sent_recorded(self, count: int) -> None:
+        """The first `count` of `sent_ids` are recorded."""
+        del self.sent_ids[:count]
 
     @property
     def drafting(self) -> bool:

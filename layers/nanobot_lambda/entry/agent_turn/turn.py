@@ -176,12 +176,12 @@ def _answer(
 
 def _record_answers(deps: TurnDeps, run: TurnRun) -> None:
     """Keep the messages the run sent as the bot's (core/feedback.py: the reactions to them are
-    the reactions to answers), however the run ended. A failure only costs that tally: logged."""
-    by_chat: dict[int, list[int]] = {}
-    for chat_id, message_id in run.outbox.sent_ids:
-        by_chat.setdefault(chat_id, []).append(message_id)
-    for chat_id, message_ids in by_chat.items():
+    the reactions to answers), however the run ended: those its save did not record (a turn
+    saved records them in its transaction, saving.py). A failure only costs that tally:
+    logged."""
+    for chat_id, message_ids in run.outbox.sent_by_chat().items():
         try:
             deps.ports.stores.feedback.record_answers(chat_id, message_ids)
         except StorageError as error:
             logger.warning("could not record the turn's answers (%s)", type(error).__name__)
+    run.outbox.sent_recorded(len(run.outbox.sent_ids))
