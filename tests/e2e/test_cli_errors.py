@@ -42,7 +42,7 @@ def test_a_missing_stack(command: list[str], moto_endpoint: str) -> None:
     assert completed.returncode == 2
     assert completed.stderr == (
         "error: stack 'no-such-stack' does not exist in us-east-1: check the name "
-        "(aws cloudformation list-stacks) or set AWS_REGION\n"
+        "(aws cloudformation list-stacks) or set AWS_DEFAULT_REGION\n"
     )
 
 
@@ -62,6 +62,31 @@ def test_no_aws_credentials() -> None:
     assert completed.returncode == 2
     assert completed.stderr.startswith("error: no AWS credentials found: run `aws configure`")
     assert "Traceback" not in completed.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["webhook", "set"], ["webhook", "info"], ["sessions", "list"], ["dlq", "list"]],
+    ids=" ".join,
+)
+def test_no_aws_region(command: list[str]) -> None:
+    """botocore's "You must specify a region." came as "cannot reach AWS", where doctor said
+    to run `aws configure`."""
+    completed = run_cli(
+        *command,
+        "--stack",
+        "nanobot-lambda",
+        env={
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_CONFIG_FILE": "/nonexistent",  # no profile's region either
+        },
+    )
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "error: no AWS region set: run `aws configure` or set AWS_DEFAULT_REGION "
+        "(or AWS_PROFILE) to the stack's region\n"
+    )
 
 
 def test_an_invalid_setting(moto_endpoint: str) -> None:
@@ -89,4 +114,19 @@ def test_chat_with_a_model_name_without_a_provider_says_so_before_starting(
     )
     assert "LLM_MODEL=anthropic/claude-sonnet-4-5" in completed.stderr  # the examples
     assert "Starting the local stack" not in completed.stderr
+    assert "Provider List" not in completed.stdout + completed.stderr  # litellm's red banner
+    assert model_server.requests == []
+
+
+def test_doctor_with_a_model_name_without_a_provider_shows_only_its_own_report(
+    model_server: ScriptedModelServer,
+) -> None:
+    """litellm printed its red "Provider List: …" banner above doctor's FAIL line."""
+    env = {**model_server.env(), "LLM_MODEL": "gpt-nonsense"}
+    completed = run_cli("doctor", "--env-file", "/nonexistent", env=env)
+    assert completed.returncode == 1
+    assert "FAIL  model            gpt-nonsense: the model name names no provider" in (
+        completed.stdout
+    )
+    assert "Provider List" not in completed.stdout + completed.stderr
     assert model_server.requests == []

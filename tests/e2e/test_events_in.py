@@ -195,13 +195,23 @@ def test_a_reaction_is_recorded_and_an_edit_is_a_short_turn_saying_what_changed(
         },
     }
     assert answer(stack.post_update(reaction)) == (200, {"ok": True, "status": "recorded"})
+    own = {
+        "update_id": asked["update_id"] + 3,
+        "message_reaction": {**reaction["message_reaction"]},
+    }
+    own["message_reaction"] |= {
+        "message_id": asked["message"]["message_id"],  # the person's own message
+        "new_reaction": [{"type": "emoji", "emoji": "🔥"}],
+    }
+    assert answer(stack.post_update(own)) == (200, {"ok": True, "status": "recorded"})
     stack.process_queue()
     assert len(model_server.requests) == calls  # no model call for a reaction
     book = DynamoFeedbackBook(stack.template.refs["SessionsTable"], dynamodb_client)
-    (recorded,) = book.reactions(OWNER)
-    assert (recorded.message_id, recorded.emojis) == (answered.message_id, ("👍",))
+    assert [(r.message_id, r.emojis) for r in book.reactions(OWNER)] == sorted(
+        [(answered.message_id, ("👍",)), (asked["message"]["message_id"], ("🔥",))]
+    )
     usage = stack.text_update("/usage")
-    usage["update_id"] = asked["update_id"] + 10  # the reaction and the edit take +1 and +2
+    usage["update_id"] = asked["update_id"] + 10  # the reactions and the edit take +1 to +3
     stack.post_update(usage)
     stack.process_queue()
     assert said_in(stack, OWNER)[-1].endswith("Reactions to answers: 👍 1")

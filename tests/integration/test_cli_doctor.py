@@ -322,12 +322,33 @@ def test_without_credentials_that_is_the_one_failure_and_the_stack_is_not_tried(
     assert code == 1
     assert failed(checks) == ["AWS credentials"]
     assert next(iter(checks)) == "AWS credentials"
-    assert "no credentials found" in checks["AWS credentials"]
+    assert "no AWS credentials found" in checks["AWS credentials"]
     assert "aws configure" in checks["AWS credentials"]
     assert "without AWS credentials" in checks["stack"]
     assert all(
         line.startswith("skip") for name, line in checks.items() if name != "AWS credentials"
     )
+
+
+def test_without_a_region_the_fix_is_the_one_every_command_gives(
+    bot_api: LocalBotApi,
+    aws: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """botocore's "You must specify a region." came with "check the AWS credentials"."""
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    code, checks = doctor("nanobot-lambda", capsys)
+    assert code == 1
+    assert failed(checks) == ["AWS credentials"]
+    assert "no AWS region set" in checks["AWS credentials"]
+    assert "run `aws configure` or set AWS_DEFAULT_REGION" in checks["AWS credentials"]
+    assert "refresh your credentials" not in checks["AWS credentials"]
+    assert "You must specify a region" not in "".join(checks.values())
 
 
 def test_a_model_name_without_a_provider_fails_before_any_request(

@@ -66,7 +66,10 @@ def test_usage_of_a_chat_shows_the_reactions_to_its_answers(
     table: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     book = DynamoFeedbackBook(table, dynamodb_client)
+    book.record_answers(111111111, [11, 13])
+    book.record_answers(222222222, [11])
     book.record_reaction(Reaction(111111111, 11, 111111111, ("👍",), 1))
+    book.record_reaction(Reaction(111111111, 12, 111111111, ("🔥",), 1))  # the person's own
     book.record_reaction(Reaction(111111111, 13, 111111111, ("👍",), 2))
     book.record_reaction(Reaction(222222222, 11, 222222222, ("👎",), 1))
     assert main(["usage", "--chat", "111111111"]) == 0

@@ -169,5 +169,5 @@ def test_a_missing_stack_is_one_line_with_the_fix(
     assert main(["webhook", "info", "--stack", "no-such-stack"]) == 2
     assert capsys.readouterr().err == (
         "error: stack 'no-such-stack' does not exist in us-east-1: check the name "
-        "(aws cloudformation list-stacks) or set AWS_REGION\n"
+        "(aws cloudformation list-stacks) or set AWS_DEFAULT_REGION\n"
     )

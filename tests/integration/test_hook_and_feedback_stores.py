@@ -10,7 +10,7 @@ from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
 from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
-from nanobot_lambda.core.feedback import Edit, Reaction
+from nanobot_lambda.core.feedback import Edit, Reaction, reactions_to_answers
 from nanobot_lambda.core.hooks import new_hook
 from nanobot_lambda.operator.local.cfn import TemplateContext
 
@@ -70,6 +70,30 @@ def test_a_hooks_rate_and_deliveries_are_its_own(resources: TemplateContext) -> 
     assert not store.seen("deploys", ["sig#abc"])
     store.remember("ci", ["sig#old"], NOW - timedelta(seconds=1))  # expired, not yet deleted
     assert not store.seen("ci", ["sig#old"])
+
+
+def test_the_bots_answers_are_told_apart_from_other_messages(resources: TemplateContext) -> None:
+    book = DynamoFeedbackBook(resources.refs["SessionsTable"], dynamodb_client)
+    book.record_answers(111111111, [5, 11, 1_000_000_000_001])
+    book.record_answers(222222222, [12])
+    book.record_reaction(Reaction(111111111, 11, 111111111, ("👍",), 100))
+    book.record_reaction(Reaction(111111111, 12, 111111111, ("👍",), 100))
+    assert book.answers_among(111111111, {4, 11, 12, 1_000_000_000_001}) == {
+        11,
+        1_000_000_000_001,
+    }
+    assert book.answers_among(111111111, set()) == set()
+    assert book.answers_among(222222222, {11, 12}) == {12}
+    assert [reaction.message_id for reaction in book.reactions(111111111)] == [11, 12]
+    assert [r.message_id for r in reactions_to_answers(book, 111111111)] == [11]
+
+    # Folded into the transaction that saves a turn, as agent_turn records its answers.
+    sessions = DynamoSessionStore(resources.refs["SessionsTable"], dynamodb_client())
+    history = sessions.load("telegram:111111111", 10)
+    sessions.append(
+        history, [{"role": "user", "content": "hi"}], also=book.answer_writes(111111111, [12])
+    )
+    assert [r.message_id for r in reactions_to_answers(book, 111111111)] == [11, 12]
 
 
 def test_reactions_and_edits_keep_the_newest_and_leave_the_session_alone(

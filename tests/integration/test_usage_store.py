@@ -78,6 +78,54 @@ def test_costs_of_a_fraction_of_a_microdollar_add_up(store: DynamoUsageStore) ->
     assert store.summary(CHAT, NOON).total.cost_usd == Decimal("9E-7")
 
 
+def test_a_tiny_and_a_huge_price_are_saved_with_the_turn_at_the_first_try(table: str) -> None:
+    """An embedding priced 2e-08 USD (litellm's float, as the meter gets it) and a price of
+    1e20 USD: each is ADDed by the transaction that saves its turn, which DynamoDB accepts at
+    the first request, every number in it written plainly, and the sums are exact to
+    DynamoDB's 38 digits (moto read "2e-08" as an int; its mend rounded at Python's 28)."""
+    client = dynamodb_client()
+    written: list[str] = []
+    requests: list[str] = []
+    client.meta.events.register(
+        "provide-client-params.dynamodb.TransactWriteItems",
+        lambda params, **_: written.extend(numbers_in(params)),
+    )
+    client.meta.events.register(
+        "before-send.dynamodb.TransactWriteItems", lambda **_: requests.append("sent")
+    )
+    store = DynamoUsageStore(table, client, timezone="UTC")
+    sessions = DynamoSessionStore(table, client)
+    tiny = Tally.of_call(Usage(prompt_tokens=1, cost_usd=2e-08))
+    huge = Tally.of_call(Usage(prompt_tokens=1, cost_usd=1e20))
+    for turn, tally in enumerate((tiny, tiny, huge, tiny), start=1):
+        history = sessions.load("telegram:1", 50)
+        sessions.append(
+            history,
+            [{"role": "user", "content": f"turn {turn}"}],
+            turn_id=f"t{turn}",
+            also=store.updates(CHAT, tally, NOON, overall=True),
+        )
+        assert len(requests) == turn  # one request per save: none cancelled and tried again
+    assert {"0.00000002", "100000000000000000000"} <= set(written)
+    assert not [number for number in written if "e" in number.lower()]
+    exact = Decimal("100000000000000000000.00000006")  # 29 digits
+    assert store.summary(CHAT, NOON).total.cost_usd == exact
+    assert store.overall_summary(NOON).today.cost_usd == exact
+    assert (item(table, "total") or {})["cost_usd"] == {"N": str(exact)}
+
+
+def numbers_in(value: Any) -> list[str]:
+    """Every number attribute value ("N", "NS") in a request's parameters."""
+    if isinstance(value, list):
+        return [number for entry in value for number in numbers_in(entry)]
+    if not isinstance(value, dict):
+        return []
+    found = [value["N"]] if isinstance(value.get("N"), str) else list(value.get("NS", []))
+    return found + [
+        n for key, entry in value.items() if key not in ("N", "NS") for n in numbers_in(entry)
+    ]
+
+
 def test_days_follow_the_users_time_zone_and_expire(store: DynamoUsageStore, table: str) -> None:
     late = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)  # already December 1st in Paris
     store.add(CHAT, CALL, late)

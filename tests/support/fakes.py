@@ -7,7 +7,7 @@ import hashlib
 import json
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -666,6 +666,7 @@ class MemoryFeedbackBook:
 
     def __init__(self) -> None:
         self.reacted: dict[tuple[int, int, int], Reaction] = {}
+        self.answers: set[tuple[int, int]] = set()  # (chat, message) the bot sent
         self.edits: dict[tuple[str, int], Edit] = {}
         self.fail = False
 
@@ -679,6 +680,17 @@ class MemoryFeedbackBook:
 
     def reactions(self, chat_id: int) -> list[Reaction]:
         return [self.reacted[key] for key in sorted(self.reacted) if key[0] == chat_id]
+
+    def record_answers(self, chat_id: int, message_ids: Sequence[int]) -> None:
+        if self.fail:
+            raise StorageError("DynamoFeedbackBook.record_answers: unreachable")
+        self.answers.update((chat_id, message_id) for message_id in message_ids)
+
+    def answer_writes(self, chat_id: int, message_ids: Sequence[int]) -> list[StoredWrite]:
+        return [{"apply": lambda: self.record_answers(chat_id, message_ids)}]
+
+    def answers_among(self, chat_id: int, message_ids: Collection[int]) -> set[int]:
+        return {message_id for message_id in message_ids if (chat_id, message_id) in self.answers}
 
     def record_edit(self, edit: Edit) -> None:
         if self.fail:

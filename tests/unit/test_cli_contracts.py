@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from botocore.exceptions import ClientError, NoCredentialsError
+from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
 
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.adapters.telegram.inbound import (
@@ -159,7 +159,8 @@ def _client_error(code: str) -> ClientError:
     [
         (OperatorError("give --stack NAME"), "give --stack NAME"),
         (ConfigError("Invalid configuration: LLM_MODEL is not set"), "LLM_MODEL is not set"),
-        (NoCredentialsError(), "aws configure"),
+        (NoCredentialsError(), "no AWS credentials found: run `aws configure`"),
+        (NoRegionError(), "no AWS region set: run `aws configure` or set AWS_DEFAULT_REGION"),
         (_client_error("ExpiredTokenException"), "refresh your AWS credentials"),
         (_client_error("AccessDeniedException"), "account that deployed the stack"),
         (_client_error("ResourceNotFoundException"), "check --stack NAME"),

@@ -259,6 +259,8 @@ def test_hooks_is_the_owner_s_only() -> None:
 
 def test_usage_shows_the_reactions_to_the_chat_s_answers() -> None:
     bot = Bot(ScriptedModel())
+    bot.feedback.record_answers(ADA, [11])
+    bot.feedback.record_answers(GROUP, [12])
     bot.feedback.record_reaction(Reaction(ADA, 11, ADA, ("👍",), 1))
     bot.feedback.record_reaction(Reaction(GROUP, 12, ADA, ("👎",), 1))  # another chat's
     bot.process(message("/usage"))

@@ -177,6 +177,21 @@ def test_a_reaction_belongs_to_the_exchange_whose_answer_it_is_on() -> None:
     assert exchange_of(3, asked) is None
 
 
+def test_usage_counts_the_reactions_to_the_bots_own_messages_only() -> None:
+    """A reaction is recorded on whatever message it is on; /usage counted them all as
+    reactions to answers, a person's reaction to their own message too."""
+    bot = Bot(ScriptedModel(text("Lisbon, in spring.")))
+    bot.process(message("Where should I go?"))
+    answer = len(bot.channel.sent)  # the fake Bot API numbers the messages it is sent
+    assert bot.feedback.answers == {(ADA, answer)}
+    asked = telegram_update("text_private")["message"]["message_id"]
+    bot.feedback.record_reaction(Reaction(ADA, answer, ADA, ("👍",), 1763800100))
+    bot.feedback.record_reaction(Reaction(ADA, asked, ADA, ("🔥",), 1763800101))  # their own
+    bot.feedback.record_reaction(Reaction(ADA, 990, ADA, ("👎",), 1763800102))  # not the bot's
+    bot.process(message("/usage", update_id=800000002))
+    assert bot.said[-1].endswith("Reactions to answers: 👍 1")
+
+
 def test_the_feedback_line_counts_messages_per_emoji() -> None:
     reactions = [
         Reaction(1, 11, 1, ("👍",), 0),

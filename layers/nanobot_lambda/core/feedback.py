@@ -6,7 +6,11 @@ emojis they show on it now (an emptied reaction is kept as none), and answers. I
 the exchange whose answer it is on: Telegram numbers a chat's messages in order, so the
 message reacted to answers the person's latest message before it (`exchange_of`); a reaction
 on the person's own message is no feedback on an answer. `/usage` shows the chat's tally
-(`feedback_line`) and the session tools can show each exchange's.
+(`feedback_line`) of the reactions to the bot's own messages only (`reactions_to_answers`): a
+turn records the ids of the messages it sent (with its save, `answer_writes`, or as the run
+ends, `record_answers`: entry/agent_turn/turn.py), since Telegram's
+reaction does not say whose message it is on, and a reaction to a person's message, their own
+or another's, is not counted there. The session tools can show each exchange's.
 
 An edit (`edited_message`) is queued like a message, and recorded first (`Edit`, the text as
 it is now), so that agent_turn can tell:
@@ -29,11 +33,12 @@ formatting only); else it says what changed since.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.stored_writes import StoredWrite
 from nanobot_lambda.core.texts import quoted
 
 EDIT_QUOTE_MAX_CHARS = 1000  # each side of "what changed", in the short turn
@@ -77,6 +82,16 @@ def exchange_of(message_id: int, user_message_ids: Sequence[int]) -> int | None:
 def tally(reactions: Iterable[Reaction]) -> Counter[str]:
     """How many messages show each emoji (a person's reaction counted once per message)."""
     return Counter(emoji for reaction in reactions for emoji in set(reaction.emojis))
+
+
+def reactions_to_answers(book: FeedbackBook, chat_id: int) -> list[Reaction]:
+    """The chat's reactions to messages the bot sent (one Query, and one look-up of the
+    messages reacted to)."""
+    reactions = book.reactions(chat_id)
+    if not reactions:
+        return []
+    answers = book.answers_among(chat_id, {reaction.message_id for reaction in reactions})
+    return [reaction for reaction in reactions if reaction.message_id in answers]
 
 
 def feedback_line(reactions: Iterable[Reaction]) -> str:
@@ -150,6 +165,19 @@ class FeedbackBook(Protocol):
 
     def reactions(self, chat_id: int) -> list[Reaction]:
         """The chat's reactions, oldest message first."""
+        ...
+
+    def record_answers(self, chat_id: int, message_ids: Sequence[int]) -> None:
+        """Keep that the bot sent these messages to the chat (a reaction to one of them is one
+        to an answer)."""
+        ...
+
+    def answer_writes(self, chat_id: int, message_ids: Sequence[int]) -> list[StoredWrite]:
+        """The writes of `record_answers`, to be made with the transaction saving a turn."""
+        ...
+
+    def answers_among(self, chat_id: int, message_ids: Collection[int]) -> set[int]:
+        """Those of `message_ids` that the bot sent to the chat."""
         ...
 
     def record_edit(self, edit: Edit) -> None:

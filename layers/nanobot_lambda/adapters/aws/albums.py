@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
+from nanobot_lambda.adapters.aws.numbers import number_value, plain
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.errors import StorageError
 
@@ -50,8 +51,8 @@ class DynamoAlbumBook:
             ExpressionAttributeNames={"#part": f"{PART_PREFIX}{update_id}"},
             ExpressionAttributeValues={
                 ":update": {"S": json.dumps(update, ensure_ascii=False)},
-                ":now": {"N": str(now_ms)},
-                ":expires": {"N": str(now_ms // 1000 + ALBUM_RECORD_SECONDS)},
+                ":now": number_value(now_ms),
+                ":expires": number_value(now_ms // 1000 + ALBUM_RECORD_SECONDS),
             },
         )
 
@@ -74,8 +75,8 @@ class DynamoAlbumBook:
                 ConditionExpression="attribute_not_exists(#lead) OR #lead = :lead",
                 ExpressionAttributeNames={"#lead": "lead"},  # a reserved word
                 ExpressionAttributeValues={
-                    ":lead": {"N": str(lead)},
-                    ":parts": {"NS": [str(part) for part in sorted(parts)]},
+                    ":lead": number_value(lead),
+                    ":parts": {"NS": [plain(part) for part in sorted(parts)]},
                 },
                 ReturnValues="ALL_NEW",
             )["Attributes"]

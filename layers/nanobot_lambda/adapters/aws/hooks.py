@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, written
+from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.adapters.aws.queries import count_within, items_under
 from nanobot_lambda.core.hooks import Hook
 
@@ -66,15 +67,15 @@ class DynamoHookStore:
         item: dict[str, Any] = {
             **self._hook_key(hook.name),
             "name": {"S": hook.name},
-            "chat_id": {"N": str(hook.chat_id)},
+            "chat_id": number_value(hook.chat_id),
             "quiet": {"BOOL": hook.quiet},
             "secret": {"S": hook.secret.get_secret_value()},
             "created_at": {"S": hook.created_at},
         }
         if hook.thread_id is not None:
-            item["thread_id"] = {"N": str(hook.thread_id)}
+            item["thread_id"] = number_value(hook.thread_id)
         if hook.created_by is not None:
-            item["created_by"] = {"N": str(hook.created_by)}
+            item["created_by"] = number_value(hook.created_by)
         if hook.made_in is not None:
             item["made_in"] = {"S": hook.made_in}
         return written(
@@ -126,7 +127,7 @@ class DynamoHookStore:
                 TableName=self._table,
                 Item={
                     **self._own_key(name, f"seen#{key}"),
-                    "expires_at": {"N": str(int(until.timestamp()))},
+                    "expires_at": number_value(int(until.timestamp())),
                 },
             )
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
+from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.core.cron import CronJob
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ class DynamoJobStore:
                 "pk": {"S": f"chat#{chat_id}"},
                 "sk": {"S": f"subagent#{subagent_id}"},
                 # A task that died without reporting stops counting after a day.
-                "expires_at": {"N": str(now + SUBAGENT_RECORD_SECONDS)},
+                "expires_at": number_value(now + SUBAGENT_RECORD_SECONDS),
             },
         )
 
@@ -182,7 +183,7 @@ class DynamoJobStore:
             ExpressionAttributeValues={
                 ":pk": {"S": f"chat#{chat_id}"},
                 ":prefix": {"S": "subagent#"},
-                ":now": {"N": str(now)},
+                ":now": number_value(now),
             },
             Select="COUNT",
         )
@@ -192,7 +193,7 @@ class DynamoJobStore:
     def remember_private_chat(self, chat_id: int) -> None:
         """The owner's most recent private chat: where the heartbeat reports by default."""
         self._dynamodb.put_item(
-            TableName=self._table, Item={**OWNER_KEY, "chat_id": {"N": str(chat_id)}}
+            TableName=self._table, Item={**OWNER_KEY, "chat_id": number_value(chat_id)}
         )
 
     @aws_errors

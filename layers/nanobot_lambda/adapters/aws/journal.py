@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
+from nanobot_lambda.adapters.aws.numbers import number_value, plain
 from nanobot_lambda.core.journal import Aside, Message, Shown, TurnProgress
 from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.sessions import cut_to_fit
@@ -87,7 +88,7 @@ def _shown_of(value: dict[str, Any]) -> Shown:
 
 
 def _aside_attribute(aside: list[Aside]) -> dict[str, Any]:
-    return {"L": [{"M": {"at": {"N": str(e.at)}, "text": {"B": _packed(e.text)}}} for e in aside]}
+    return {"L": [{"M": {"at": number_value(e.at), "text": {"B": _packed(e.text)}}} for e in aside]}
 
 
 def _sent_of(item: dict[str, Any]) -> dict[int, Shown]:
@@ -139,7 +140,7 @@ def _part_of(label: str) -> tuple[int, int]:
 
 def _partial_attributes(number: int, text: str) -> dict[str, Any]:
     return {
-        "partial_of": {"N": str(number)},
+        "partial_of": number_value(number),
         "partial_text": {"B": zlib.compress(text.encode())},
     }
 
@@ -149,7 +150,7 @@ def _context_attribute(progress: TurnProgress) -> dict[str, Any]:
 
 
 def _expiry() -> dict[str, str]:
-    return {"N": str(int(time.time()) + OPEN_TURN_SECONDS)}
+    return number_value(int(time.time()) + OPEN_TURN_SECONDS)
 
 
 class DynamoTurnJournal:
@@ -177,14 +178,14 @@ class DynamoTurnJournal:
         item: dict[str, Any] = {
             **self._key(session_key, progress.turn_id),
             "messages": {"B": packed},
-            "iterations": {"N": str(progress.iterations)},
-            "sends": {"N": str(progress.sends)},
-            "continuations": {"N": str(progress.continuations)},
+            "iterations": number_value(progress.iterations),
+            "sends": number_value(progress.sends),
+            "continuations": number_value(progress.continuations),
             "expires_at": _expiry(),
         }
         for number, shown in progress.sent.items():
             if shown.identity is None:  # recorded before identities: kept as it was
-                item.setdefault("sent", {"NS": []})["NS"].append(str(number))
+                item.setdefault("sent", {"NS": []})["NS"].append(plain(number))
             else:
                 item[f"{SHOWN_PREFIX}{number}"] = _shown_attribute(shown)
         if progress.parts:
@@ -195,7 +196,7 @@ class DynamoTurnJournal:
             item["aside"] = _aside_attribute(progress.aside)
         if progress.ended is not None:
             item["ended"] = {"S": progress.ended}
-            item["ended_at"] = {"N": str(progress.ended_at)}
+            item["ended_at"] = number_value(progress.ended_at)
         if progress.answered:
             item["answered"] = {"BOOL": True}
         item.update(_context_attribute(progress))
@@ -272,7 +273,7 @@ class DynamoTurnJournal:
     def end(self, session_key: str, progress: TurnProgress, text: str, number: int) -> None:
         """Record that the turn ends unanswered with `text`, message `number` (before it is
         sent)."""
-        ended = {"ended": {"S": text}, "ended_at": {"N": str(number)}}
+        ended = {"ended": {"S": text}, "ended_at": number_value(number)}
         self._update(session_key, progress, assign=ended, what="its end")
         progress.ended, progress.ended_at = text, number
 
@@ -353,7 +354,7 @@ class DynamoTurnJournal:
             Item={
                 **self._key(session_key, progress.turn_id),
                 "done": {"BOOL": True},
-                "expires_at": {"N": str(int(time.time()) + DONE_TURN_SECONDS)},
+                "expires_at": number_value(int(time.time()) + DONE_TURN_SECONDS),
             },
         )
         progress.done = True

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.aws.errors import TRANSACTION_CANCELLED, aws_errors, written
+from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.adapters.aws.queries import count_within, items_under
 from nanobot_lambda.core.pairing import Asker, AskRecord, PairingCode, Person
 
@@ -92,8 +93,8 @@ class DynamoPairingStore:
                     "Item": {
                         **self._key(f"code#{pairing.code}"),
                         **_asker_attributes(asker),
-                        "code_expires": {"N": _seconds(pairing.expires)},
-                        "expires_at": {"N": _seconds(pairing.expires)},
+                        "code_expires": number_value(_seconds(pairing.expires)),
+                        "expires_at": number_value(_seconds(pairing.expires)),
                     },
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
@@ -104,10 +105,10 @@ class DynamoPairingStore:
                     "Item": {
                         **self._key(f"ask#{asker.user_id}"),
                         "code": {"S": pairing.code},
-                        "code_expires": {"N": _seconds(pairing.expires)},
+                        "code_expires": number_value(_seconds(pairing.expires)),
                         "day": {"S": day},
-                        "count": {"N": str(count)},
-                        "expires_at": {"N": _seconds(pairing.expires + KEEP_ASKS)},
+                        "count": number_value(count),
+                        "expires_at": number_value(_seconds(pairing.expires + KEEP_ASKS)),
                     },
                 }
             },
@@ -128,7 +129,7 @@ class DynamoPairingStore:
         person = {
             **self._key(f"person#{pairing.asker.user_id}"),
             **_asker_attributes(pairing.asker),
-            "approved_at": {"N": _seconds(at)},
+            "approved_at": number_value(_seconds(at)),
         }
         ask = self._key(f"ask#{pairing.asker.user_id}")
         return self._close(
@@ -141,8 +142,8 @@ class DynamoPairingStore:
     def deny(self, pairing: PairingCode, until: datetime) -> bool:
         refusal = {
             **self._key(f"ask#{pairing.asker.user_id}"),
-            "denied_until": {"N": _seconds(until)},
-            "expires_at": {"N": _seconds(until + KEEP_ASKS)},
+            "denied_until": number_value(_seconds(until)),
+            "expires_at": number_value(_seconds(until + KEEP_ASKS)),
         }
         return self._close(pairing, {"Put": {"TableName": self._table, "Item": refusal}})
 
@@ -169,8 +170,8 @@ class DynamoPairingStore:
 _EPOCH = datetime.fromtimestamp(0, UTC)
 
 
-def _seconds(at: datetime) -> str:
-    return str(int(at.timestamp()))
+def _seconds(at: datetime) -> int:
+    return int(at.timestamp())
 
 
 def _time(seconds: str) -> datetime:
@@ -178,7 +179,7 @@ def _time(seconds: str) -> datetime:
 
 
 def _asker_attributes(asker: Asker) -> dict[str, Any]:
-    attributes: dict[str, Any] = {"user_id": {"N": str(asker.user_id)}, "name": {"S": asker.name}}
+    attributes: dict[str, Any] = {"user_id": number_value(asker.user_id), "name": {"S": asker.name}}
     if asker.username:
         attributes["username"] = {"S": asker.username}
     return attributes

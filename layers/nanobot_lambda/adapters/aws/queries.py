@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.aws.errors import written
+from nanobot_lambda.adapters.aws.numbers import number_value
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -44,9 +45,9 @@ def count_within(
             ConditionExpression="attribute_not_exists(#count) OR #count < :limit",
             ExpressionAttributeNames={"#count": "count"},
             ExpressionAttributeValues={
-                ":one": {"N": "1"},
-                ":limit": {"N": str(limit)},
-                ":expires": {"N": str(expires_at)},
+                ":one": number_value(1),
+                ":limit": number_value(limit),
+                ":expires": number_value(expires_at),
             },
         )
     )

@@ -45,6 +45,7 @@ from nanobot_lambda.adapters.aws.errors import (
     error_code,
 )
 from nanobot_lambda.adapters.aws.journal import TURN_PREFIX, parse_turn_item
+from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.adapters.aws.usage import PREFIX as USAGE_PREFIX
 from nanobot_lambda.core.errors import StorageConflict, StorageError
 from nanobot_lambda.core.ports import StoredWrite
@@ -237,13 +238,13 @@ class DynamoSessionStore:
             condition = "attribute_not_exists(next_seq) OR next_seq = :expected"
         update = "SET next_seq = :new, recent_turns = :recent"
         values: dict[str, Any] = {
-            ":expected": {"N": str(expected)},
-            ":new": {"N": str(new)},
+            ":expected": number_value(expected),
+            ":new": number_value(new),
             ":recent": {"L": [{"S": turn} for turn in recent_turns]},
         }
         if history.noticed_upto is not None:  # how far the chat was told of consolidation
             update += ", noticed_upto = :noticed"
-            values[":noticed"] = {"N": str(history.noticed_upto)}
+            values[":noticed"] = number_value(history.noticed_upto)
         if history.noticed_at is not None:  # and when it was last told
             update += ", noticed_at = :noticed_at"
             told = history.noticed_at.astimezone(UTC).isoformat(timespec="seconds")
@@ -324,8 +325,8 @@ class DynamoSessionStore:
                 UpdateExpression=f"SET consolidated_upto = :new, noticed_upto = {notice}",
                 ConditionExpression=condition,
                 ExpressionAttributeValues={
-                    ":expected": {"N": str(expected)},
-                    ":new": {"N": str(new)},
+                    ":expected": number_value(expected),
+                    ":new": number_value(new),
                 },
             )
         except ClientError as error:

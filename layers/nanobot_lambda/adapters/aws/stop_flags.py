@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nanobot_lambda.adapters.aws.errors import aws_errors
+from nanobot_lambda.adapters.aws.numbers import number_value
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -38,8 +39,8 @@ class DynamoStopFlags:
             TableName=self._table,
             Item={
                 **self._key(session_key),
-                "requested_at": {"N": str(at_ms)},
-                "expires_at": {"N": str(at_ms // 1000 + STOP_FLAG_SECONDS)},
+                "requested_at": number_value(at_ms),
+                "expires_at": number_value(at_ms // 1000 + STOP_FLAG_SECONDS),
             },
         )
 

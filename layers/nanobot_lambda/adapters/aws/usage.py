@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, cancellation_reasons, written
+from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.usage_counts import FIELDS, Tally, UsageSummary
 
@@ -74,7 +75,7 @@ class DynamoUsageStore:
         self, owner: int | str, tally: Tally, at: datetime
     ) -> list[TransactWriteItemTypeDef]:
         day, month = self._periods(at)
-        values = {f":{entry.name}": {"N": _number(getattr(tally, entry.name))} for entry in FIELDS}
+        values = {f":{entry.name}": number_value(getattr(tally, entry.name)) for entry in FIELDS}
         adds = ", ".join(f"{entry.name} :{entry.name}" for entry in FIELDS)
         expires = int((at + timedelta(days=DAY_ITEM_DAYS)).timestamp())
         items: list[TransactWriteItemTypeDef] = []
@@ -83,7 +84,7 @@ class DynamoUsageStore:
             item_values = dict(values)
             if sort_key.startswith("day#"):
                 expression += " SET expires_at = :expires_at"
-                item_values[":expires_at"] = {"N": str(expires)}
+                item_values[":expires_at"] = number_value(expires)
             items.append(
                 {
                     "Update": {
@@ -141,14 +142,14 @@ class DynamoUsageStore:
 
     @aws_errors
     def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
-        expires = str(int((at + timedelta(days=NOTICE_DAYS)).timestamp()))
+        expires = int((at + timedelta(days=NOTICE_DAYS)).timestamp())
         return written(
             lambda: self._dynamodb.put_item(
                 TableName=self._table,
                 Item={
                     **self._key(chat_id, f"{NOTICE_PREFIX}{key}"),
                     "turn": {"S": turn_id},
-                    "expires_at": {"N": expires},
+                    "expires_at": number_value(expires),
                 },
                 ConditionExpression="attribute_not_exists(pk) OR #turn = :turn",
                 ExpressionAttributeNames={"#turn": "turn"},
@@ -180,7 +181,3 @@ def transaction_conflict(error: ClientError) -> bool:
     worth trying again."""
     codes = set(cancellation_reasons(error))
     return "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes
-
-
-def _number(value: int | Decimal) -> str:
-    return format(value, "f") if isinstance(value, Decimal) else str(value)

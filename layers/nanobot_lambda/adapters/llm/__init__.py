@@ -11,6 +11,10 @@ one's validator as the class is made, though a turn validates a handful of them.
 build happens at a model's first validation (pydantic's `defer_build`), which is the same
 work for those few and none for the rest: about a fifth of agent_turn's cold start. Only
 classes made during this import are deferred; pydantic's default is restored after it.
+
+litellm's debug notes are turned off as it is imported: its red "Provider List: …" banner, which
+it prints on its own for a model name without a provider, stood above the project's error (in
+`chat` and `doctor`, which check the names before any other module imports the adapter).
 """
 
 import os
@@ -39,4 +43,6 @@ def models_built_on_first_use() -> Iterator[None]:
 
 
 with models_built_on_first_use():
-    import litellm  # noqa: F401 - imported once, here, for every module of the package
+    import litellm  # imported once, here, for every module of the package
+
+litellm.suppress_debug_info = True

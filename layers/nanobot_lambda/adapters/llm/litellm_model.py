@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from typing import Any
 
 # The package's __init__ has imported litellm with its offline options (the bundled cost map,
-# tiktoken's bundled encodings) and its pydantic models built on first use.
+# tiktoken's bundled encodings), its pydantic models built on first use and its debug notes off.
 import litellm
 from litellm import constants as litellm_constants
 from litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini import (
@@ -57,7 +57,6 @@ from nanobot_lambda.core.model import (
 from nanobot_lambda.core.redaction import Redactor
 from nanobot_lambda.settings import LlmSettings
 
-litellm.suppress_debug_info = True
 litellm.drop_params = True  # a setting a provider does not support is dropped, not an error
 # Counting tokens for a llama or cohere model would download its tokenizer from Hugging Face at
 # run time; the bundled tiktoken encodings count it offline (layers/smoke_test.py checks).

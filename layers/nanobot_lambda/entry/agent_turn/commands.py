@@ -31,7 +31,7 @@ from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.errors import ChannelError
-from nanobot_lambda.core.feedback import FeedbackBook, feedback_line
+from nanobot_lambda.core.feedback import FeedbackBook, feedback_line, reactions_to_answers
 from nanobot_lambda.core.hooks import HookCommands
 from nanobot_lambda.core.model_choice import ModelMenu
 from nanobot_lambda.core.pairing import Pairing
@@ -92,7 +92,7 @@ class Commands:
             # What everyone together spends is the owner's to see.
             everyone = self._owner is None or inbound.chat_id == self._owner
             report = self._meter.report(inbound.chat_id, everyone=everyone)
-            reactions = feedback_line(self._feedback.reactions(inbound.chat_id))
+            reactions = feedback_line(reactions_to_answers(self._feedback, inbound.chat_id))
             self._answer(inbound, f"{report}\n\n{reactions}")
         elif command in PAIRING_COMMANDS:
             self._pairing_command(inbound, command)

@@ -92,6 +92,22 @@ class JournaledOutbox:
         # loop records the step's results as they come (turn_run.checkpoint): each send and
         # each record holds this, so none sees another's numbering or record half done.
         self.lock = threading.RLock()
+        # What this run sent, (chat, message id) as Telegram numbered it, not yet recorded as
+        # the bot's (core/feedback.py): with the turn's save (saving.py), the rest as the run
+        # ends (turn.py), so that reactions to them are told apart.
+        self.sent_ids: list[tuple[int, int]] = []
+
+    def sent_by_chat(self, limit: int | None = None) -> dict[int, list[int]]:
+        """The ids of the messages this run sent and has not recorded (the first `limit`), by
+        chat."""
+        by_chat: dict[int, list[int]] = {}
+        for chat_id, message_id in self.sent_ids[:limit]:
+            by_chat.setdefault(chat_id, []).append(message_id)
+        return by_chat
+
+    def sent_recorded(self, count: int) -> None:
+        """The first `count` of `sent_ids` are recorded."""
+        del self.sent_ids[:count]
 
     @property
     def drafting(self) -> bool:
@@ -120,9 +136,10 @@ class JournaledOutbox:
             if number is None:
                 return True
             try:
-                self._channel.send_file(chat_id, file, thread_id=thread_id)
+                sent = self._channel.send_file(chat_id, file, thread_id=thread_id)
             except ChannelError as error:
                 return _dropped_if_blocked(error, chat_id)
+            self.sent_ids.append((chat_id, sent))
             self._journal.record_send(self._key, self._progress, number, shown)
             return True
 
@@ -171,9 +188,12 @@ class JournaledOutbox:
                     continue  # accepted in an earlier run of this same message
                 under = buttons if part == len(parts) else ()
                 try:
-                    self._channel.send_part(chat_id, rendered, thread_id=thread_id, buttons=under)
+                    sent = self._channel.send_part(
+                        chat_id, rendered, thread_id=thread_id, buttons=under
+                    )
                 except ChannelError as error:
                     return _dropped_if_blocked(error, chat_id)
+                self.sent_ids.append((chat_id, sent))
                 if part < len(parts):
                     self._journal.record_part(self._key, progress, number, part, text)
                 elif record:
@@ -210,10 +230,11 @@ class JournaledOutbox:
             if (number, part) in progress.parts:
                 continue
             try:
-                self._channel.send_part(chat_id, rendered, thread_id=thread_id)
+                sent = self._channel.send_part(chat_id, rendered, thread_id=thread_id)
             except ChannelError as error:
                 _dropped_if_blocked(error, chat_id)
                 return  # blocked: nobody to finish it for
+            self.sent_ids.append((chat_id, sent))
             if part < len(parts):
                 self._journal.record_part(self._key, progress, number, part, text)
         shown = Shown(identity("text", text), text)

@@ -30,6 +30,7 @@ from typing import Any
 from nanobot_lambda.core.agent import MAX_SAVED_TOOL_CHARS, TurnOutcome, for_saving
 from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.errors import StorageError
+from nanobot_lambda.core.feedback import FeedbackBook
 from nanobot_lambda.core.journal import with_aside
 from nanobot_lambda.core.ports import SessionStore, StoredWrite, TurnJournal
 from nanobot_lambda.core.sessions import SessionConflict, SessionHistory, within_item_limit
@@ -39,6 +40,9 @@ from nanobot_lambda.entry.agent_turn.turn_run import TurnRun
 logger = logging.getLogger(__name__)
 
 SAVE_ATTEMPTS = 3
+# The messages the turn sent, recorded as the bot's by its save (core/feedback.py); a turn that
+# sent more has the rest recorded as its run ends (turn.py), so the transaction stays small.
+SAVED_ANSWERS_MAX = 20
 
 
 class TurnSaver:
@@ -49,10 +53,12 @@ class TurnSaver:
         meter: UsageMeter,
         saved_tool_result_max_chars: int | None,
         clock: Callable[[], datetime],
+        feedback: FeedbackBook,
     ) -> None:
         self._sessions = sessions
         self._journal = journal
         self._meter = meter
+        self._feedback = feedback
         self._tool_chars = min(
             saved_tool_result_max_chars or MAX_SAVED_TOOL_CHARS, MAX_SAVED_TOOL_CHARS
         )
@@ -62,18 +68,25 @@ class TurnSaver:
         self, history: SessionHistory, first: dict[str, Any], outcome: TurnOutcome, run: TurnRun
     ) -> None:
         """Save `first` (the user's message, or the prompt of a scheduled turn) and what the
-        turn added, close its journal record and record its usage, in one transaction; when
-        that fails, record the turn as answered before the error goes on (see the module's
-        docstring)."""
+        turn added, close its journal record, record its usage and the ids of the messages it
+        sent, in one transaction; when that fails, record the turn as answered before the error
+        goes on (see the module's docstring)."""
         first = {**first, "ts": self._clock().isoformat(timespec="seconds")}
         shown = with_aside(outcome.new_messages, run.progress.aside)
         saved = [within_item_limit(first), *(self._as_saved(message) for message in shown)]
+        sent = run.outbox.sent_by_chat(SAVED_ANSWERS_MAX)
+        answers = [
+            write
+            for chat_id, message_ids in sent.items()
+            for write in self._feedback.answer_writes(chat_id, message_ids)
+        ]
         try:
             with self._meter.folded() as usage:
-                self._append(history, saved, run, usage)
+                self._append(history, saved, run, [*usage, *answers])
         except StorageError:
             self._record_answered(run, outcome)
             raise
+        run.outbox.sent_recorded(sum(len(message_ids) for message_ids in sent.values()))
 
     def _as_saved(self, message: dict[str, Any]) -> dict[str, Any]:
         return within_item_limit(for_saving(message, self._tool_chars))
@@ -112,15 +125,16 @@ class TurnSaver:
         history: SessionHistory,
         saved: list[dict[str, Any]],
         run: TurnRun,
-        usage: list[StoredWrite],
+        folded: list[StoredWrite],
     ) -> None:
         """One transaction: `saved`, the turn's id among the recent turns, the closing of its
-        record and `usage`; retried on a fresh header when another writer came first."""
+        record and `folded` (usage, answers); retried on a fresh header when another writer
+        came first."""
         closing = self._journal.finish(run.journal_key, run.progress)
         for attempt in range(1, SAVE_ATTEMPTS + 1):
             try:
                 self._sessions.append(
-                    history, saved, turn_id=run.progress.turn_id, also=[*closing, *usage]
+                    history, saved, turn_id=run.progress.turn_id, also=[*closing, *folded]
                 )
                 return
             except SessionConflict:

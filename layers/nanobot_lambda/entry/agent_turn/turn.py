@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from nanobot_lambda.core.agent import AgentLoop, TurnOutcome
+from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.jobs import StartJob
 from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.entry.agent_turn.continuation import TurnSuspended
@@ -131,6 +132,16 @@ def _take_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis
     history, run = deps.starter.start(kind.job, opening, remaining_ms)
     if run is None or not kind.ready(run):
         return True
+    try:
+        return _answer(deps, kind, history, run)
+    finally:
+        _record_answers(deps, run)
+
+
+def _answer(
+    deps: TurnDeps, kind: JobTurn[Any], history: SessionHistory | None, run: TurnRun
+) -> bool:
+    """Steps 3-8 of a turn that started."""
     if history is not None:
         deps.job_scope.use_model_of(history.preferences)
     with (
@@ -161,3 +172,16 @@ def _take_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis
     if history is not None and deps.consolidator.due(history):
         consolidate_quietly(deps.consolidator, history.key)
     return True
+
+
+def _record_answers(deps: TurnDeps, run: TurnRun) -> None:
+    """Keep the messages the run sent as the bot's (core/feedback.py: the reactions to them are
+    the reactions to answers), however the run ended: those its save did not record (a turn
+    saved records them in its transaction, saving.py). A failure only costs that tally:
+    logged."""
+    for chat_id, message_ids in run.outbox.sent_by_chat().items():
+        try:
+            deps.ports.stores.feedback.record_answers(chat_id, message_ids)
+        except StorageError as error:
+            logger.warning("could not record the turn's answers (%s)", type(error).__name__)
+    run.outbox.sent_recorded(len(run.outbox.sent_ids))

@@ -265,7 +265,12 @@ def build_turn_deps(
     # Recall in the job's scope; with an embedder it indexes the scope at each job's end.
     recall = TurnRecall(workspace, settings, meter, services.embedder, stores.recall_indexes)
     saver = TurnSaver(
-        stores.sessions, stores.journal, meter, settings.saved_tool_result_max_chars, clock
+        stores.sessions,
+        stores.journal,
+        meter,
+        settings.saved_tool_result_max_chars,
+        clock,
+        stores.feedback,
     )
     return TurnDeps(
         settings=settings,

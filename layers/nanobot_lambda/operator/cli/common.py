@@ -10,12 +10,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from nanobot_lambda.adapters.aws.errors import error_code
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.core.errors import ConfigError, StorageError
-from nanobot_lambda.operator.ops.deployment import Deployment, OperatorError, fetch_reference
+from nanobot_lambda.operator.ops.deployment import (
+    Deployment,
+    OperatorError,
+    aws_setup_missing,
+    fetch_reference,
+)
 from nanobot_lambda.settings import OperatorSettings
 
 Handler = Callable[[argparse.Namespace], int]
@@ -144,11 +149,9 @@ def describe_failure(error: BaseException) -> str | None:
         return str(error)
     if isinstance(error, ConfigError):
         return f"{error} (set them in the environment or .env; see README, Configuration)"
-    if isinstance(error, NoCredentialsError):
-        return (
-            "no AWS credentials found: run `aws configure` or set AWS_PROFILE (for a local moto "
-            "server, AWS_ENDPOINT_URL and any key)"
-        )
+    if (missing := aws_setup_missing(error)) is not None:
+        problem, fix = missing
+        return f"{problem}: {fix}"
     if isinstance(error, ClientError):
         code = error_code(error)
         operation = getattr(error, "operation_name", "the call")
@@ -158,12 +161,18 @@ def describe_failure(error: BaseException) -> str | None:
         elif code.startswith("AccessDenied") or code == "UnauthorizedOperation":
             fix = "use credentials of the account that deployed the stack, with its permissions"
         elif code in _MISSING_CODES:
-            fix = "it does not exist: check --stack NAME (or the variable naming it) and AWS_REGION"
+            fix = (
+                "it does not exist: check --stack NAME (or the variable naming it) and "
+                "AWS_DEFAULT_REGION"
+            )
         else:
-            fix = "check --stack NAME, AWS_REGION and your credentials"
+            fix = "check --stack NAME, AWS_DEFAULT_REGION and your credentials"
         return f"AWS refused {operation} ({code}: {message}): {fix}"
     if isinstance(error, BotoCoreError):
-        return f"cannot reach AWS ({error}): check the network, AWS_REGION and AWS_ENDPOINT_URL"
+        return (
+            f"cannot reach AWS ({error}): check the network, AWS_DEFAULT_REGION and "
+            "AWS_ENDPOINT_URL"
+        )
     if isinstance(error, TelegramError):
         if error.status in (401, 404):
             return (

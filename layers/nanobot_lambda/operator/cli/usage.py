@@ -42,7 +42,7 @@ def usage_command(arguments: argparse.Namespace) -> int:
     from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
     from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
     from nanobot_lambda.core.errors import StorageError
-    from nanobot_lambda.core.feedback import feedback_line
+    from nanobot_lambda.core.feedback import feedback_line, reactions_to_answers
     from nanobot_lambda.core.usage import usage_report
 
     target = deployment(arguments)
@@ -56,9 +56,8 @@ def usage_command(arguments: argparse.Namespace) -> int:
     try:
         print(usage_report(store, arguments.chat, datetime.now(UTC)))
         if arguments.chat is not None:  # the reactions to its answers (core/feedback.py)
-            print(
-                feedback_line(DynamoFeedbackBook(table, lambda: client).reactions(arguments.chat))
-            )
+            book = DynamoFeedbackBook(table, lambda: client)
+            print(feedback_line(reactions_to_answers(book, arguments.chat)))
     except (ClientError, BotoCoreError, StorageError) as error:
         print(f"error: cannot read usage: {describe_failure(error)}", file=sys.stderr)
         return 1

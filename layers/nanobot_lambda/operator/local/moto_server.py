@@ -11,7 +11,8 @@ moto's DynamoDB `ADD` on numbers is mended too (`_add_numbers_as_dynamodb_does`)
 stored number without a "." as an int and writes a small sum as "3E-7", so once a chat's cost
 summed to less than a millionth of a dollar (an embedding's: 3e-7 USD) every later usage `ADD`
 of the chat failed, and with it the transaction that saves the turn. DynamoDB adds any two
-numbers exactly.
+numbers exactly to its 38 significant digits (Python's Decimal rounds at 28: a sum of a $1e20
+price and a 2e-08 one lost the small one).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from moto.server import ThreadedMotoServer
 
 SERIALISED_SERVICES = frozenset({"dynamodb", "s3"})
+DYNAMODB_DIGITS = Context(prec=38)  # the significant digits a DynamoDB number keeps
 # SigV4: "Credential=<key>/<date>/<region>/<service>/aws4_request"
 _SERVICE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
 
@@ -65,8 +67,8 @@ def _add_numbers_as_dynamodb_does() -> None:
     def add(self: DynamoType, other: DynamoType) -> DynamoType:
         if not (self.is_number() and other.is_number()):
             return moto_add(self, other)
-        total = Decimal(self.value) + Decimal(other.value)
-        return DynamoType({DDBType.NUMBER: format(total.normalize(), "f")})
+        total = DYNAMODB_DIGITS.add(Decimal(self.value), Decimal(other.value))
+        return DynamoType({DDBType.NUMBER: format(DYNAMODB_DIGITS.normalize(total), "f")})
 
     add.mended = True  # type: ignore[attr-defined]
     DynamoType.__add__ = add  # type: ignore[method-assign]

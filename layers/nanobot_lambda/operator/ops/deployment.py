@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.aws.clients import CLIENT_CONFIG
@@ -54,6 +54,24 @@ BOT_TOKEN_PARAMETER = ("TelegramBotTokenParameter", "/nanobot-lambda/telegram-bo
 SECRET_TOKEN_PARAMETER = ("TelegramSecretTokenParameter", "/nanobot-lambda/telegram-secret-token")
 
 
+def aws_setup_missing(error: BaseException) -> tuple[str, str] | None:
+    """(what is missing, its fix) when `error` says that AWS is not set up on this machine: no
+    credentials or no region (botocore asks for the region first, as it makes a client). Every
+    command and `doctor` say it in these words; None for any other error."""
+    if isinstance(error, NoCredentialsError):
+        return (
+            "no AWS credentials found",
+            "run `aws configure` or set AWS_PROFILE (for a local moto server, "
+            "AWS_ENDPOINT_URL and any key)",
+        )
+    if isinstance(error, NoRegionError):
+        return (
+            "no AWS region set",
+            "run `aws configure` or set AWS_DEFAULT_REGION (or AWS_PROFILE) to the stack's region",
+        )
+    return None
+
+
 def aws_client(service: str) -> Any:
     """A boto3 client with the functions' retry and timeout settings (AWS_ENDPOINT_URL applies)."""
     return boto3.client(service, config=CLIENT_CONFIG)  # type: ignore[call-overload]
@@ -84,7 +102,7 @@ def describe_stack(name: str, cloudformation: Any) -> StackInfo:
             region = cloudformation.meta.region_name
             raise StackNotFound(
                 f"stack {name!r} does not exist in {region}: check the name "
-                "(aws cloudformation list-stacks) or set AWS_REGION"
+                "(aws cloudformation list-stacks) or set AWS_DEFAULT_REGION"
             ) from None
         raise
     return StackInfo(

@@ -25,7 +25,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from nanobot_lambda.adapters.aws.errors import error_code
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
@@ -43,6 +43,7 @@ from nanobot_lambda.operator.ops.deployment import (
     STACK_OUTPUTS,
     Deployment,
     OperatorError,
+    aws_setup_missing,
     describe_stack,
     fetch_reference,
 )
@@ -136,6 +137,17 @@ def _ok(name: str, detail: str) -> Check:
 
 def _fail(name: str, detail: str, fix: str) -> Check:
     return Check(name, "FAIL", detail, fix)
+
+
+def _aws_fail(name: str, doing: str, error: BaseException, fix: str) -> Check:
+    """A check that AWS failed: no credentials or no region said as every command says it
+    (`aws_setup_missing`, also behind an adapter's StorageError), any other error as it came,
+    with `fix`."""
+    cause = error.__cause__ if isinstance(error, StorageError) else None
+    missing = aws_setup_missing(cause or error)
+    if missing is not None:
+        return _fail(name, f"{doing}{missing[0]}", missing[1])
+    return _fail(name, f"{doing}{error}", fix)
 
 
 def _skip(name: str, detail: str) -> Check:
@@ -271,12 +283,11 @@ class Doctor:
         assert self._deployment is not None
         try:
             identity = self._deployment.client("sts").get_caller_identity()
-        except NoCredentialsError:
-            self._no_credentials = True
-            return _fail(name, "no credentials found", "run `aws configure` (or set AWS_PROFILE)")
         except (ClientError, BotoCoreError) as error:
             self._no_credentials = True
-            return _fail(name, str(error), "refresh your credentials (aws sso login, or new keys)")
+            return _aws_fail(
+                name, "", error, "refresh your credentials (aws sso login, or new keys)"
+            )
         return _ok(name, f"{identity['Arn']} (account {identity['Account']})")
 
     def stack(self) -> Check:
@@ -286,14 +297,14 @@ class Doctor:
         if self._stack_name is None:
             return _skip(name, "no --stack given")
         if self._no_credentials:
-            return _skip(name, "cannot be read without AWS credentials (see above)")
+            return _skip(name, "cannot be read without AWS credentials and a region (see above)")
         assert self._deployment is not None
         try:
             stack = describe_stack(self._stack_name, self._deployment.client("cloudformation"))
         except OperatorError as error:
             return _fail(name, str(error).split(":")[0], str(error).split(": ", 1)[-1])
         except (ClientError, BotoCoreError) as error:
-            return _fail(name, str(error), "check the AWS credentials and region")
+            return _aws_fail(name, "", error, "check the AWS credentials and region")
         if stack.status not in STABLE_STATUSES:
             return _fail(
                 name,
@@ -497,7 +508,7 @@ class Doctor:
                 )
             return _fail(name, str(error), "check the network (and TELEGRAM_API_BASE if set)")
         except (ClientError, BotoCoreError) as error:
-            return _fail(name, f"cannot read {where}: {error}", "check the AWS credentials")
+            return _aws_fail(name, f"cannot read {where}: ", error, "check the AWS credentials")
         self._bot = bot
         return _ok(name, f"@{me.username} (id {me.id})")
 
@@ -579,7 +590,9 @@ class Doctor:
                 if (file := workspace.read(path)) is not None
             }
         except (ClientError, BotoCoreError, StorageError) as error:
-            return _fail(name, f"cannot read bucket {bucket}: {error}", "check the AWS credentials")
+            return _aws_fail(
+                name, f"cannot read bucket {bucket}: ", error, "check the AWS credentials"
+            )
         if missing:
             return _fail(
                 name,
