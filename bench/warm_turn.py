@@ -212,7 +212,7 @@ def run_variant(
             seed_session(stack, f"telegram:{stack.user.id}", messages, window // 2)
         for n in range(WARM_UP):
             one_turn(stack, counter, moto, model, n)
-        # As agent_turn's init does in a Lambda container (entry/init_phase.py): what lives on
+        # As agent_turn's init does in a Lambda container (functions/init_phase.py): what lives on
         # is frozen, so the collector walks only what turns make. Here that also takes in
         # moto's objects, which on AWS are not in the function's process at all.
         gc.freeze()

@@ -319,7 +319,7 @@ def test_the_usage_command(
         "Today",
         "This month",
         "All time",
-        "Reactions to answers",  # core/feedback.py: with --chat, none yet here
+        "Reactions to answers",  # core/reactions_and_edits.py: with --chat, none yet here
     ]
     assert all(line.endswith("1,000 in (400 cached), 50 out · $0.0015") for line in printed[1:4])
     assert printed[4] == "Reactions to answers: none yet"

@@ -20,8 +20,7 @@ from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, rend
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
-from nanobot_lambda.core.feedback import Edit, Reaction
-from nanobot_lambda.core.hooks import Hook
+from nanobot_lambda.core.inbound_events import Hook
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
@@ -46,6 +45,7 @@ from nanobot_lambda.core.ports import (
     UsageStore,
     Workspace,
 )
+from nanobot_lambda.core.reactions_and_edits import Edit, Reaction
 from nanobot_lambda.core.recall_index import StoredIndex
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.sessions import (

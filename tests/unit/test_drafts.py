@@ -10,8 +10,8 @@ from typing import Any
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.core.journal import TurnProgress
-from nanobot_lambda.entry.agent_turn.draft_stream import DraftStream, draft_id
-from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
+from nanobot_lambda.functions.agent_turn.draft_stream import DraftStream, draft_id
+from nanobot_lambda.functions.agent_turn.outbox import JournaledOutbox
 from tests.conftest import telegram_update
 from tests.support.fakes import MemoryTurnJournal, RecordingChannel, ScriptedModel, text, tool
 from tests.unit.test_turns import Bot, message

@@ -22,7 +22,7 @@ from nanobot_lambda.adapters.telegram.inbound import (
 from nanobot_lambda.adapters.telegram.media import MediaResolver
 from nanobot_lambda.adapters.telegram.models import Update, User
 from nanobot_lambda.core.jobs import TelegramUpdateJob, parse_job
-from nanobot_lambda.entry.webhook import MAX_JOB_BYTES
+from nanobot_lambda.functions.webhook import MAX_JOB_BYTES
 from nanobot_lambda.settings import AgentSettings
 from tests.support.fakes import MemoryWorkspace
 from tests.support.hostile_updates import ALLOW_FROM, CASES, Case
@@ -55,7 +55,7 @@ def test_the_corpus_is_large_and_covers_every_status() -> None:
         "queued",
         "ignored",
         "refused",
-        "recorded",  # a reaction (core/feedback.py)
+        "recorded",  # a reaction (core/reactions_and_edits.py)
     }
 
 

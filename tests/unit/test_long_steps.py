@@ -32,7 +32,7 @@ from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool
 from nanobot_lambda.core.sandbox import SandboxResult, SandboxRun
 from nanobot_lambda.core.tools import Tool, ToolRegistry
-from nanobot_lambda.entry.agent_turn.agent_runner import TOOL_TIME_MARGIN_SECONDS
+from nanobot_lambda.functions.agent_turn.agent_runner import TOOL_TIME_MARGIN_SECONDS
 from nanobot_lambda.tools.chat import CurrentTurn, TurnScope
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.images import GenerateImageTool

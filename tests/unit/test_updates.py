@@ -25,7 +25,8 @@ EXPECTED = {
     "command_new_with_botname": Accepted,
     "command_start": Accepted,
     "document_pdf": Accepted,
-    "edited_message": Accepted,  # a short turn: what the message says now (core/feedback.py)
+    # a short turn: what the message says now (core/reactions_and_edits.py)
+    "edited_message": Accepted,
     "forum_topic_message": Accepted,
     "forwarded": Accepted,
     "group_mention": Accepted,

@@ -16,12 +16,12 @@ Nothing leaves the history window unsummarised: the model is sent the unconsolid
 only, and the cursor moves past a message only once its summary is written. A request that
 would not fit, or a session past its message backstop (HISTORY_WINDOW: the model would be sent
 only the newest of them), is consolidated before the turn's request is built
-(entry/agent_turn/turn_request.py); what the request fitter still leaves out of one request
+(functions/agent_turn/turn_request.py); what the request fitter still leaves out of one request
 (core/budget.py) stays unconsolidated, is sent again by later turns and summarised in its turn.
 
 Moving the cursor leaves a notice due (core/sessions.py: `noticed_upto`): the next answer tells
 the chat in one line that earlier conversation was summarised (at most once per
-COMPACTION_NOTICE_INTERVAL_HOURS: entry/agent_turn/delivery.py). A caller that tells the chat
+COMPACTION_NOTICE_INTERVAL_HOURS: functions/agent_turn/delivery.py). A caller that tells the chat
 itself (/compact, /new) consolidates with `noticed`.
 """
 

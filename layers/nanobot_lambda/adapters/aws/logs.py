@@ -159,7 +159,7 @@ def correlated(logger: Logger, record: SQSRecord) -> Iterator[None]:
     except ValueError:
         keys = {
             "turn_id": record.message_id
-        }  # not a job: entry/agent_turn/sqs_records.py reports it
+        }  # not a job: functions/agent_turn/sqs_records.py reports it
     logger.append_keys(**keys)
     try:
         yield

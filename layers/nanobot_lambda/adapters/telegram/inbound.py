@@ -44,7 +44,7 @@ from nanobot_lambda.adapters.telegram.models import (
 )
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.allowlist import AllowList
-from nanobot_lambda.core.feedback import Edit, Reaction, edit_turn_text
+from nanobot_lambda.core.reactions_and_edits import Edit, Reaction, edit_turn_text
 from nanobot_lambda.core.texts import quoted
 
 
@@ -78,7 +78,7 @@ class InboundMessage:
     # button was under (`chat_id` is that message's chat).
     callback_query_id: str | None = None
     # An edit of an earlier message (`message_id`): `text` says what it reads now
-    # (core/feedback.py: `edit_turn_text`), never as a command.
+    # (core/reactions_and_edits.py: `edit_turn_text`), never as a command.
     edited: bool = False
 
     @property
@@ -113,7 +113,8 @@ class Rejected:
 
 @dataclass(frozen=True)
 class Reacted:
-    """A reaction from a heard person: recorded by the webhook, no turn (core/feedback.py)."""
+    """A reaction from a heard person: recorded by the webhook, no turn
+    (core/reactions_and_edits.py)."""
 
     reaction: Reaction
 
@@ -308,8 +309,8 @@ def to_inbound(update: Update) -> InboundMessage | Ignored:
 
 def _edited(update: Update, place: Place, edited: Message) -> InboundMessage | Ignored:
     """An edit, as a short turn that says what the message reads now. agent_turn may know
-    better (core/feedback.py): the message not answered yet takes the edit in its own turn,
-    and the text saved before says what changed."""
+    better (core/reactions_and_edits.py): the message not answered yet takes the edit in its own
+    turn, and the text saved before says what changed."""
     edit = edit_of(update)
     if edit is None:
         return Ignored("edit without content the bot can read")
