@@ -42,7 +42,7 @@ from tests.support.settings import AGENT_ENV  # noqa: E402
 BUILD = ROOT / "build"
 FUNCTIONS = ("webhook", "scheduler", "agent_turn", "sandbox")
 # o200k_base, cl100k_base, cl100k_base (unknown model), Claude's bundled JSON, llama-3 (which
-# would download a tokenizer from Hugging Face unless litellm_model.py turns that off).
+# would download a tokenizer from Hugging Face unless litellm_model/ turns that off).
 TOKENIZER_MODELS = ("gpt-4o", "gpt-4", "openai/scripted", "claude-sonnet-4-5", "groq/llama-3-70b")
 DOCUMENTS = {"pdf": pdf("smoke page"), "docx": docx("smoke paragraph")}
 

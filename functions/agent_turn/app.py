@@ -61,7 +61,8 @@ from nanobot_lambda.adapters.aws.clients import (
 from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
 from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
-from nanobot_lambda.adapters.aws.logs import configure_logging, correlated
+from nanobot_lambda.adapters.aws.log_correlation import correlated
+from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from nanobot_lambda.adapters.llm.litellm_model import (
-    LitellmChatModel,
+from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.litellm_model.prompt_cache import (
     mark_cache_breakpoints,
     uses_prompt_cache_markers,
 )

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.adapters.llm.litellm_model import (
+from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.litellm_model.prompt_cache import (
     MAX_CACHE_BREAKPOINTS,
-    LitellmChatModel,
     mark_cache_breakpoints,
 )
 from nanobot_lambda.settings import LlmSettings

@@ -10,15 +10,11 @@ from typing import Any
 
 import pytest
 
+from nanobot_lambda.adapters.telegram.addressing import addressed_to_bot, is_group_chat
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.adapters.telegram.formatting import render_messages
 from nanobot_lambda.adapters.telegram.html_check import parse_telegram_html, telegram_length
-from nanobot_lambda.adapters.telegram.inbound import (
-    InboundMessage,
-    addressed_to_bot,
-    is_group_chat,
-    to_inbound,
-)
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
 from nanobot_lambda.adapters.telegram.media import MediaResolver
 from nanobot_lambda.adapters.telegram.models import Update, User
 from nanobot_lambda.core.jobs import TelegramUpdateJob, parse_job

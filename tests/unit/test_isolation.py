@@ -33,8 +33,8 @@ from typing import Any, get_args
 
 import pytest
 
-from nanobot_lambda.adapters.telegram.inbound import session_key_for
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.places import session_key_for
 from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,

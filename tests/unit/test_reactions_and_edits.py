@@ -9,14 +9,10 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.adapters.telegram.inbound import (
-    InboundMessage,
-    as_edited,
-    edit_of,
-    message_text,
-    to_inbound,
-)
+from nanobot_lambda.adapters.telegram.contents import message_text
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
 from nanobot_lambda.adapters.telegram.models import Message, Update
+from nanobot_lambda.adapters.telegram.reactions_and_edits import as_edited, edit_of
 from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.core.reactions_and_edits import (
     Edit,

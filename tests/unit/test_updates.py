@@ -6,13 +6,13 @@ import pytest
 
 from nanobot_lambda.adapters.telegram.inbound import (
     Accepted,
-    Ignored,
     Reacted,
     Rejected,
     classify,
     to_inbound,
 )
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.core.allowlist import AllowList
 from tests.conftest import all_telegram_fixture_names, telegram_update
 

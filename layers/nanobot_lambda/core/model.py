@@ -2,7 +2,7 @@
 replies, and tool definitions in the OpenAI format litellm takes for every provider.
 
 The model itself is the `ChatModel` port (core/ports.py); the litellm adapter lives in
-`adapters/llm/litellm_model.py`, and only agent_turn imports it.
+`adapters/llm/litellm_model/`, and only agent_turn imports it.
 """
 
 from __future__ import annotations

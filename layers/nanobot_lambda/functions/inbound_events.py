@@ -29,7 +29,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from nanobot_lambda.adapters.telegram.inbound import session_key_for
+from nanobot_lambda.adapters.telegram.places import session_key_for
 from nanobot_lambda.core import inbound_events, telemetry
 from nanobot_lambda.core.ports import HookInbox, HookStore, MetricsPort, TurnQueue
 from nanobot_lambda.functions.webhook import (

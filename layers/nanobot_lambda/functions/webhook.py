@@ -19,7 +19,7 @@ has not started, can take the text as it is now (`core/reactions_and_edits.py`).
 The event hooks' route (`POST /hooks/{name}`) is served by the same function but not by this
 class: functions/inbound_events.py.
 
-Who acts in an update and in which chat is read for every update kind by `inbound.place_of`,
+Who acts in an update and in which chat is read for every update kind by `places.place_of`,
 the reading agent_turn derives the job's subject from: the allow-list judges a button press by
 the chat of the message it was under. A press Telegram could not have sent (in a private chat
 by someone else, or with data the message's keyboard does not offer) is answered with a short
@@ -39,19 +39,11 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
-from nanobot_lambda.adapters.telegram.inbound import (
-    Accepted,
-    GroupPolicy,
-    Ignored,
-    Reacted,
-    RefusedPress,
-    Rejected,
-    classify,
-    command_target,
-    edit_of,
-    is_group_chat,
-)
+from nanobot_lambda.adapters.telegram.addressing import GroupPolicy, command_target, is_group_chat
+from nanobot_lambda.adapters.telegram.inbound import Accepted, Reacted, Rejected, classify
 from nanobot_lambda.adapters.telegram.models import Message, Update, clean_update
+from nanobot_lambda.adapters.telegram.places import Ignored, RefusedPress
+from nanobot_lambda.adapters.telegram.reactions_and_edits import edit_of
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from nanobot_lambda.adapters.telegram.inbound import session_key_for
+from nanobot_lambda.adapters.telegram.places import session_key_for
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.agent import AgentLoop, Resume, TurnOutcome
 from nanobot_lambda.core.errors import ModelError

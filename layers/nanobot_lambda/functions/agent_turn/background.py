@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from nanobot_lambda.adapters.telegram.inbound import session_key_for
+from nanobot_lambda.adapters.telegram.places import session_key_for
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.agent import TurnOutcome
 from nanobot_lambda.core.context import RUNTIME_FIELD

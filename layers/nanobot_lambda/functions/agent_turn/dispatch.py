@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from nanobot_lambda.adapters.telegram.inbound import Ignored, InboundMessage, to_inbound
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.jobs import (

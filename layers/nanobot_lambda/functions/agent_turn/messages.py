@@ -30,18 +30,12 @@ from contextlib import AbstractContextManager, ExitStack
 from functools import cached_property
 from typing import Any
 
-from nanobot_lambda.adapters.telegram.inbound import (
-    Ignored,
-    InboundMessage,
-    RefusedPress,
-    addressed_to_bot,
-    as_edited,
-    edit_of,
-    is_group_chat,
-    to_inbound,
-)
+from nanobot_lambda.adapters.telegram.addressing import addressed_to_bot, is_group_chat
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
 from nanobot_lambda.adapters.telegram.media import UserContent
 from nanobot_lambda.adapters.telegram.models import Message, Update
+from nanobot_lambda.adapters.telegram.places import Ignored, RefusedPress
+from nanobot_lambda.adapters.telegram.reactions_and_edits import as_edited, edit_of
 from nanobot_lambda.core.agent import TurnOutcome
 from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.context import RUNTIME_FIELD
