@@ -39,7 +39,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.budget import HistoryBudget
 from nanobot_lambda.core.errors import ModelError, NanobotError, StorageError
 from nanobot_lambda.core.memory import MEMORY_FILE, append_history, find_marker, guard_memory_update
-from nanobot_lambda.core.model import force_tool, function_tool
+from nanobot_lambda.core.model import CompletionRequest, force_tool, function_tool
 from nanobot_lambda.core.ports import ChatModel, SessionStore, Workspace
 from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.core.workspace import NotText, update_text
@@ -178,7 +178,7 @@ class Consolidator:
         ]
         try:
             reply = self._model.complete(
-                request, [SAVE_MEMORY_TOOL], tool_choice=force_tool(SAVE_MEMORY)
+                CompletionRequest(request, [SAVE_MEMORY_TOOL], tool_choice=force_tool(SAVE_MEMORY))
             )
         except ModelError as error:
             raise ConsolidationError(f"model call failed: {error}") from None

@@ -28,6 +28,7 @@ from nanobot_lambda.adapters.llm.model_errors import connection_refused, setup_p
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import (
     REASONING_EFFORTS,
+    CompletionRequest,
     ModelReply,
     TextStream,
     ToolCall,
@@ -81,17 +82,10 @@ class LitellmChatModel:
         self._redactor = Redactor()
         self._redactor.add([self._credentials.get("api_key", "")])
 
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        *,
-        tool_choice: ToolChoice = None,
-        timeout: float | None = None,
-        on_text: TextStream | None = None,
-        reasoning_effort: str | None = None,
-    ) -> ModelReply:
-        for asked in (reasoning_effort, self._own_effort):
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        messages, tools, tool_choice = request.messages, request.tools, request.tool_choice
+        timeout, on_text = request.timeout, request.on_text
+        for asked in (request.reasoning_effort, self._own_effort):
             if asked is not None and asked not in REASONING_EFFORTS:
                 raise ValueError(
                     f"reasoning_effort {asked!r} is none of {', '.join(REASONING_EFFORTS)}"
@@ -105,7 +99,7 @@ class LitellmChatModel:
                 failures.append(f"{model}: no time left")
                 problems.append(None)
                 break
-            effort = reasoning_effort
+            effort = request.reasoning_effort
             if effort is None and model == self._model:
                 effort = self._own_effort
             thinking = reasoning_options(model, effort, tool_choice)
