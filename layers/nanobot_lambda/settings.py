@@ -453,7 +453,7 @@ class LoopSettings(_Settings):
     # In private chats, show the answer as it is written (Telegram message drafts).
     stream_replies: bool = Field(default=True, alias="STREAM_REPLIES")
     # One short line before the next answer when earlier conversation was summarised into
-    # memory by automatic consolidation (entry/agent_turn/delivery.py); /compact and /new say
+    # memory by automatic consolidation (functions/agent_turn/delivery.py); /compact and /new say
     # so themselves.
     compaction_notice: bool = Field(default=True, alias="COMPACTION_NOTICE")
     # At most one such line per this many hours: a summary made sooner after the last notice

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from nanobot_lambda.core import hooks, texts
+from nanobot_lambda.core import inbound_events, texts
 from nanobot_lambda.operator.cli.live import PRESS_HINT
 from nanobot_lambda.operator.cli.local import STOP_SENT
 from nanobot_lambda.operator.local.stack import LocalUser
@@ -322,7 +322,7 @@ def test_a_hook_made_in_the_chat_takes_signed_events_on_this_machine(
             headers={
                 "Content-Type": "application/json",
                 "X-Hook-Timestamp": str(timestamp),
-                "X-Hook-Signature": hooks.sign(secret, body, timestamp),
+                "X-Hook-Signature": inbound_events.sign(secret, body, timestamp),
                 "X-Hook-Event": "deploy",
             },
         )

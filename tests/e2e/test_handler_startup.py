@@ -35,7 +35,7 @@ def test_missing_settings_stop_the_start(name: str) -> None:
         load_handler_module(ROOT / "functions" / name, f"startup_{name}")
     for variable in REQUIRED[name]:
         assert f"{variable} is not set" in str(error.value)
-    # The init turned the collector off (entry/init_phase.py) and failed before turning it on:
+    # The init turned the collector off (functions/init_phase.py) and failed before turning it on:
     # this process, which outlives it, has it back.
     assert gc.isenabled()
 

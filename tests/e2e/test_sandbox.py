@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from nanobot_lambda.entry.sandbox_confinement import landlock_abi
+from nanobot_lambda.functions.sandbox_confinement import landlock_abi
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.e2e.test_cli import CLI
 from tests.e2e.test_press_scopes import ADA, GROUP, ada_says, keys

@@ -20,12 +20,17 @@ from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, rend
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
-from nanobot_lambda.core.feedback import Edit, Reaction
-from nanobot_lambda.core.hooks import Hook
+from nanobot_lambda.core.inbound_events import Hook
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
-from nanobot_lambda.core.model import Embeddings, ModelReply, Speech, TextStream, ToolCall
+from nanobot_lambda.core.model import (
+    CompletionRequest,
+    Embeddings,
+    ModelReply,
+    Speech,
+    ToolCall,
+)
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
 from nanobot_lambda.core.ports import (
@@ -46,6 +51,7 @@ from nanobot_lambda.core.ports import (
     UsageStore,
     Workspace,
 )
+from nanobot_lambda.core.reactions_and_edits import Edit, Reaction
 from nanobot_lambda.core.recall_index import StoredIndex
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.sessions import (
@@ -255,27 +261,18 @@ class ScriptedModel:
         self.timeouts: list[float | None] = []
         self.reasoning_efforts: list[str | None] = []
 
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        *,
-        tool_choice: Any = None,
-        timeout: float | None = None,
-        on_text: TextStream | None = None,
-        reasoning_effort: str | None = None,
-    ) -> ModelReply:
-        self.requests.append(([dict(message) for message in messages], tools))
-        self.tool_choices.append(tool_choice)
-        self.timeouts.append(timeout)
-        self.reasoning_efforts.append(reasoning_effort)
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        self.requests.append(([dict(message) for message in request.messages], request.tools))
+        self.tool_choices.append(request.tool_choice)
+        self.timeouts.append(request.timeout)
+        self.reasoning_efforts.append(request.reasoning_effort)
         if not self.replies:
             raise AssertionError("the model was called more often than scripted")
         reply = self.replies.popleft()
         if isinstance(reply, Exception):
             raise reply
-        if on_text is not None and reply.content:
-            on_text(reply.content)  # the whole text in one piece, as a very fast stream
+        if request.on_text is not None and reply.content:
+            request.on_text(reply.content)  # the whole text in one piece, as a very fast stream
         return reply
 
 

@@ -10,14 +10,9 @@ import pytest
 from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
 
 from nanobot_lambda.adapters.telegram.client import TelegramError
-from nanobot_lambda.adapters.telegram.inbound import (
-    Accepted,
-    Ignored,
-    Reacted,
-    classify,
-    to_inbound,
-)
+from nanobot_lambda.adapters.telegram.inbound import Accepted, Reacted, classify, to_inbound
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
 from nanobot_lambda.core.jobs import (

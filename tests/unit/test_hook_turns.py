@@ -1,5 +1,5 @@
-"""agent_turn's side of events in (entry/agent_turn/events.py, commands.py) on in-memory fakes: a
-hook event is a task answered in its chat's conversation, once; a quiet one with nothing to
+"""agent_turn's side of events in (functions/agent_turn/events.py, commands.py) on in-memory fakes:
+a hook event is a task answered in its chat's conversation, once; a quiet one with nothing to
 report is saved but not sent; its turn may not create scheduled jobs; a model failure leaves it
 to SQS's retries and the dead-letter queue. /hooks answers the owner (the secret sent once,
 from a group to the owner's private chat only, never saved or logged, and journaled as a note:
@@ -14,10 +14,10 @@ import logging
 import pytest
 
 from nanobot_lambda.core.errors import ChannelError, ModelError
-from nanobot_lambda.core.feedback import Reaction
 from nanobot_lambda.core.jobs import HookEventJob, TelegramUpdateJob
 from nanobot_lambda.core.journal import TurnProgress
-from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
+from nanobot_lambda.core.reactions_and_edits import Reaction
+from nanobot_lambda.functions.agent_turn.outbox import JournaledOutbox
 from tests.support.fakes import (
     MemoryTurnJournal,
     RecordingChannel,

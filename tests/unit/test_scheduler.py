@@ -11,7 +11,7 @@ from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.heartbeat import heartbeat_tasks
 from nanobot_lambda.core.jobs import ContinuationJob, CronTaskJob, parse_job
 from nanobot_lambda.core.workspace import default_workspace_files
-from nanobot_lambda.entry.scheduler import SchedulerPorts, SchedulerService
+from nanobot_lambda.functions.scheduler import SchedulerPorts, SchedulerService
 from tests.support.fakes import (
     MemoryJobStore,
     MemoryQueue,

@@ -16,7 +16,7 @@ import pytest
 
 from nanobot_lambda.adapters.aws import metrics as emf
 from nanobot_lambda.core import telemetry
-from nanobot_lambda.entry.keep_warm import KEEP_WARM_EVENT
+from nanobot_lambda.functions.keep_warm import KEEP_WARM_EVENT
 from nanobot_lambda.operator.local.cfn import QueueMapping, TemplateContext, load_template
 from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings
 
@@ -460,7 +460,7 @@ def test_webhook_route_matches_the_webhook_url_output(template: dict[str, Any]) 
     routes = [event["Properties"] for event in events.values() if event["Type"] == "HttpApi"]
     assert [(route["Method"], route["Path"]) for route in routes] == [
         ("POST", "/webhook"),
-        ("POST", "/hooks/{name}"),  # the event hooks (entry/hooks.py)
+        ("POST", "/hooks/{name}"),  # the event hooks (functions/inbound_events.py)
     ]
     assert all(str(route.get("PayloadFormatVersion", "2.0")) == "2.0" for route in routes)
     url = template["Outputs"]["WebhookUrl"]["Value"]["Fn::Sub"]
@@ -514,7 +514,7 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
                 ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"],
                 ["pairing"],
             ),
-            (sessions, ["dynamodb:GetItem"], ["hooks"]),  # adapters/aws/hooks.py: a hook
+            (sessions, ["dynamodb:GetItem"], ["hooks"]),  # adapters/aws/inbound_events.py: a hook
             (  # a hook's rate and the deliveries it queued
                 sessions,
                 ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],

@@ -28,8 +28,8 @@ from nanobot_lambda.core.jobs import (
 from nanobot_lambda.core.model import ModelReply
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.usage_counts import Tally
-from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
-from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
+from nanobot_lambda.functions.agent_turn.dispatch import Dispatcher
+from nanobot_lambda.functions.agent_turn.turn_deps import Services, Stores, TurnPorts
 from nanobot_lambda.settings import AgentSettings
 from tests.conftest import telegram_update
 from tests.support.fakes import (

@@ -9,7 +9,7 @@ messages, at most `limit` of them, starting at a user message so that a tool cal
 separated from its results. (`adapters/aws/sessions.py` keeps them in DynamoDB.)
 
 `noticed_upto` is how far the chat was told its conversation was summarised (the compaction
-notice, entry/agent_turn/delivery.py): an automatic consolidation moves the cursor and leaves it
+notice, functions/agent_turn/delivery.py): an automatic consolidation moves the cursor and leaves it
 behind (a notice is due), the next answered message turn says so and its save brings it up to
 the cursor; /compact and /new, which say so themselves, move both. A session that never had it
 (None) has nothing to announce. `noticed_at` is when the notice was last sent (None: never),

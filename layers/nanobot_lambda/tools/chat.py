@@ -38,7 +38,7 @@ class TurnScope:
     chat_id: int
     thread_id: int | None
     origin: TurnOrigin
-    outbox: Outbox  # the turn's messages, each sent once (entry/agent_turn/delivery.py)
+    outbox: Outbox  # the turn's messages, each sent once (functions/agent_turn/delivery.py)
     sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
     quiet: bool = False  # sends no progress while it works (a quiet task)
     reply_buttons: tuple[str, ...] = ()  # under the final answer (the reply_buttons tool)

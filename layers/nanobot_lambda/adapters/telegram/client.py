@@ -58,8 +58,8 @@ RATE_LIMITED_STATUS = 429
 
 
 def failure_kind(status: int | None) -> ChannelFailure:
-    """What a Bot API status means for the caller (core/errors.py): the one place entry code's
-    questions (rate-limited? blocked? refused?) are answered from a status number."""
+    """What a Bot API status means for the caller (core/errors.py): the one place the functions'
+    code's questions (rate-limited? blocked? refused?) are answered from a status number."""
     if status == RATE_LIMITED_STATUS:
         return "rate_limited"
     if status == BLOCKED_STATUS:

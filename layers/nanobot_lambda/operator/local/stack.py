@@ -44,8 +44,8 @@ from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.ports import Workspace
 from nanobot_lambda.core.scopes import ScopedWorkspace, scope_of_chat
 from nanobot_lambda.core.workspace import seed_workspace
-from nanobot_lambda.entry.sandbox_confinement import landlock_abi, set_dumpable
-from nanobot_lambda.entry.webhook import SECRET_HEADER
+from nanobot_lambda.functions.sandbox_confinement import landlock_abi, set_dumpable
+from nanobot_lambda.functions.webhook import SECRET_HEADER
 from nanobot_lambda.operator.local.bot_api import LocalBotApi, SentDraft, SentFile, SentMessage
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
 from nanobot_lambda.operator.local.http_api import LocalHttpApi, deployed_api_url, http_api_routes
@@ -431,7 +431,7 @@ class LocalStack:
         self.lambdas.start()
         self._set_environ(AWS_ENDPOINT_URL_LAMBDA=self.lambdas.url)
         # This process holds the caller's environment and what it read from .env: closed to
-        # the code the sandbox runs (see entry/sandbox_confinement.py), until stop().
+        # the code the sandbox runs (see functions/sandbox_confinement.py), until stop().
         self._dumpable_before = set_dumpable(False)
         if landlock_abi() == 0:
             logger.warning(

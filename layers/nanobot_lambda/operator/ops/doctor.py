@@ -646,6 +646,7 @@ def hooks_route_problem(hooks_url: str) -> str | None:
 def one_token_completion(settings: LlmSettings) -> None:
     """A real call to the model, one token long. litellm is imported here, only here."""
     from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+    from nanobot_lambda.core.model import CompletionRequest
 
     quick = settings.model_copy(  # the model itself: a fallback answering would hide it
         update={
@@ -655,7 +656,7 @@ def one_token_completion(settings: LlmSettings) -> None:
             "llm_fallback_models": (),
         }
     )
-    LitellmChatModel(quick).complete([{"role": "user", "content": "Say OK."}], [])
+    LitellmChatModel(quick).complete(CompletionRequest([{"role": "user", "content": "Say OK."}]))
 
 
 def summarize(checks: list[Check]) -> str:

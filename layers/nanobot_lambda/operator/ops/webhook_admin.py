@@ -13,11 +13,11 @@ from nanobot_lambda.core.bot_commands import command_menu
 from nanobot_lambda.operator.ops.deployment import OperatorError
 
 # The update kinds the bot acts on: `telegram.inbound` reads `message` and `callback_query` (a
-# button pressed), `edited_message` (an edit: a short turn, core/feedback.py) and
+# button pressed), `edited_message` (an edit: a short turn, core/reactions_and_edits.py) and
 # `message_reaction` (recorded by the webhook, no turn). Telegram sends reactions only when they
 # are asked for here. Asking for nothing else spares the webhook every other kind.
 # tests/unit/test_cli_contracts.py keeps the two in step, and tests/unit/test_isolation.py wants
-# a row for each kind (its chat, person and scope: `telegram.inbound.place_of`,
+# a row for each kind (its chat, person and scope: `telegram.places.place_of`,
 # `telegram.subjects`).
 ALLOWED_UPDATES = ("message", "edited_message", "callback_query", "message_reaction")
 # A delivery error Telegram reported more recently than this is a failing webhook.

@@ -1,0 +1,148 @@
+"""The hooks' route (`POST /hooks/{name}`): a signed event in, a task queued in the hook's
+chat, a fast answer out. What a hook is, how a request is signed and how its payload reaches
+the model: core/inbound_events.py.
+
+It runs in the webhook function (functions/webhook/app.py routes by path): the same small
+cold start without litellm, the same queue client and table, and one function fewer to deploy
+and watch. It shares nothing with Telegram's route but the queue: its requests carry no
+Telegram secret token, and a Telegram update posted here is just a body to verify.
+
+Every request gets a defined answer, and nothing is queued unless it is signed:
+405 for other methods; 413 for a body over `BODY_MAX_BYTES` (checked before decoding it);
+404 for a name no hook has (an odd one included); 401 unsigned, a wrong signature or a stale
+timestamp (the reason is said, never the secret); 200 `duplicate` for a delivery queued before
+(a replay); 429 with `Retry-After` past `RATE_PER_MINUTE`; 503 when a store or the queue is
+away (the sender retries: nothing is lost); 202 `queued` with the delivery id.
+
+agent_turn runs the queued `HookEventJob` (its wiring: README "Event hooks", and the module
+docstring of core/inbound_events.py): the owner's `/hooks` commands are answered by
+`core.inbound_events.HookCommands`, whose answer to `add` holds the secret and is sent, never saved
+in the session, logged or shown to the model.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from nanobot_lambda.adapters.telegram.places import session_key_for
+from nanobot_lambda.core import inbound_events, telemetry
+from nanobot_lambda.core.ports import HookInbox, HookStore, MetricsPort, TurnQueue
+from nanobot_lambda.functions.webhook import (
+    MAX_JOB_BYTES,
+    WebhookResponse,
+    decode_body,
+    lowercase,
+    reply,
+)
+
+logger = logging.getLogger(__name__)
+
+_HOOK_PATH = re.compile(r"(?:^|/)hooks/([^/]*)/?$")
+
+
+def hook_name(event: Mapping[str, Any]) -> str | None:
+    """The hook a request is for, when it came by the hooks' route; None for the webhook's."""
+    parameters = event.get("pathParameters")
+    if isinstance(parameters, Mapping) and isinstance(parameters.get("name"), str):
+        return str(parameters["name"])
+    match = _HOOK_PATH.search(str(event.get("rawPath") or ""))
+    return match.group(1) if match else None
+
+
+class HookReceiver:
+    def __init__(
+        self,
+        store: HookStore,
+        inbox: HookInbox,
+        queue: TurnQueue,
+        metrics: MetricsPort,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._store = store
+        self._inbox = inbox
+        self._queue = queue
+        self._metrics = metrics
+        self._clock = clock
+
+    def handle(self, event: Mapping[str, Any], name: str) -> WebhookResponse:
+        method = lowercase(lowercase(event.get("requestContext")).get("http")).get("method")
+        if str(method or "POST").upper() != "POST":
+            return reply(405, error="method not allowed")
+        raw_body = event.get("body") or ""
+        if not isinstance(raw_body, str):
+            return reply(400, error="unreadable body")
+        if len(raw_body) > inbound_events.BODY_MAX_BYTES * 4 // 3 + 4:  # before decoding anything
+            return reply(413, error=f"body over {inbound_events.BODY_MAX_BYTES} bytes")
+        body = decode_body(raw_body, event.get("isBase64Encoded") is True)
+        if body is None:
+            return reply(400, error="unreadable body")
+        if len(body) > inbound_events.BODY_MAX_BYTES:
+            return reply(413, error=f"body over {inbound_events.BODY_MAX_BYTES} bytes")
+        if not inbound_events.NAME_RULE.fullmatch(name):
+            return reply(404, error="no such hook")
+        log: dict[str, Any] = {"hook": name}
+        try:
+            hook = self._store.hook(name)
+        except Exception as error:
+            logger.error("hooks unreadable (%s)", type(error).__name__, extra=log)
+            return reply(503, error="try again later")
+        if hook is None:
+            logger.info("event for no hook: refused", extra=log)
+            return reply(404, error="no such hook")
+        now = self._clock()
+        headers = {name: str(value) for name, value in lowercase(event.get("headers")).items()}
+        signed = inbound_events.verify(hook, headers, body, now)
+        if isinstance(signed, inbound_events.Unsigned):
+            logger.warning("hook event refused: %s", signed.reason, extra=log)
+            return reply(401, error=signed.reason)
+        log |= {"delivery": signed.delivery_id, "form": signed.form}
+        return self._queue_event(hook, signed, body, now, log)
+
+    def _queue_event(
+        self,
+        hook: inbound_events.Hook,
+        signed: inbound_events.Signed,
+        body: bytes,
+        now: datetime,
+        log: dict[str, Any],
+    ) -> WebhookResponse:
+        try:
+            if self._inbox.seen(hook.name, signed.replay_keys):
+                logger.info("hook event already queued: refused as a replay", extra=log)
+                telemetry.duplicate_suppressed(self._metrics)
+                return reply(200, status="duplicate", delivery=signed.delivery_id)
+            if not self._inbox.take_slot(
+                hook.name, now.strftime("%Y-%m-%dT%H:%M"), inbound_events.RATE_PER_MINUTE
+            ):
+                logger.warning("hook over its rate: refused", extra=log)
+                answer = reply(429, error="too many events: retry later")
+                # The next minute's slots: GitHub and most senders read Retry-After.
+                return replace(answer, headers={"retry-after": str(60 - now.second)})
+        except Exception as error:
+            logger.error("hook records unreadable (%s)", type(error).__name__, extra=log)
+            return reply(503, error="try again later")
+        job = inbound_events.event_job(hook, signed, body, now)
+        if len(job.model_dump_json().encode()) > MAX_JOB_BYTES:  # only a payload of escapes
+            return reply(413, error="payload too large to queue")
+        try:
+            self._queue.enqueue(
+                job,
+                group=session_key_for(hook.chat_id, hook.thread_id),
+                dedup_id=inbound_events.dedup_id(hook.name, signed.delivery_id),
+            )
+        except Exception as error:
+            # 5xx: the sender retries (GitHub offers a redelivery); nothing was recorded.
+            logger.error("enqueue failed (%s)", type(error).__name__, extra=log)
+            return reply(503, error="try again later")
+        try:
+            self._inbox.remember(hook.name, signed.replay_keys, now + signed.keep)
+        except Exception as error:
+            # Queued all the same; SQS still drops a repeat within five minutes.
+            logger.error("could not record the delivery (%s)", type(error).__name__, extra=log)
+        logger.info("hook event queued", extra={**log, "chat_id": hook.chat_id})
+        return reply(202, status="queued", delivery=signed.delivery_id)
