@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
 
+from nanobot_lambda.adapters.aws.dead_letters import describe
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.adapters.telegram.inbound import (
     Accepted,
@@ -40,7 +41,6 @@ from nanobot_lambda.operator.ops.deployment import (
     OperatorError,
     valid_secret_token,
 )
-from nanobot_lambda.operator.ops.dlq import describe
 from nanobot_lambda.operator.ops.doctor import STACK_SETTINGS
 from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
 from nanobot_lambda.operator.ops.workspace_sync import MANIFEST, syncable

@@ -10,6 +10,8 @@ Replaying sends a message back to the turn queue with the same message group (th
 its order) and a deduplication id of its own (`replay-<message id>`: replaying the same
 message twice within SQS's five minutes sends it once), and deletes it from the dead-letter
 queue only once the send succeeded.
+
+The operator's `nanobot-lambda dlq` and the console's Activity (entry/console/) both use it.
 """
 
 from __future__ import annotations
