@@ -36,6 +36,7 @@ from nanobot_lambda.operator.cli.common import describe_failure
 from nanobot_lambda.operator.local.cfn import load_template
 from nanobot_lambda.operator.ops.deployment import (
     BOT_TOKEN_PARAMETER,
+    OPTIONAL_OUTPUTS,
     SECRET_TOKEN_PARAMETER,
     STACK_OUTPUTS,
     OperatorError,
@@ -88,7 +89,9 @@ def test_help_renders_with_examples(
 
 
 def test_stack_outputs_are_the_templates() -> None:
-    assert set(STACK_OUTPUTS) == set(load_template(TEMPLATE)["Outputs"])
+    outputs = load_template(TEMPLATE)["Outputs"]
+    assert set(STACK_OUTPUTS) | set(OPTIONAL_OUTPUTS) == set(outputs)
+    assert all("Condition" in outputs[output] for output in OPTIONAL_OUTPUTS)
 
 
 def test_secret_parameter_defaults_are_the_templates() -> None:
