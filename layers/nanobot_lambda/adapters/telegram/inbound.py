@@ -45,14 +45,8 @@ from nanobot_lambda.adapters.telegram.models import (
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.feedback import Edit, Reaction, edit_turn_text
+from nanobot_lambda.core.sessions import session_key_for as session_key_for  # re-exported
 from nanobot_lambda.core.texts import quoted
-
-
-def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
-    """The session (and SQS message group) of a chat, or of one topic of a forum chat."""
-    key = f"telegram:{chat_id}"
-    return key if thread_id is None else f"{key}:{thread_id}"
-
 
 _COMMAND = re.compile(r"^/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]+))?(?:\s|$)")
 GROUP_CHAT_TYPES = frozenset({"group", "supergroup"})

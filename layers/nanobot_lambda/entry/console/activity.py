@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nanobot_lambda.adapters.telegram.inbound import session_key_for
 from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.sessions import session_key_for
 from nanobot_lambda.entry.console.auth import ChatScope
 from nanobot_lambda.entry.console.chats import known_chats
 from nanobot_lambda.entry.console.ports import ConsoleError, ConsolePorts

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from nanobot_lambda.adapters.telegram.inbound import session_key_for
 from nanobot_lambda.core.model_choice import (
     DEFAULT_NAME,
     THINKING_LEVELS,
     ModelMenu,
     ModelPreset,
 )
+from nanobot_lambda.core.sessions import session_key_for
 from nanobot_lambda.entry.console.auth import ChatScope, Viewer
 from nanobot_lambda.entry.console.ports import ConsoleError, ConsolePorts
 from nanobot_lambda.entry.console.requests import plain, text_field
