@@ -35,7 +35,7 @@ from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.entry.console.api import ConsoleApi
 from nanobot_lambda.entry.console.auth import ConsoleAuth
 from nanobot_lambda.entry.console.page import ConsolePage
-from nanobot_lambda.entry.console.ports import ConsolePorts
+from nanobot_lambda.entry.console.ports import ConsolePorts, Lazily
 from nanobot_lambda.settings import ConsoleSettings
 
 logger = Logger()
@@ -66,23 +66,27 @@ def welcome(user_id: int) -> None:
         logger.warning("could not welcome an approved person: %s", error)
 
 
+def dead_letter_queue(url: str) -> Lazily:
+    return Lazily(lambda: DeadLetterQueue(url, sqs_client()))
+
+
 ports = ConsolePorts(
     workspace=any_scope_workspace(settings.workspace_bucket, s3_client()),
     jobs=DynamoJobStore(settings.jobs_table, dynamodb),
-    schedules=EventBridgeSchedules(
-        scheduler_client(),
-        group=settings.schedule_group,
-        target_arn=settings.scheduler_target_arn,
-        role_arn=settings.scheduler_role_arn,
+    schedules=Lazily(
+        lambda: EventBridgeSchedules(
+            scheduler_client(),
+            group=settings.schedule_group,
+            target_arn=settings.scheduler_target_arn,
+            role_arn=settings.scheduler_role_arn,
+        )
     ),
     hooks=DynamoHookStore(settings.sessions_table, lambda: dynamodb),
     sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
     usage=DynamoUsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone),
     pairing=pairing_store,
     welcome=welcome,
-    dead_letters=(
-        DeadLetterQueue(settings.turn_dlq_url, sqs_client()) if settings.turn_dlq_url else None
-    ),
+    dead_letters=dead_letter_queue(settings.turn_dlq_url) if settings.turn_dlq_url else None,
 )
 pairing = Pairing(pairing_store) if pairing_store is not None else None
 auth = ConsoleAuth(

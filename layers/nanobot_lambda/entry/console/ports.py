@@ -48,6 +48,20 @@ class DeadLetters(Protocol):
     ) -> tuple[list[Any], set[str]]: ...
 
 
+class Lazily:
+    """A port made on its first use (its client's start is then paid by the first request that
+    needs it, not by every cold start): the console rarely schedules or replays."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._made: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._made is None:
+            self._made = self._make()
+        return getattr(self._made, name)
+
+
 class ConsoleError(NanobotError):
     """A request the console cannot do: its HTTP status and what to tell the page."""
 
