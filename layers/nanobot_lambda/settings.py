@@ -533,10 +533,15 @@ class JobSettings(_Settings):
     jobs_table: str = Field(alias="JOBS_TABLE", min_length=3)
 
 
-class SchedulingSettings(JobSettings):
+class ScheduleTargetSettings(JobSettings):
+    """Where the jobs' schedules are made, and what they fire."""
+
     schedule_group: str = Field(alias="SCHEDULE_GROUP", min_length=1)
     scheduler_target_arn: str = Field(alias="SCHEDULER_TARGET_ARN", pattern=r"^arn:")
     scheduler_role_arn: str = Field(alias="SCHEDULER_ROLE_ARN", pattern=r"^arn:")
+
+
+class SchedulingSettings(ScheduleTargetSettings):
     # Background tasks (spawn): their own iteration cap, and how many may run per chat.
     subagent_max_iterations: int = Field(default=15, alias="SUBAGENT_MAX_ITERATIONS", ge=1, le=200)
     max_subagents: int = Field(default=3, alias="MAX_SUBAGENTS", ge=0, le=50)
@@ -547,6 +552,11 @@ class HookSettings(_Settings):
     Empty: /hooks shows the path only."""
 
     hooks_url: str = Field(default="/hooks", alias="HOOKS_URL")
+
+
+class ConsoleLinkSettings(_Settings):
+    # The console's page (the stack's ConsoleUrl), which /console opens; unset: no console.
+    console_url: str | None = Field(default=None, alias="CONSOLE_URL", pattern=r"^https?://\S+$")
 
 
 class SignOfLifeSettings(_Settings):
@@ -592,6 +602,7 @@ class AgentSettings(
     McpSettings,
     SandboxSettings,
     HookSettings,
+    ConsoleLinkSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
 
@@ -607,7 +618,7 @@ class ConsoleSettings(
     StorageSettings,
     OwnerSettings,
     SpendSettings,
-    SchedulingSettings,
+    ScheduleTargetSettings,
     QueueSettings,
     HookSettings,
     ModelMenuSettings,

@@ -161,3 +161,14 @@ def test_the_console_answers_without_importing_litellm(
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert (result["status"], result["heavy"]) == (200, [])
+
+
+def test_console_in_the_local_chat_says_where_the_console_runs(stack: LocalStack) -> None:
+    stack.post_update(stack.text_update("/console"))
+    stack.process_queue()
+    answer = stack.bot_api.messages[-1]
+    assert stack.console_url is not None and stack.console_url in answer.plain_text
+    assert answer.web_apps == ()  # Telegram opens a Mini App from an https address only
+    # The command menu lists it, and the banner's link opens the console signed in.
+    launch = stack.console_launch_url()
+    assert launch is not None and launch.startswith(f"{stack.console_url}#tgWebAppData=")

@@ -403,6 +403,7 @@ class RecordingChannel:
         self.files_sent: list[tuple[int, OutgoingFile, int | None]] = []  # send_file
         self.keyboards: dict[int, tuple[str, ...]] = {}  # message id -> its buttons, until removed
         self.buttons_removed: list[tuple[int, int]] = []  # (chat_id, message_id) asked
+        self.web_apps: dict[int, tuple[str, str]] = {}  # message id -> its Mini App button
         self.me = BotUser(id=7000000001, username="nano_lambda_bot")
 
     def message_parts(self, text: str) -> list[str]:
@@ -430,6 +431,12 @@ class RecordingChannel:
     def remove_buttons(self, chat_id: int, message_id: int) -> bool:
         self.buttons_removed.append((chat_id, message_id))
         return self.keyboards.pop(message_id, None) is not None
+
+    def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> int:
+        (part,) = self.message_parts(text)
+        number = self.send_part(chat_id, part)
+        self.web_apps[number] = (label, url)
+        return number
 
     def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
         if self.fail_with is not None:

@@ -172,6 +172,11 @@ class Deployment:
         return self.stack.outputs.get(WEBHOOK_URL_OUTPUT) if self.stack else None
 
     @property
+    def console_url(self) -> str | None:
+        """The console's page (None: a stack without it, EnableConsole=false)."""
+        return self.stack.outputs.get(CONSOLE_URL_OUTPUT) if self.stack else None
+
+    @property
     def hooks_url(self) -> str | None:
         """The event hooks' base URL: the stack's, or HOOKS_URL."""
         if self.stack is not None:
