@@ -1,11 +1,13 @@
 // Telegram.WebApp outside Telegram (the local stack's URL in a browser, the tests): used only
-// when telegram-web-app.js did not load or found no launch data. It reads what Telegram puts in
-// the URL's fragment (tgWebAppData: the signed launch data; tgWebAppThemeParams), follows the
-// browser's light or dark scheme otherwise, and shows the Back and Main buttons as page buttons.
+// when telegram-web-app.js did not load, found no launch data, or runs in no Telegram client
+// (platform "unknown": its Main and Back buttons would be drawn by nobody). It reads what
+// Telegram puts in the URL's fragment (tgWebAppData: the signed launch data;
+// tgWebAppThemeParams), follows the browser's light or dark scheme otherwise, and shows the Back
+// and Main buttons as page buttons.
 (function () {
   "use strict";
   var telegram = window.Telegram && window.Telegram.WebApp;
-  if (telegram && telegram.initData) return;
+  if (telegram && telegram.initData && telegram.platform !== "unknown") return;
 
   var hash = new URLSearchParams(location.hash.slice(1));
   var initData = hash.get("tgWebAppData") || "";
