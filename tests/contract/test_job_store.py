@@ -47,6 +47,23 @@ def test_a_job_id_is_put_once(jobs: JobStore) -> None:
     assert jobs.get(ADA, "j1") == job("j1")
 
 
+def test_a_job_is_paused_and_resumed_and_a_run_recorded_meanwhile_keeps_it_paused(
+    jobs: JobStore,
+) -> None:
+    jobs.put(job("j1"))
+    read = jobs.get(ADA, "j1")
+    assert read is not None and not read.paused
+    assert jobs.set_paused(ADA, "j1", True)
+    jobs.record_run(read, at="2026-11-27T09:00:00+00:00", status="sent")  # a firing in flight
+    paused = jobs.get(ADA, "j1")
+    assert paused is not None and paused.paused and paused.last_status == "sent"
+    assert jobs.for_chat(ADA) == [paused]
+    assert jobs.set_paused(ADA, "j1", False)
+    assert jobs.get(ADA, "j1") == replace(paused, paused=False)
+    assert not jobs.set_paused(ADA, "nope", True)  # no such job: nothing made
+    assert jobs.get(ADA, "nope") is None
+
+
 def test_a_chat_s_jobs_by_creation_and_every_chat_s_for_the_operator(jobs: JobStore) -> None:
     later, earlier = (
         job("a", created_at="2026-11-26T10:00"),

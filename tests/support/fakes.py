@@ -337,9 +337,19 @@ class MemoryJobStore:
         if self.fired.get((chat_id, job_id)) == scheduled_time:
             del self.fired[(chat_id, job_id)]
 
+    def set_paused(self, chat_id: int, job_id: str, paused: bool) -> bool:
+        key = (chat_id, job_id)
+        if key not in self.jobs:
+            return False
+        self.jobs[key] = replace(self.jobs[key], paused=paused)
+        return True
+
     def record_run(self, job: CronJob, *, at: str, status: str) -> None:
-        if (job.chat_id, job.job_id) in self.jobs:
-            self.jobs[(job.chat_id, job.job_id)] = replace(job, last_run=at, last_status=status)
+        stored = self.jobs.get((job.chat_id, job.job_id))
+        if stored is not None:  # DynamoDB: `paused` is an attribute the run does not rewrite
+            self.jobs[(job.chat_id, job.job_id)] = replace(
+                job, last_run=at, last_status=status, paused=stored.paused
+            )
 
     def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None:
         self.subagents[(chat_id, subagent_id)] = now + SUBAGENT_RECORD_SECONDS  # its expiry
@@ -390,6 +400,7 @@ class RecordingChannel:
         self.files_sent: list[tuple[int, OutgoingFile, int | None]] = []  # send_file
         self.keyboards: dict[int, tuple[str, ...]] = {}  # message id -> its buttons, until removed
         self.buttons_removed: list[tuple[int, int]] = []  # (chat_id, message_id) asked
+        self.web_apps: dict[int, tuple[str, str]] = {}  # message id -> its Mini App button
         self.me = BotUser(id=7000000001, username="nano_lambda_bot")
 
     def message_parts(self, text: str) -> list[str]:
@@ -417,6 +428,12 @@ class RecordingChannel:
     def remove_buttons(self, chat_id: int, message_id: int) -> bool:
         self.buttons_removed.append((chat_id, message_id))
         return self.keyboards.pop(message_id, None) is not None
+
+    def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> int:
+        (part,) = self.message_parts(text)
+        number = self.send_part(chat_id, part)
+        self.web_apps[number] = (label, url)
+        return number
 
     def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
         if self.fail_with is not None:
@@ -530,6 +547,10 @@ class MemoryUsageStore:
             this_month=self.tallies.get((chat_id, month), Tally()),
             total=self.tallies.get((chat_id, total), Tally()),
         )
+
+    def periods(self, chat_id: int | None) -> dict[str, Tally]:
+        owner = OVERALL if chat_id is None else chat_id
+        return {period: tally for (chat, period), tally in self.tallies.items() if chat == owner}
 
     def chats(self) -> list[int]:
         return sorted({chat for chat, _ in self.tallies if chat != OVERALL})
@@ -990,3 +1011,46 @@ if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` check
         del workspace, versioned, turn_journal, sessions, jobs, schedules, usage, stop_flags
         del queue, ledger
         del channel, media, model, metrics
+
+
+@dataclass(frozen=True)
+class HeldLetter:
+    """A dead letter as adapters/aws/dead_letters.py's DeadLetter shows it."""
+
+    message_id: str
+    group: str
+    body: str
+    sent_at: datetime | None = None
+    receive_count: int = 3
+
+    @property
+    def size(self) -> int:
+        return len(self.body.encode("utf-8"))
+
+    def describe_job(self) -> str:
+        return f"job in {self.group}"
+
+
+class MemoryDeadLetters:
+    """The console's DeadLetters port: letters held until replayed onto `replayed`."""
+
+    def __init__(self, letters: Sequence[HeldLetter] = ()) -> None:
+        self.letters = list(letters)
+        self.replayed: list[tuple[str, HeldLetter]] = []  # (turn queue, letter)
+
+    def peek(self) -> list[Any]:
+        return list(self.letters)
+
+    def replay(
+        self, turn_queue_url: str, message_ids: set[str] | None
+    ) -> tuple[list[Any], set[str]]:
+        chosen = [
+            letter
+            for letter in self.letters
+            if message_ids is None or letter.message_id in message_ids
+        ]
+        for letter in chosen:
+            self.letters.remove(letter)
+            self.replayed.append((turn_queue_url, letter))
+        missing = (message_ids or set()) - {letter.message_id for letter in chosen}
+        return chosen, missing

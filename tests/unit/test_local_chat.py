@@ -220,8 +220,15 @@ def test_an_unreadable_state_stops_the_start_and_is_left_alone(tmp_path: Path) -
 
 def test_the_http_api_routes_are_the_template_s_as_api_gateway_matches_them() -> None:
     context = TemplateContext(TEMPLATE, refs={"ServerlessHttpApi": "local"})
-    webhook, hooks = http_api_routes(context)
+    webhook, hooks, page, api = http_api_routes(context)
     assert webhook == Route("POST", "/webhook", "WebhookFunction")
+    assert page == Route("GET", "/console", "ConsoleFunction")
+    assert api == Route("POST", "/console/api/{route+}", "ConsoleFunction")
+    assert api.match("POST", "/console/api/memory/save") == {"route": "memory/save"}
+    assert page.match("GET", "/console/api") is None
+    # Without the console (EnableConsole=false), its routes are not served.
+    without = TemplateContext(TEMPLATE, parameters={"EnableConsole": "false"})
+    assert [route.function for route in http_api_routes(without)] == ["WebhookFunction"] * 2
     assert hooks == Route("POST", "/hooks/{name}", "WebhookFunction")
     assert hooks.match("POST", "/hooks/deploys") == {"name": "deploys"}
     assert hooks.match("GET", "/hooks/deploys") is None  # no route for another method

@@ -12,8 +12,11 @@ EventBridge Scheduler.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Literal, Protocol
+
+from nanobot_lambda.core.schedules import next_run
 
 JobKind = Literal["reminder", "task"]
 
@@ -39,6 +42,9 @@ class CronJob:
     quiet: bool = False
     last_run: str | None = None
     last_status: str | None = None
+    # Paused in the console: its schedule is deleted until it is resumed, and a firing that
+    # was on its way when it was paused is skipped.
+    paused: bool = False
 
     @property
     def schedule_name(self) -> str:
@@ -61,6 +67,10 @@ class JobStore(Protocol):
         ...
 
     def delete(self, chat_id: int, job_id: str) -> bool: ...
+
+    def set_paused(self, chat_id: int, job_id: str, paused: bool) -> bool:
+        """Mark the job paused or not; False when there is no such job."""
+        ...
 
     def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> int | None:
         """None if this firing was handled already or the job is gone; otherwise how many
@@ -103,3 +113,39 @@ class Schedules(Protocol):
     def delete(self, job: CronJob) -> None:
         """Delete the job's schedule; one already gone is not an error."""
         ...
+
+
+# -- what the cron tool and the console do to a job ------------------------------------------
+
+
+def remove_job(store: JobStore, schedules: Schedules, job: CronJob) -> None:
+    """Delete the job's schedule, then the job (a firing in between finds no job)."""
+    schedules.delete(job)
+    store.delete(job.chat_id, job.job_id)
+
+
+def pause_job(store: JobStore, schedules: Schedules, job: CronJob) -> None:
+    """Mark the job paused first (a firing already on its way is then skipped), then delete
+    its schedule."""
+    store.set_paused(job.chat_id, job.job_id, True)
+    schedules.delete(job)
+
+
+def next_firing(job: CronJob, now: datetime) -> datetime | None:
+    """The job's next firing after `now` (None: a one-time job whose time has passed)."""
+    anchor = datetime.fromisoformat(job.starts_at or job.created_at)
+    return next_run((job.expression, job.timezone), now, anchor=anchor)
+
+
+def resume_job(store: JobStore, schedules: Schedules, job: CronJob, now: datetime) -> bool:
+    """Make the job's schedule again, then mark it not paused; False (nothing done) for a
+    one-time job whose time passed while it was paused. A rate job starts at its next firing
+    on its own grid: Scheduler would fire a rate schedule the moment it is made otherwise."""
+    upcoming = next_firing(job, now)
+    if upcoming is None:
+        return False
+    if job.starts_at is not None:
+        job = replace(job, starts_at=upcoming.isoformat(timespec="seconds"))
+    schedules.create(job)
+    store.set_paused(job.chat_id, job.job_id, False)
+    return True

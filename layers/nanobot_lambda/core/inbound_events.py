@@ -359,7 +359,7 @@ class HookCommands:
         action, rest = words[0].lower(), words[1:]
         if action == "add" and len(rest) in (1, 2) and rest[1:] in ([], ["quiet"]):
             quiet = rest[1:] == ["quiet"]
-            made = self._add(rest[0], chat_id, thread_id, sender_id, update, quiet=quiet)
+            made = self.make(rest[0], chat_id, thread_id, sender_id, update, quiet=quiet)
             if isinstance(made, str):
                 return HookReply(made)
             if private:
@@ -398,7 +398,7 @@ class HookCommands:
         ]
         return texts.render("hooks_list", hooks="\n".join(lines))
 
-    def _add(
+    def make(
         self,
         name: str,
         chat_id: int,
@@ -408,7 +408,8 @@ class HookCommands:
         *,
         quiet: bool,
     ) -> Hook | str:
-        """The hook made (by this update, in this run or an earlier one), or why none was."""
+        """The hook made (by this update, in this run or an earlier one), or why none was.
+        `update` names what made it: a Telegram update's turn id, or the console's press."""
         try:
             hook = new_hook(
                 name,

@@ -74,6 +74,9 @@ class SchedulerService:
         if job is None:
             logger.info("job fired after it was removed: nothing to do", extra=log)
             return {"status": "removed"}
+        if job.paused:  # paused in the console after this firing was on its way
+            logger.info("job fired while paused: nothing to do", extra=log)
+            return {"status": "paused"}
         parts_sent = self._jobs.claim_firing(chat_id, job_id, scheduled)
         if parts_sent is None:
             logger.info("duplicate delivery of a job firing ignored", extra=log)

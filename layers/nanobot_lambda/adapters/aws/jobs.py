@@ -88,6 +88,23 @@ class DynamoJobStore:
         return "Attributes" in response
 
     @aws_errors
+    def set_paused(self, chat_id: int, job_id: str, paused: bool) -> bool:
+        """`paused` beside the job's JSON, which the firings' `record_run` rewrites."""
+        try:
+            self._dynamodb.update_item(
+                TableName=self._table,
+                Key=_key(chat_id, job_id),
+                UpdateExpression="SET paused = :paused" if paused else "REMOVE paused",
+                ConditionExpression="attribute_exists(sk)",
+                **({"ExpressionAttributeValues": {":paused": {"BOOL": True}}} if paused else {}),  # type: ignore[arg-type]
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True
+
+    @aws_errors
     def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> int | None:
         """Record that the firing for `scheduled_time` is being handled. None if it already was
         (a duplicate delivery) or if the job no longer exists; otherwise how many parts of its
@@ -206,10 +223,12 @@ def _stored(job: CronJob) -> str:
     """The job's JSON. `quiet` is written only when set: any other job is stored as it was
     before quiet tasks existed."""
     fields = asdict(job)
+    del fields["paused"]  # an attribute of its own (set_paused)
     if not job.quiet:
         del fields["quiet"]
     return json.dumps(fields)
 
 
 def _job(item: dict[str, Any]) -> CronJob:
-    return CronJob(**json.loads(item["job"]["S"]))
+    paused = item.get("paused", {}).get("BOOL", False)
+    return CronJob(**json.loads(item["job"]["S"]), paused=paused)

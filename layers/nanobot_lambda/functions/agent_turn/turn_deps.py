@@ -318,6 +318,7 @@ def build_turn_deps(
                 sessions=stores.sessions,
                 menu=menu,
                 hooks=HookCommands(stores.hooks, settings.hooks_url, clock),
+                console_url=settings.console_url,
                 journal=stores.journal,
                 feedback=stores.feedback,
             )

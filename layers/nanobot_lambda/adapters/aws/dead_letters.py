@@ -10,6 +10,8 @@ Replaying sends a message back to the turn queue with the same message group (th
 its order) and a deduplication id of its own (`replay-<message id>`: replaying the same
 message twice within SQS's five minutes sends it once), and deletes it from the dead-letter
 queue only once the send succeeded.
+
+The operator's `nanobot-lambda dlq` and the console's Activity (functions/console/) both use it.
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from nanobot_lambda.adapters.telegram.models import Update
-from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, TelegramUpdateJob, parse_job
-
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+    from nanobot_lambda.core.jobs import AnyJob
 
 LIST_VISIBILITY_SECONDS = 30  # long enough to page through, released right after
 RECEIVE_BATCH = 10
@@ -47,6 +48,8 @@ class DeadLetter:
 
     def describe_job(self) -> str:
         """The job's kind and ids, never its text (a user's message, a task's prompt)."""
+        from nanobot_lambda.core.jobs import parse_job  # on first use: the console's start
+
         try:
             return describe(parse_job(self.body))
         except ValidationError:
@@ -54,6 +57,10 @@ class DeadLetter:
 
 
 def describe(job: AnyJob) -> str:
+    # Imported on first use: the console lists dead letters seldom, and starts without them.
+    from nanobot_lambda.adapters.telegram.models import Update
+    from nanobot_lambda.core.jobs import ContinuationJob, TelegramUpdateJob
+
     if isinstance(job, ContinuationJob):
         return f"{describe(job.job)} (continuation, part {job.part})"
     if isinstance(job, TelegramUpdateJob):
