@@ -3,8 +3,8 @@
 A hook is made as `/hooks add` makes it (core/inbound_events.py: `HookCommands.make`), for the
 chat of the scope the owner chose, and recorded as made by the press (`made_in`:
 `console-<request>`): the page sending the same press again (a dropped answer) gets the same hook
-and secret back, any other press for a taken name is refused. Its secret is in that one answer only: the list
-never shows a secret.
+and secret back, any other press for a taken name is refused. Its secret is in that one answer
+only: the list never shows a secret.
 """
 
 from __future__ import annotations
