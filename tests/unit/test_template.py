@@ -744,6 +744,10 @@ EXPECTED_DATA_ACCESS = {
         (RECALL_INDEXES, "s3:GetObject"),  # recall_index.S3RecallIndexObjects.get
         (RECALL_INDEXES, "s3:PutObject"),  # .put (conditional)
         (BUCKET_ARN, "s3:ListBucket"),  # .refresh, .list_dir, .list_files
+        # /memory versions and restore (memory_versions.VersionedFiles): .versions, .read_version
+        (WORKSPACE_OBJECTS, "s3:GetObjectVersion"),
+        (SCOPE_OBJECTS, "s3:GetObjectVersion"),
+        (BUCKET_ARN, "s3:ListBucketVersions"),
         (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements, continuations
         (QUEUE_ARN, "sqs:ChangeMessageVisibility"),  # records: a failed turn's retry delay
         # AgentTurnQueueMapping: the event source mapping polls with the function's role.
