@@ -145,3 +145,17 @@ def test_the_latest_private_chat_is_the_last_remembered(jobs: JobStore) -> None:
     jobs.remember_private_chat(ADA)
     jobs.remember_private_chat(222)
     assert jobs.latest_private_chat() == 222
+
+
+def test_the_heartbeat_runs_until_paused_and_again_once_resumed(jobs: JobStore) -> None:
+    assert not jobs.heartbeat_paused()  # nothing recorded: it runs
+    jobs.set_heartbeat_paused(True)
+    jobs.set_heartbeat_paused(True)  # pausing twice is pausing
+    assert jobs.heartbeat_paused()
+    jobs.put(job("j1"))
+    stored = jobs.get(ADA, "j1")
+    assert stored is not None and not stored.paused  # the heartbeat's pause is no job's
+    jobs.remember_private_chat(ADA)
+    assert jobs.latest_private_chat() == ADA and jobs.heartbeat_paused()
+    jobs.set_heartbeat_paused(False)
+    assert not jobs.heartbeat_paused()

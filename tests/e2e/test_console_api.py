@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nanobot_lambda.core import launch_data
@@ -105,6 +106,32 @@ def test_forged_expired_and_another_user_s_launch_data_are_refused(stack: LocalS
     assert status == 401
     memory = stack.workspace.read("memory/MEMORY.md")
     assert memory is not None and b"overwritten" not in memory.data
+
+
+def test_a_paused_heartbeat_queues_no_turn_and_resumed_it_does(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """The heartbeat's schedule (the template's) keeps firing while paused: its firing does
+    nothing, until the console resumes it."""
+    stack.workspace.write("HEARTBEAT.md", b"- [ ] Check on the plants\n")
+    heartbeat = stack.template.refs["HeartbeatSchedule"]
+    owner = launch_of(stack)
+    assert call(stack, "schedules/heartbeat/pause", {}, launch_of(stack, ADA))[0] == 403
+    assert call(stack, "schedules/heartbeat/pause", {}, owner) == (200, {"paused": True})
+    status, shown = call(stack, "schedules", {}, owner)
+    assert status == 200 and shown["heartbeat"]["paused"] is True
+    start = datetime.now(UTC)
+    fired = stack.fire_due_schedules(start + timedelta(minutes=31))
+    assert heartbeat in [name for name, _ in fired]
+    stack.process_queue()
+    assert model_server.requests == [] and stack.bot_api.messages == []
+
+    assert call(stack, "schedules/heartbeat/resume", {}, owner) == (200, {"paused": False})
+    model_server.call_tool("heartbeat_decision", {"action": "run"}).reply("The plants need water.")
+    fired = stack.fire_due_schedules(start + timedelta(minutes=61))
+    assert heartbeat in [name for name, _ in fired]
+    stack.process_queue()
+    assert [m.plain_text for m in stack.bot_api.messages] == ["The plants need water."]
 
 
 PROBE = textwrap.dedent(

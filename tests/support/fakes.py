@@ -299,6 +299,7 @@ class MemoryJobStore:
         self.firing_parts: dict[tuple[int, str, str], int] = {}
         self.subagents: dict[tuple[int, str], int] = {}
         self.private_chat: int | None = None
+        self.heartbeat_is_paused = False
 
     def put(self, job: CronJob) -> None:
         if (job.chat_id, job.job_id) in self.jobs:  # DynamoDB: the put's condition fails
@@ -367,6 +368,12 @@ class MemoryJobStore:
 
     def latest_private_chat(self) -> int | None:
         return self.private_chat
+
+    def heartbeat_paused(self) -> bool:
+        return self.heartbeat_is_paused
+
+    def set_heartbeat_paused(self, paused: bool) -> None:
+        self.heartbeat_is_paused = paused
 
 
 class MemorySchedules:

@@ -775,7 +775,8 @@ EXPECTED_DATA_ACCESS = {
             (SESSIONS_ARN, f"dynamodb:{action}")
             for action in ("Query", "GetItem", "PutItem", "UpdateItem", "DeleteItem")
         ),
-        # jobs.DynamoJobStore: for_chat, get, set_paused, delete; never put or scan
+        # jobs.DynamoJobStore: for_chat, get, set_paused, delete, the heartbeat's pause (read,
+        # set); never put or scan
         *(
             (JOBS_ARN, f"dynamodb:{action}")
             for action in ("Query", "GetItem", "UpdateItem", "DeleteItem")
@@ -790,7 +791,7 @@ EXPECTED_DATA_ACCESS = {
         (WORKSPACE_OBJECTS, "s3:GetObject"),  # HEARTBEAT.md
         (BUCKET_ARN, "s3:ListBucket"),  # so that a missing file is a 404, not a 403
         (QUEUE_ARN, "sqs:SendMessage"),
-        (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat
+        (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat, heartbeat_paused
         (JOBS_ARN, "dynamodb:UpdateItem"),  # claim_firing, release_firing, record_run
         (JOBS_ARN, "dynamodb:DeleteItem"),  # a one-time job after it fired
     },

@@ -52,7 +52,8 @@ class CronJob:
 
 
 class JobStore(Protocol):
-    """Scheduled jobs, background-task records and the owner's latest private chat."""
+    """Scheduled jobs, background-task records, the owner's latest private chat and whether the
+    heartbeat is paused."""
 
     def put(self, job: CronJob) -> None:
         """Store a new job; StorageError if the chat has a job of that id already."""
@@ -100,6 +101,13 @@ class JobStore(Protocol):
     def remember_private_chat(self, chat_id: int) -> None: ...
 
     def latest_private_chat(self) -> int | None: ...
+
+    def heartbeat_paused(self) -> bool:
+        """Whether the owner paused the heartbeat (in the console): its firings then do
+        nothing. Its schedule is the template's and stays as it is."""
+        ...
+
+    def set_heartbeat_paused(self, paused: bool) -> None: ...
 
 
 class Schedules(Protocol):

@@ -3,7 +3,8 @@
 Items: `chat#<id>` / `job#<id>` (the job as JSON, plus `last_fired` and `firing_parts` for the
 firing being delivered; the JSON holds `quiet` only for a quiet task, and a record without it is
 not quiet), `chat#<id>` / `subagent#<id>` (a running background task, expiring
-after a day), and `owner` / `latest-private-chat`.
+after a day), `owner` / `latest-private-chat`, and `owner` / `heartbeat` (`paused`: the console
+paused the heartbeat).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 OWNER_KEY = {"pk": {"S": "owner"}, "sk": {"S": "latest-private-chat"}}
+HEARTBEAT_KEY = {"pk": {"S": "owner"}, "sk": {"S": "heartbeat"}}
 SUBAGENT_RECORD_SECONDS = 86_400
 
 
@@ -217,6 +219,22 @@ class DynamoJobStore:
     def latest_private_chat(self) -> int | None:
         item = self._dynamodb.get_item(TableName=self._table, Key=OWNER_KEY).get("Item")
         return int(item["chat_id"]["N"]) if item else None
+
+    @aws_errors
+    def heartbeat_paused(self) -> bool:
+        item = self._dynamodb.get_item(
+            TableName=self._table, Key=HEARTBEAT_KEY, ConsistentRead=True
+        ).get("Item")
+        return bool(item and item.get("paused", {}).get("BOOL", False))
+
+    @aws_errors
+    def set_heartbeat_paused(self, paused: bool) -> None:
+        self._dynamodb.update_item(
+            TableName=self._table,
+            Key=HEARTBEAT_KEY,
+            UpdateExpression="SET paused = :paused",
+            ExpressionAttributeValues={":paused": {"BOOL": paused}},
+        )
 
 
 def _stored(job: CronJob) -> str:

@@ -118,6 +118,8 @@ class ConsoleApi:
             "schedules/pause": Route("scoped", _plain(schedules.pause)),
             "schedules/resume": Route("scoped", _plain(schedules.resume)),
             "schedules/delete": Route("scoped", _plain(schedules.delete)),
+            "schedules/heartbeat/pause": Route("owner", _plain(schedules.pause_heartbeat)),
+            "schedules/heartbeat/resume": Route("owner", _plain(schedules.resume_heartbeat)),
             "hooks": Route("owner", _plain(hooks.hooks)),
             "hooks/add": Route("owner", hooks.add),
             "hooks/remove": Route("owner", _plain(hooks.remove)),

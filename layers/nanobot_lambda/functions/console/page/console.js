@@ -353,10 +353,21 @@
       section.appendChild(list);
       if (data.heartbeat) {
         var beat = data.heartbeat;
-        section.appendChild(el("h2", { text: "Heartbeat" }));
-        section.appendChild(el("p", { className: "hint", text: (beat.expression || "") + " · next: " + when(beat.next_run) +
+        var switchBeat = function () {
+          haptic("tap");
+          api(beat.paused ? "schedules/heartbeat/resume" : "schedules/heartbeat/pause").then(function () {
+            show("schedules"); notice(beat.paused ? "Heartbeat resumed." : "Heartbeat paused.", "success");
+          }).catch(failed);
+        };
+        section.appendChild(el("div", { className: "row" }, el("h2", { text: "Heartbeat" }),
+          beat.paused ? el("span", { className: "badge off", text: "paused" }) : null));
+        section.appendChild(el("p", { className: "hint", text: (beat.expression || "") + " · next: " +
+          (beat.paused ? "paused: its firings do nothing" : when(beat.next_run)) +
           (beat.tasks ? "" : " · idle: HEARTBEAT.md has no tasks (no model call)") }));
         if (beat.tasks) section.appendChild(el("pre", { className: "current", text: beat.tasks }));
+        section.appendChild(el("div", { className: "actions" },
+          el("button", { type: "button", className: "small", id: "heartbeat-switch",
+            text: beat.paused ? "Resume" : "Pause", onclick: switchBeat })));
       }
     }).catch(failed);
   }
