@@ -5,6 +5,7 @@ function never imports litellm."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nanobot_lambda.core import launch_data
+from nanobot_lambda.core import inbound_events, launch_data
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import ROOT
@@ -134,11 +135,52 @@ def test_a_paused_heartbeat_queues_no_turn_and_resumed_it_does(
     assert [m.plain_text for m in stack.bot_api.messages] == ["The plants need water."]
 
 
+def test_a_hook_s_deliveries_show_what_each_caused_to_the_owner_only(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    owner = launch_of(stack)
+    status, hook = call(stack, "hooks/add", {"name": "deploys", "request": "r1"}, owner)
+    assert status == 200, hook
+    body = b'{"service": "api", "status": "rolled back", "note": "PRIVATE-PAYLOAD"}'
+    now = int(time.time())
+    signed = {
+        "X-Hook-Timestamp": str(now),
+        "X-Hook-Signature": inbound_events.sign(hook["secret"], body, now),
+        "X-Hook-Event": "deploy",
+        "X-Hook-Delivery": "deploy-1",
+    }
+    assert stack.post_hook("deploys", body, signed)["statusCode"] == 202
+    model_server.reply("The api deploy was rolled back.\nNothing else changed.")
+    stack.process_queue()
+    forged = signed | {"X-Hook-Signature": inbound_events.sign("guessed", body, now)}
+    assert stack.post_hook("deploys", body, forged)["statusCode"] == 401
+
+    status, shown = call(stack, "hooks/deliveries", {"name": "deploys"}, owner)
+    assert status == 200, shown
+    refused, queued = shown["deliveries"]  # newest first
+    assert (refused["outcome"], refused["status"], refused["reason"]) == (
+        "refused",
+        401,
+        "wrong signature",
+    )
+    assert refused["caused"] is None and refused["delivery_id"] is None
+    assert (queued["outcome"], queued["delivery_id"], queued["event"]) == (
+        "queued",
+        "deploy-1",
+        "deploy",
+    )
+    assert queued["size"] == len(body) and queued["digest"] == hashlib.sha256(body).hexdigest()
+    assert queued["caused"] == {"state": "answered", "answer": "The api deploy was rolled back."}
+    assert "PRIVATE-PAYLOAD" not in json.dumps(shown)
+    # A person never sees the owner's hooks, nor their deliveries.
+    assert call(stack, "hooks/deliveries", {"name": "deploys"}, launch_of(stack, ADA))[0] == 403
+
+
 PROBE = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from nanobot_lambda.core import launch_data
+    from nanobot_lambda.core import inbound_events, launch_data
     from nanobot_lambda.operator.local.runtime import LocalLambdaContext, load_handler_module
 
     started = time.perf_counter()

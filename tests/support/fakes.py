@@ -20,7 +20,7 @@ from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, rend
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
-from nanobot_lambda.core.inbound_events import Hook
+from nanobot_lambda.core.inbound_events import DELIVERIES_KEPT, Delivery, Hook
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
@@ -642,6 +642,7 @@ class MemoryHookStore:
         self.stored: dict[str, Hook] = {}
         self.slots: dict[tuple[str, str], int] = {}
         self.remembered: dict[tuple[str, str], datetime] = {}
+        self.delivered: dict[str, list[Delivery]] = {}  # newest first
         self.fail = False
 
     def _check(self) -> None:
@@ -683,6 +684,16 @@ class MemoryHookStore:
         self._check()
         for key in keys:
             self.remembered[(name, key)] = until
+
+    def record(self, name: str, delivery: Delivery) -> None:
+        self._check()
+        kept = self.delivered.setdefault(name, [])
+        kept.insert(0, delivery)
+        del kept[DELIVERIES_KEPT:]
+
+    def deliveries(self, name: str) -> list[Delivery]:
+        self._check()
+        return list(self.delivered.get(name, []))
 
 
 class MemoryFeedbackBook:

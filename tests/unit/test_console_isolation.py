@@ -48,6 +48,7 @@ from tests.support.fakes import (
     MemoryPairingStore,
     MemorySchedules,
     MemorySessionStore,
+    MemoryTurnJournal,
     MemoryUsageStore,
     MemoryWorkspace,
 )
@@ -101,7 +102,9 @@ class World:
     jobs: MemoryJobStore = field(default_factory=MemoryJobStore)
     schedules: MemorySchedules = field(default_factory=MemorySchedules)
     hooks: MemoryHookStore = field(default_factory=MemoryHookStore)
-    sessions: MemorySessionStore = field(default_factory=MemorySessionStore)
+    sessions: MemorySessionStore = field(
+        default_factory=lambda: MemorySessionStore(MemoryTurnJournal())
+    )
     usage: MemoryUsageStore = field(default_factory=MemoryUsageStore)
     pairing: MemoryPairingStore = field(default_factory=MemoryPairingStore)
     dead_letters: MemoryDeadLetters = field(default_factory=MemoryDeadLetters)
@@ -119,6 +122,7 @@ class World:
                 self.jobs.heartbeat_is_paused,
                 self.schedules.schedules,
                 self.hooks.stored,
+                self.hooks.delivered,
                 self.sessions.preferences,
                 self.pairing.persons,
                 self.pairing.codes,
@@ -265,6 +269,7 @@ ROWS: dict[str, Row] = {
     "hooks": Row("owner"),
     "hooks/add": Row("owner", lambda world, who: {"name": "builds", "request": "r1"}),
     "hooks/remove": Row("owner", lambda world, who: {"name": "deploys"}),
+    "hooks/deliveries": Row("owner", lambda world, who: {"name": "deploys"}),
     "people": Row("owner"),
     "people/approve": Row("owner", lambda world, who: {"code": "123456"}),
     "people/deny": Row("owner", lambda world, who: {"code": "654321"}),

@@ -548,9 +548,10 @@ def test_the_console_reads_and_writes_only_chats_usage_hooks_and_pairing_in_sess
     template: dict[str, Any],
 ) -> None:
     """The console reads a chat's session header (its model choice, its recent turns), usage,
-    hooks and pairing, and writes a chat's model choice, hooks and pairing: never the album,
-    stop, feedback or hook-request partitions, nor (being no turn) a conversation's messages
-    beyond its header's preferences."""
+    hooks, their deliveries and pairing, and writes a chat's model choice, hooks and pairing:
+    never the album, stop or feedback partitions, never a hook's request records (the
+    webhook's), nor (being no turn) a conversation's messages beyond its header's
+    preferences."""
     context = make_context(template)
     policies = context.evaluate(properties(template, "ConsoleFunction")["Policies"])
     sessions = ATTRIBUTES[("SessionsTable", "Arn")]
@@ -567,7 +568,10 @@ def test_the_console_reads_and_writes_only_chats_usage_hooks_and_pairing_in_sess
             ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
             ["telegram:*", "hooks", "pairing"],
         ),
-        (["dynamodb:Query", "dynamodb:GetItem"], ["telegram:*", "usage#*", "hooks", "pairing"]),
+        (
+            ["dynamodb:Query", "dynamodb:GetItem"],
+            ["telegram:*", "usage#*", "hooks", "hook#*", "pairing"],
+        ),
     ]
 
 

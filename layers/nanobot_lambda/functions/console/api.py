@@ -123,6 +123,7 @@ class ConsoleApi:
             "hooks": Route("owner", _plain(hooks.hooks)),
             "hooks/add": Route("owner", hooks.add),
             "hooks/remove": Route("owner", _plain(hooks.remove)),
+            "hooks/deliveries": Route("owner", _plain(hooks.deliveries)),
             "people": Route("owner", _plain(people.people)),
             "people/approve": Route("owner", _plain(people.approve)),
             "people/deny": Route("owner", _plain(people.deny)),

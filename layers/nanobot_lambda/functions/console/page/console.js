@@ -380,13 +380,18 @@
       section.appendChild(el("h2", { text: "Event hooks" }));
       var list = el("ul", { className: "list" });
       data.hooks.forEach(function (hook) {
+        var deliveries = el("div", { className: "deliveries", "data-deliveries": hook.name });
         list.appendChild(el("li", { "data-hook": hook.name },
           el("div", { className: "row" }, el("strong", { text: hook.name }),
             el("span", { className: "badge", text: "chat " + hook.chat_id + (hook.quiet ? " · quiet" : "") })),
           el("p", { className: "hint mono", text: hook.url }),
-          el("button", { type: "button", className: "small danger", text: "Remove", onclick: function () {
-            api("hooks/remove", { name: hook.name }).then(function () { show("hooks"); notice(hook.name + " removed.", "success"); }).catch(failed);
-          } })));
+          el("div", { className: "actions" },
+            el("button", { type: "button", className: "small", text: "Last deliveries", "data-show-deliveries": hook.name,
+              onclick: function () { haptic("tap"); hookDeliveries(deliveries, hook.name); } }),
+            el("button", { type: "button", className: "small danger", text: "Remove", onclick: function () {
+              api("hooks/remove", { name: hook.name }).then(function () { show("hooks"); notice(hook.name + " removed.", "success"); }).catch(failed);
+            } })),
+          deliveries));
       });
       if (!data.hooks.length) section.appendChild(el("p", { className: "hint", text: "No hooks yet." }));
       section.appendChild(list);
@@ -405,6 +410,35 @@
           notice("Hook " + hook.name + " added: copy its secret now.", "success");
         }).catch(failed);
       });
+    }).catch(failed);
+  }
+
+  var CAUSED = {
+    answered: "answered",
+    quiet: "nothing to report (not sent)",
+    running: "running (or waiting for a retry)",
+    unseen: "not among the chat's recent turns (still queued, or too long ago)"
+  };
+
+  function hookDeliveries(container, name) {
+    api("hooks/deliveries", { name: name }).then(function (data) {
+      clear(container);
+      if (!data.deliveries.length) {
+        container.appendChild(el("p", { className: "hint", text: "No delivery yet." }));
+      }
+      data.deliveries.forEach(function (delivery) {
+        var outcome = delivery.outcome === "queued" ? "queued" : delivery.outcome === "duplicate" ? "a repeat, not queued" :
+          delivery.outcome + " (" + delivery.status + (delivery.reason ? ": " + delivery.reason : "") + ")";
+        var caused = delivery.caused ? CAUSED[delivery.caused.state] + (delivery.caused.answer ? ": " + delivery.caused.answer : "") : "";
+        container.appendChild(el("div", { className: "delivery", "data-outcome": delivery.outcome },
+          el("div", { className: "row" },
+            el("span", { text: when(delivery.at) + (delivery.event ? " · " + delivery.event : "") }),
+            el("span", { className: "badge" + (delivery.outcome === "queued" ? "" : " bad"), text: outcome })),
+          el("p", { className: "hint mono", text: delivery.size + " bytes" + (delivery.digest ? " · sha256 " + delivery.digest.slice(0, 16) + "…" : "") +
+            (delivery.delivery_id ? " · " + delivery.delivery_id : "") }),
+          caused ? el("p", { className: "hint", "data-caused": delivery.caused.state, text: "→ " + caused }) : null));
+      });
+      container.appendChild(el("p", { className: "hint", text: "The last " + data.kept + " are kept, " + data.kept_days + " days at most; of a payload, its size and digest only." }));
     }).catch(failed);
   }
 
