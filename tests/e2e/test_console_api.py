@@ -176,6 +176,40 @@ def test_a_hook_s_deliveries_show_what_each_caused_to_the_owner_only(
     assert call(stack, "hooks/deliveries", {"name": "deploys"}, launch_of(stack, ADA))[0] == 403
 
 
+def test_skills_requirements_are_judged_by_what_the_sandbox_said_to_agent_turn(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """The console never asks the sandbox: agent_turn records what it found, on its first turn."""
+    skill = "---\nname: {0}\ndescription: Uses {0}.\nrequires:\n  {1}: [{2}]\n---\nDo it.\n"
+    for name, kind, needed in (
+        ("shell", "bins", "sh"),
+        ("nothing-has-it", "bins", "no-such-program-x9"),
+        ("model", "env", "LLM_MODEL"),  # set in agent_turn's environment
+        ("unset", "env", "NO_SUCH_VARIABLE_X9"),
+    ):
+        stack.workspace.write(f"skills/{name}/SKILL.md", skill.format(name, kind, needed).encode())
+    owner = launch_of(stack)
+
+    def shown() -> dict[str, Any]:
+        status, answer = call(stack, "skills", {}, owner)
+        assert status == 200, answer
+        return answer
+
+    before = shown()
+    assert before["checked"] is None
+    assert {s["name"]: s["available"] for s in before["skills"]}["shell"] is None  # unknown
+    model_server.reply("Hello.")
+    stack.post_update(stack.text_update("Hi"))
+    stack.process_queue()
+    after = shown()
+    assert after["checked"]["sandbox"] is True
+    available = {s["name"]: (s["available"], s["met"]) for s in after["skills"]}
+    assert available["shell"] == (True, {"bin:sh": True})
+    assert available["nothing-has-it"] == (False, {"bin:no-such-program-x9": False})
+    assert available["model"] == (True, {"env:LLM_MODEL": True})
+    assert available["unset"] == (False, {"env:NO_SUCH_VARIABLE_X9": False})
+
+
 PROBE = textwrap.dedent(
     """
     import json, sys, time

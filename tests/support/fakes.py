@@ -62,6 +62,7 @@ from nanobot_lambda.core.sessions import (
     SessionHistory,
     align_to_user_turn,
 )
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 from nanobot_lambda.core.usage_counts import Tally, UsageSummary
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
@@ -300,6 +301,7 @@ class MemoryJobStore:
         self.subagents: dict[tuple[int, str], int] = {}
         self.private_chat: int | None = None
         self.heartbeat_is_paused = False
+        self.requirements: RequirementsSeen | None = None
 
     def put(self, job: CronJob) -> None:
         if (job.chat_id, job.job_id) in self.jobs:  # DynamoDB: the put's condition fails
@@ -374,6 +376,12 @@ class MemoryJobStore:
 
     def set_heartbeat_paused(self, paused: bool) -> None:
         self.heartbeat_is_paused = paused
+
+    def record_requirements_seen(self, seen: RequirementsSeen) -> None:
+        self.requirements = seen
+
+    def requirements_seen(self) -> RequirementsSeen | None:
+        return self.requirements
 
 
 class MemorySchedules:

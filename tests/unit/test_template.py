@@ -780,7 +780,7 @@ EXPECTED_DATA_ACCESS = {
             for action in ("Query", "GetItem", "PutItem", "UpdateItem", "DeleteItem")
         ),
         # jobs.DynamoJobStore: for_chat, get, set_paused, delete, the heartbeat's pause (read,
-        # set); never put or scan
+        # set), what agent_turn checks skills against (read); never put or scan
         *(
             (JOBS_ARN, f"dynamodb:{action}")
             for action in ("Query", "GetItem", "UpdateItem", "DeleteItem")

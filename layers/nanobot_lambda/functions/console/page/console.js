@@ -273,8 +273,14 @@
       section.appendChild(el("h2", { text: "Skills" }));
       var list = el("ul", { className: "list" });
       data.skills.forEach(function (skill) {
+        var needs = skill.requires.map(function (requirement) {
+          var met = skill.met[requirement];
+          return requirement + (met === true ? " ✓" : met === false ? " ✗ missing" : " (unknown)");
+        }).join(", ");
         var status = skill.error ? "unavailable: " + skill.error :
-          skill.off ? "off" : skill.requires.length ? "needs " + skill.requires.join(", ") : "on";
+          skill.off ? "off" + (needs ? " · needs " + needs : "") :
+          skill.available === false ? "unavailable: needs " + needs :
+          skill.available === null ? "needs " + needs : "on" + (needs ? " · " + needs : "");
         var toggle = el("input", { type: "checkbox", role: "switch", "aria-label": "Use " + skill.name,
           "data-skill-switch": skill.name });
         toggle.checked = !skill.off;
@@ -293,10 +299,14 @@
               el("span", { className: "badge " + (skill.error ? "bad" : skill.off ? "off" : ""), text: skill.source })),
             toggle),
           el("p", { className: "hint", text: skill.description }),
-          el("p", { className: skill.error ? "bad" : "hint", text: status + (skill.warning ? " · warning: " + skill.warning : "") })));
+          el("p", { className: skill.error || skill.available === false ? "bad" : "hint", "data-skill-status": skill.name,
+            text: status + (skill.warning ? " · warning: " + skill.warning : "") })));
       });
       section.appendChild(list);
-      section.appendChild(el("p", { className: "hint", text: "Whether a skill's requirements are met (programs in the sandbox, variables) is known where the assistant runs." }));
+      section.appendChild(el("p", { className: "hint", id: "skills-checked", text: data.checked ?
+        "Requirements checked against what the assistant found on " + when(data.checked.at) +
+          (data.checked.sandbox ? " (the code sandbox's programs, its variables)" : " (its variables; no code sandbox: programs unknown)") + "." :
+        "Whether requirements are met is not known yet: the assistant records what it checks them against (the sandbox's programs, its variables' names) on its first turn." }));
     }).catch(failed);
   }
 
