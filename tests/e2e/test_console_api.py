@@ -5,6 +5,7 @@ function never imports litellm."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -14,9 +15,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nanobot_lambda.core import launch_data
+from nanobot_lambda.core import inbound_events, launch_data
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import ROOT
@@ -107,11 +109,112 @@ def test_forged_expired_and_another_user_s_launch_data_are_refused(stack: LocalS
     assert memory is not None and b"overwritten" not in memory.data
 
 
+def test_a_paused_heartbeat_queues_no_turn_and_resumed_it_does(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """The heartbeat's schedule (the template's) keeps firing while paused: its firing does
+    nothing, until the console resumes it."""
+    stack.workspace.write("HEARTBEAT.md", b"- [ ] Check on the plants\n")
+    heartbeat = stack.template.refs["HeartbeatSchedule"]
+    owner = launch_of(stack)
+    assert call(stack, "schedules/heartbeat/pause", {}, launch_of(stack, ADA))[0] == 403
+    assert call(stack, "schedules/heartbeat/pause", {}, owner) == (200, {"paused": True})
+    status, shown = call(stack, "schedules", {}, owner)
+    assert status == 200 and shown["heartbeat"]["paused"] is True
+    start = datetime.now(UTC)
+    fired = stack.fire_due_schedules(start + timedelta(minutes=31))
+    assert heartbeat in [name for name, _ in fired]
+    stack.process_queue()
+    assert model_server.requests == [] and stack.bot_api.messages == []
+
+    assert call(stack, "schedules/heartbeat/resume", {}, owner) == (200, {"paused": False})
+    model_server.call_tool("heartbeat_decision", {"action": "run"}).reply("The plants need water.")
+    fired = stack.fire_due_schedules(start + timedelta(minutes=61))
+    assert heartbeat in [name for name, _ in fired]
+    stack.process_queue()
+    assert [m.plain_text for m in stack.bot_api.messages] == ["The plants need water."]
+
+
+def test_a_hook_s_deliveries_show_what_each_caused_to_the_owner_only(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    owner = launch_of(stack)
+    status, hook = call(stack, "hooks/add", {"name": "deploys", "request": "r1"}, owner)
+    assert status == 200, hook
+    body = b'{"service": "api", "status": "rolled back", "note": "PRIVATE-PAYLOAD"}'
+    now = int(time.time())
+    signed = {
+        "X-Hook-Timestamp": str(now),
+        "X-Hook-Signature": inbound_events.sign(hook["secret"], body, now),
+        "X-Hook-Event": "deploy",
+        "X-Hook-Delivery": "deploy-1",
+    }
+    assert stack.post_hook("deploys", body, signed)["statusCode"] == 202
+    model_server.reply("The api deploy was rolled back.\nNothing else changed.")
+    stack.process_queue()
+    forged = signed | {"X-Hook-Signature": inbound_events.sign("guessed", body, now)}
+    assert stack.post_hook("deploys", body, forged)["statusCode"] == 401
+
+    status, shown = call(stack, "hooks/deliveries", {"name": "deploys"}, owner)
+    assert status == 200, shown
+    refused, queued = shown["deliveries"]  # newest first
+    assert (refused["outcome"], refused["status"], refused["reason"]) == (
+        "refused",
+        401,
+        "wrong signature",
+    )
+    assert refused["caused"] is None and refused["delivery_id"] is None
+    assert (queued["outcome"], queued["delivery_id"], queued["event"]) == (
+        "queued",
+        "deploy-1",
+        "deploy",
+    )
+    assert queued["size"] == len(body) and queued["digest"] == hashlib.sha256(body).hexdigest()
+    assert queued["caused"] == {"state": "answered", "answer": "The api deploy was rolled back."}
+    assert "PRIVATE-PAYLOAD" not in json.dumps(shown)
+    # A person never sees the owner's hooks, nor their deliveries.
+    assert call(stack, "hooks/deliveries", {"name": "deploys"}, launch_of(stack, ADA))[0] == 403
+
+
+def test_skills_requirements_are_judged_by_what_the_sandbox_said_to_agent_turn(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    """The console never asks the sandbox: agent_turn records what it found, on its first turn."""
+    skill = "---\nname: {0}\ndescription: Uses {0}.\nrequires:\n  {1}: [{2}]\n---\nDo it.\n"
+    for name, kind, needed in (
+        ("shell", "bins", "sh"),
+        ("nothing-has-it", "bins", "no-such-program-x9"),
+        ("model", "env", "LLM_MODEL"),  # set in agent_turn's environment
+        ("unset", "env", "NO_SUCH_VARIABLE_X9"),
+    ):
+        stack.workspace.write(f"skills/{name}/SKILL.md", skill.format(name, kind, needed).encode())
+    owner = launch_of(stack)
+
+    def shown() -> dict[str, Any]:
+        status, answer = call(stack, "skills", {}, owner)
+        assert status == 200, answer
+        return answer
+
+    before = shown()
+    assert before["checked"] is None
+    assert {s["name"]: s["available"] for s in before["skills"]}["shell"] is None  # unknown
+    model_server.reply("Hello.")
+    stack.post_update(stack.text_update("Hi"))
+    stack.process_queue()
+    after = shown()
+    assert after["checked"]["sandbox"] is True
+    available = {s["name"]: (s["available"], s["met"]) for s in after["skills"]}
+    assert available["shell"] == (True, {"bin:sh": True})
+    assert available["nothing-has-it"] == (False, {"bin:no-such-program-x9": False})
+    assert available["model"] == (True, {"env:LLM_MODEL": True})
+    assert available["unset"] == (False, {"env:NO_SUCH_VARIABLE_X9": False})
+
+
 PROBE = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from nanobot_lambda.core import launch_data
+    from nanobot_lambda.core import inbound_events, launch_data
     from nanobot_lambda.operator.local.runtime import LocalLambdaContext, load_handler_module
 
     started = time.perf_counter()

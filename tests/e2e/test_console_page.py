@@ -19,11 +19,13 @@ from typing import Any
 import boto3
 import pytest
 
+from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
 from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
-from nanobot_lambda.core import launch_data
+from nanobot_lambda.core import inbound_events, launch_data
 from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.inbound_events import new_hook
 from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram, LocalUser
 from tests.conftest import TEMPLATE
@@ -169,6 +171,47 @@ def test_the_owner_deletes_a_cron_job(stack: LocalStack, browser: Browser) -> No
         s["Name"] for s in scheduler.list_schedules(GroupName=refs["ScheduleGroup"])["Schedules"]
     ]
     assert job.schedule_name not in names
+
+
+def test_the_owner_pauses_the_heartbeat_sees_a_hook_s_refused_delivery_and_skills_checked(
+    stack: LocalStack, browser: Browser, model_server: ScriptedModelServer
+) -> None:
+    jobs = DynamoJobStore(stack.template.refs["JobsTable"], boto3.client("dynamodb"))
+    with browser.page(opened(stack, "schedules")) as page:
+        page.click("#heartbeat-switch")  # "Pause"
+        page.wait_for_selector("#notice.success")
+        page.wait_for_selector("#view[data-ready=schedules] #heartbeat-switch")
+        assert jobs.heartbeat_paused()
+        assert page.inner_text("#heartbeat-switch") == "Resume"
+        page.click("#heartbeat-switch")
+        page.wait_for_selector("#notice.success")
+        page.wait_for_selector("#view[data-ready=schedules] #heartbeat-switch")
+        assert not jobs.heartbeat_paused()
+
+    hooks = DynamoHookStore(stack.template.refs["SessionsTable"], lambda: boto3.client("dynamodb"))
+    assert hooks.add(
+        new_hook("builds", OWNER, None, quiet=False, now=datetime.now(UTC), created_by=OWNER)
+    )
+    now = int(time.time())
+    forged = {
+        "X-Hook-Timestamp": str(now),
+        "X-Hook-Signature": inbound_events.sign("guess", b"{}", now),
+    }
+    assert stack.post_hook("builds", b"{}", forged)["statusCode"] == 401
+    with browser.page(opened(stack, "hooks")) as page:
+        page.click("li[data-hook='builds'] button[data-show-deliveries]")
+        page.wait_for_selector("[data-deliveries='builds'] .delivery[data-outcome='refused']")
+        assert "refused (401: wrong signature)" in page.inner_text("[data-deliveries='builds']")
+
+    skill = "---\nname: shell\ndescription: Uses sh.\nrequires:\n  bins: [sh]\n---\nDo it.\n"
+    stack.workspace.write("skills/shell/SKILL.md", skill.encode())
+    model_server.reply("Hello.")
+    stack.post_update(stack.text_update("Hi"))  # a turn: agent_turn records what it checks
+    stack.process_queue()
+    with browser.page(opened(stack, "skills")) as page:
+        page.wait_for_selector("#view[data-ready=skills]")
+        assert page.inner_text("[data-skill-status='shell']") == "on · bin:sh ✓"
+        assert "the code sandbox's programs" in page.inner_text("#skills-checked")
 
 
 def test_the_spending_chart_is_drawn_with_the_recorded_figures(

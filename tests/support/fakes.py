@@ -20,7 +20,7 @@ from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, rend
 from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
-from nanobot_lambda.core.inbound_events import Hook
+from nanobot_lambda.core.inbound_events import DELIVERIES_KEPT, Delivery, Hook
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
@@ -62,6 +62,7 @@ from nanobot_lambda.core.sessions import (
     SessionHistory,
     align_to_user_turn,
 )
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 from nanobot_lambda.core.usage_counts import Tally, UsageSummary
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
@@ -299,6 +300,8 @@ class MemoryJobStore:
         self.firing_parts: dict[tuple[int, str, str], int] = {}
         self.subagents: dict[tuple[int, str], int] = {}
         self.private_chat: int | None = None
+        self.heartbeat_is_paused = False
+        self.requirements: RequirementsSeen | None = None
 
     def put(self, job: CronJob) -> None:
         if (job.chat_id, job.job_id) in self.jobs:  # DynamoDB: the put's condition fails
@@ -367,6 +370,18 @@ class MemoryJobStore:
 
     def latest_private_chat(self) -> int | None:
         return self.private_chat
+
+    def heartbeat_paused(self) -> bool:
+        return self.heartbeat_is_paused
+
+    def set_heartbeat_paused(self, paused: bool) -> None:
+        self.heartbeat_is_paused = paused
+
+    def record_requirements_seen(self, seen: RequirementsSeen) -> None:
+        self.requirements = seen
+
+    def requirements_seen(self) -> RequirementsSeen | None:
+        return self.requirements
 
 
 class MemorySchedules:
@@ -635,6 +650,7 @@ class MemoryHookStore:
         self.stored: dict[str, Hook] = {}
         self.slots: dict[tuple[str, str], int] = {}
         self.remembered: dict[tuple[str, str], datetime] = {}
+        self.delivered: dict[str, list[Delivery]] = {}  # newest first
         self.fail = False
 
     def _check(self) -> None:
@@ -676,6 +692,16 @@ class MemoryHookStore:
         self._check()
         for key in keys:
             self.remembered[(name, key)] = until
+
+    def record(self, name: str, delivery: Delivery) -> None:
+        self._check()
+        kept = self.delivered.setdefault(name, [])
+        kept.insert(0, delivery)
+        del kept[DELIVERIES_KEPT:]
+
+    def deliveries(self, name: str) -> list[Delivery]:
+        self._check()
+        return list(self.delivered.get(name, []))
 
 
 class MemoryFeedbackBook:

@@ -48,6 +48,7 @@ from tests.support.fakes import (
     MemoryPairingStore,
     MemorySchedules,
     MemorySessionStore,
+    MemoryTurnJournal,
     MemoryUsageStore,
     MemoryWorkspace,
 )
@@ -101,7 +102,9 @@ class World:
     jobs: MemoryJobStore = field(default_factory=MemoryJobStore)
     schedules: MemorySchedules = field(default_factory=MemorySchedules)
     hooks: MemoryHookStore = field(default_factory=MemoryHookStore)
-    sessions: MemorySessionStore = field(default_factory=MemorySessionStore)
+    sessions: MemorySessionStore = field(
+        default_factory=lambda: MemorySessionStore(MemoryTurnJournal())
+    )
     usage: MemoryUsageStore = field(default_factory=MemoryUsageStore)
     pairing: MemoryPairingStore = field(default_factory=MemoryPairingStore)
     dead_letters: MemoryDeadLetters = field(default_factory=MemoryDeadLetters)
@@ -116,8 +119,10 @@ class World:
             (
                 {name: ws.files for name, ws in sorted(self.workspaces.items())},
                 self.jobs.jobs,
+                self.jobs.heartbeat_is_paused,
                 self.schedules.schedules,
                 self.hooks.stored,
+                self.hooks.delivered,
                 self.sessions.preferences,
                 self.pairing.persons,
                 self.pairing.codes,
@@ -259,9 +264,12 @@ ROWS: dict[str, Row] = {
     "schedules/pause": Row("scoped", lambda world, who: {"job_id": f"job-{who.name}"}),
     "schedules/resume": Row("scoped", lambda world, who: {"job_id": f"job-{who.name}"}),
     "schedules/delete": Row("scoped", lambda world, who: {"job_id": f"job-{who.name}"}),
+    "schedules/heartbeat/pause": Row("owner"),
+    "schedules/heartbeat/resume": Row("owner"),
     "hooks": Row("owner"),
     "hooks/add": Row("owner", lambda world, who: {"name": "builds", "request": "r1"}),
     "hooks/remove": Row("owner", lambda world, who: {"name": "deploys"}),
+    "hooks/deliveries": Row("owner", lambda world, who: {"name": "deploys"}),
     "people": Row("owner"),
     "people/approve": Row("owner", lambda world, who: {"code": "123456"}),
     "people/deny": Row("owner", lambda world, who: {"code": "654321"}),
@@ -413,3 +421,18 @@ def test_a_write_lands_in_the_scope_asked_for_only() -> None:
     status, _ = ask(api, "models/choose", {"thinking": "high", "scope": GROUP.scope}, OWNER)
     assert status == 200
     assert set(world.sessions.preferences) == {session_key_for(GROUP.chat)}
+
+
+def test_the_owner_pauses_the_heartbeat_and_resumes_it_and_no_one_else_may() -> None:
+    world, api = make_world()
+    assert ask(api, "schedules/heartbeat/pause", {}, PERSON)[0] == 403
+    assert not world.jobs.heartbeat_is_paused
+    status, theirs = ask(api, "schedules", {}, PERSON)
+    assert status == 200 and "heartbeat" not in theirs  # the heartbeat is the owner's
+    assert ask(api, "schedules/heartbeat/pause", {}, OWNER) == (200, {"paused": True})
+    assert world.jobs.heartbeat_is_paused
+    heartbeat = ask(api, "schedules", {}, OWNER)[1]["heartbeat"]
+    assert heartbeat["paused"] is True and heartbeat["next_run"] is None
+    assert ask(api, "schedules/heartbeat/resume", {}, OWNER) == (200, {"paused": False})
+    heartbeat = ask(api, "schedules", {}, OWNER)[1]["heartbeat"]
+    assert heartbeat["paused"] is False and heartbeat["next_run"] == "2026-11-23T12:30+00:00"

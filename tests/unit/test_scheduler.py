@@ -99,6 +99,18 @@ def test_heartbeat_reports_to_the_latest_private_chat_by_default() -> None:
     assert queue.sent[0][0].chat_id == 555
 
 
+def test_a_paused_heartbeat_queues_nothing_and_resumed_it_queues_its_tasks() -> None:
+    jobs = MemoryJobStore()
+    scheduler, queue = service({"HEARTBEAT.md": "- [ ] water the plants"}, jobs=jobs)
+    jobs.set_heartbeat_paused(True)  # the console's pause
+    event = {"kind": "heartbeat", "scheduled_time": "2026-11-22T09:30:00Z"}
+    assert scheduler.handle(event) == {"status": "paused"}
+    assert queue.sent == []
+    jobs.set_heartbeat_paused(False)
+    assert scheduler.handle(event) == {"status": "queued"}
+    assert [job.tasks for job, _, _ in queue.sent] == ["- [ ] water the plants"]
+
+
 def test_tasks_without_a_target_chat_are_skipped() -> None:
     scheduler, queue = service({"HEARTBEAT.md": "- [ ] water the plants"}, chat_id=None)
     assert scheduler.handle({"kind": "heartbeat"}) == {"status": "no_target"}

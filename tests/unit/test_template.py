@@ -548,9 +548,10 @@ def test_the_console_reads_and_writes_only_chats_usage_hooks_and_pairing_in_sess
     template: dict[str, Any],
 ) -> None:
     """The console reads a chat's session header (its model choice, its recent turns), usage,
-    hooks and pairing, and writes a chat's model choice, hooks and pairing: never the album,
-    stop, feedback or hook-request partitions, nor (being no turn) a conversation's messages
-    beyond its header's preferences."""
+    hooks, their deliveries and pairing, and writes a chat's model choice, hooks and pairing:
+    never the album, stop or feedback partitions, never a hook's request records (the
+    webhook's), nor (being no turn) a conversation's messages beyond its header's
+    preferences."""
     context = make_context(template)
     policies = context.evaluate(properties(template, "ConsoleFunction")["Policies"])
     sessions = ATTRIBUTES[("SessionsTable", "Arn")]
@@ -567,7 +568,10 @@ def test_the_console_reads_and_writes_only_chats_usage_hooks_and_pairing_in_sess
             ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
             ["telegram:*", "hooks", "pairing"],
         ),
-        (["dynamodb:Query", "dynamodb:GetItem"], ["telegram:*", "usage#*", "hooks", "pairing"]),
+        (
+            ["dynamodb:Query", "dynamodb:GetItem"],
+            ["telegram:*", "usage#*", "hooks", "hook#*", "pairing"],
+        ),
     ]
 
 
@@ -775,7 +779,8 @@ EXPECTED_DATA_ACCESS = {
             (SESSIONS_ARN, f"dynamodb:{action}")
             for action in ("Query", "GetItem", "PutItem", "UpdateItem", "DeleteItem")
         ),
-        # jobs.DynamoJobStore: for_chat, get, set_paused, delete; never put or scan
+        # jobs.DynamoJobStore: for_chat, get, set_paused, delete, the heartbeat's pause (read,
+        # set), what agent_turn checks skills against (read); never put or scan
         *(
             (JOBS_ARN, f"dynamodb:{action}")
             for action in ("Query", "GetItem", "UpdateItem", "DeleteItem")
@@ -790,7 +795,7 @@ EXPECTED_DATA_ACCESS = {
         (WORKSPACE_OBJECTS, "s3:GetObject"),  # HEARTBEAT.md
         (BUCKET_ARN, "s3:ListBucket"),  # so that a missing file is a 404, not a 403
         (QUEUE_ARN, "sqs:SendMessage"),
-        (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat
+        (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat, heartbeat_paused
         (JOBS_ARN, "dynamodb:UpdateItem"),  # claim_firing, release_firing, record_run
         (JOBS_ARN, "dynamodb:DeleteItem"),  # a one-time job after it fired
     },

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from nanobot_lambda.core.schedules import next_run
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 
 JobKind = Literal["reminder", "task"]
 
@@ -52,7 +53,8 @@ class CronJob:
 
 
 class JobStore(Protocol):
-    """Scheduled jobs, background-task records and the owner's latest private chat."""
+    """Scheduled jobs, background-task records, the owner's latest private chat, whether the
+    heartbeat is paused, and what agent_turn checks skills' requirements against."""
 
     def put(self, job: CronJob) -> None:
         """Store a new job; StorageError if the chat has a job of that id already."""
@@ -100,6 +102,20 @@ class JobStore(Protocol):
     def remember_private_chat(self, chat_id: int) -> None: ...
 
     def latest_private_chat(self) -> int | None: ...
+
+    def heartbeat_paused(self) -> bool:
+        """Whether the owner paused the heartbeat (in the console): its firings then do
+        nothing. Its schedule is the template's and stays as it is."""
+        ...
+
+    def set_heartbeat_paused(self, paused: bool) -> None: ...
+
+    def record_requirements_seen(self, seen: RequirementsSeen) -> None:
+        """Keep what an agent_turn container checks skills' requirements against (the last
+        recorded stands), for the console (core/skill_requirements.py)."""
+        ...
+
+    def requirements_seen(self) -> RequirementsSeen | None: ...
 
 
 class Schedules(Protocol):

@@ -64,7 +64,11 @@ from nanobot_lambda.functions.agent_turn.memory_commands import MemoryCommands
 from nanobot_lambda.functions.agent_turn.recall import TurnRecall
 from nanobot_lambda.functions.agent_turn.saving import TurnSaver
 from nanobot_lambda.functions.agent_turn.spending import SetupNotices, SpendNotices
-from nanobot_lambda.functions.agent_turn.toolbox import SandboxPrograms, agent_tools
+from nanobot_lambda.functions.agent_turn.toolbox import (
+    RequirementsRecord,
+    SandboxPrograms,
+    agent_tools,
+)
 from nanobot_lambda.functions.agent_turn.turn_request import TurnRequests
 from nanobot_lambda.functions.agent_turn.turn_run import TurnStarter
 from nanobot_lambda.settings import AgentSettings
@@ -210,7 +214,8 @@ def build_turn_deps(
     heartbeat_model = metered_or_main(services.heartbeat_model)
     # The workspace of the job's scope (core/scopes.py): the owner's, a person's, a group's.
     workspace = ScopeSwitch(stores.workspace, stores.scope_workspace)
-    context = _context_builder(workspace, services.sandbox, environ, clock)
+    record = RequirementsRecord(stores.jobs, environ, clock)  # for the console
+    context = _context_builder(workspace, services.sandbox, environ, clock, record)
     current = CurrentTurn()
     workspace_tools, chat_tools = agent_tools(
         settings, current, workspace, stores.jobs, services.schedules, services.queue, clock
@@ -360,12 +365,13 @@ def _context_builder(
     sandbox: Sandbox | None,
     environ: Mapping[str, str],
     clock: Callable[[], datetime],
+    record: RequirementsRecord,
 ) -> ContextBuilder:
     """The prompt's builder; skills' `requires.bins` are checked against what the sandbox has
-    when there is one."""
+    when there is one. `record` keeps what they are checked against, once."""
     if sandbox is None:
-        return ContextBuilder(workspace, environ)
-    programs = SandboxPrograms(sandbox, clock)
+        return ContextBuilder(workspace, environ, programs_line=record.without_sandbox)
+    programs = SandboxPrograms(sandbox, clock, on_found=record)
     return ContextBuilder(
         workspace,
         environ,

@@ -1,11 +1,15 @@
 """Schedules: a chat's cron jobs and reminders with their next run, to pause, resume and delete;
-and, in the owner's scope, the heartbeat.
+and, in the owner's scope, the heartbeat, to pause and resume (the owner's alone).
 
 Each change is the cron tool's own (core/cron.py: `remove_job`, `pause_job`, `resume_job`), on
 the same job store and EventBridge Scheduler group: a paused job has no schedule and is marked
 paused (a firing already on its way is skipped by the scheduler function); resuming makes its
 schedule again, from its next firing. A job is looked up in the chat the request's scope is
 (a person can neither see nor touch another chat's jobs).
+
+The heartbeat's schedule is the template's (CloudFormation's: a change made here would drift
+from it), so pausing it is a flag in the job store (`JobStore.set_heartbeat_paused`) that the
+scheduler function reads as the heartbeat fires: a paused heartbeat's firing does nothing.
 """
 
 from __future__ import annotations
@@ -50,11 +54,21 @@ class ScheduleViews:
                 upcoming = next_run((self._heartbeat, self._timezone), now)
             except ScheduleError:
                 upcoming = None
+        paused = self._ports.jobs.heartbeat_paused()
         return {
             "expression": self._heartbeat,
-            "next_run": upcoming.isoformat(timespec="minutes") if upcoming else None,
+            "paused": paused,
+            "next_run": upcoming.isoformat(timespec="minutes") if upcoming and not paused else None,
             "tasks": tasks or "",
         }
+
+    def pause_heartbeat(self, target: ChatScope, body: dict[str, Any]) -> dict[str, Any]:
+        self._ports.jobs.set_heartbeat_paused(True)
+        return {"paused": True}
+
+    def resume_heartbeat(self, target: ChatScope, body: dict[str, Any]) -> dict[str, Any]:
+        self._ports.jobs.set_heartbeat_paused(False)
+        return {"paused": False}
 
     def _chosen(self, target: ChatScope, body: dict[str, Any]) -> CronJob:
         job_id = text_field(body, "job_id", 100)

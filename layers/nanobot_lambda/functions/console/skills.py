@@ -8,8 +8,12 @@ around is shown as a warning. The save is conditional on the version read, like 
 built-in skill is edited by saving a workspace copy, which overrides it (as a file tool's write
 would).
 
-Whether a skill's requirements are met (`requires.bins` in the code sandbox, `requires.env`)
-is known where the turn runs; the console shows what each skill requires.
+Whether a skill's requirements are met (`requires.bins` in the code sandbox, `requires.env` in
+agent_turn's environment) is known where the turns run: the console may not ask the sandbox (its
+role invokes no function) and has an environment of its own, so it judges each requirement
+against what an agent_turn container last recorded (core/skill_requirements.py): met, missing,
+or unknown (nothing recorded yet; a program without a sandbox). A skill is available when it
+loads and every requirement is met, unavailable when one is missing, else not known.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import re
 from typing import Any
 
 from nanobot_lambda.core.scopes import OWNER
+from nanobot_lambda.core.skill_requirements import requirement_met
 from nanobot_lambda.core.skills import (
     OFF_FILE,
     SKILL_FILE,
@@ -60,8 +65,11 @@ class SkillViews:
         return load_skills(texts, {}, lambda _: None, off_names(_text(off) if off else None))
 
     def skills(self, target: ChatScope, body: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "skills": [
+        seen = self._ports.jobs.requirements_seen()
+        shown = []
+        for skill in self._skills():
+            met = {requirement: requirement_met(requirement, seen) for requirement in skill.missing}
+            shown.append(
                 {
                     "name": skill.name,
                     "description": skill.description,
@@ -71,9 +79,15 @@ class SkillViews:
                     "error": skill.error,
                     "warning": skill.warning,
                     "requires": list(skill.missing),
+                    "met": met,  # each requirement: true, false, or null (not known)
+                    "available": _available(skill, list(met.values())),
                 }
-                for skill in self._skills()
-            ]
+            )
+        return {
+            "skills": shown,
+            "checked": None
+            if seen is None
+            else {"at": seen.recorded_at, "sandbox": seen.programs is not None},
         }
 
     def read(self, target: ChatScope, body: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +133,12 @@ class SkillViews:
 
         update_text(self._files(), OFF_FILE, change)
         return {"name": name, "off": off}
+
+
+def _available(skill: Skill, met: list[bool | None]) -> bool | None:
+    if skill.error or False in met:
+        return False
+    return None if None in met else True
 
 
 def _name(body: dict[str, Any]) -> str:

@@ -273,8 +273,14 @@
       section.appendChild(el("h2", { text: "Skills" }));
       var list = el("ul", { className: "list" });
       data.skills.forEach(function (skill) {
+        var needs = skill.requires.map(function (requirement) {
+          var met = skill.met[requirement];
+          return requirement + (met === true ? " ✓" : met === false ? " ✗ missing" : " (unknown)");
+        }).join(", ");
         var status = skill.error ? "unavailable: " + skill.error :
-          skill.off ? "off" : skill.requires.length ? "needs " + skill.requires.join(", ") : "on";
+          skill.off ? "off" + (needs ? " · needs " + needs : "") :
+          skill.available === false ? "unavailable: needs " + needs :
+          skill.available === null ? "needs " + needs : "on" + (needs ? " · " + needs : "");
         var toggle = el("input", { type: "checkbox", role: "switch", "aria-label": "Use " + skill.name,
           "data-skill-switch": skill.name });
         toggle.checked = !skill.off;
@@ -293,10 +299,14 @@
               el("span", { className: "badge " + (skill.error ? "bad" : skill.off ? "off" : ""), text: skill.source })),
             toggle),
           el("p", { className: "hint", text: skill.description }),
-          el("p", { className: skill.error ? "bad" : "hint", text: status + (skill.warning ? " · warning: " + skill.warning : "") })));
+          el("p", { className: skill.error || skill.available === false ? "bad" : "hint", "data-skill-status": skill.name,
+            text: status + (skill.warning ? " · warning: " + skill.warning : "") })));
       });
       section.appendChild(list);
-      section.appendChild(el("p", { className: "hint", text: "Whether a skill's requirements are met (programs in the sandbox, variables) is known where the assistant runs." }));
+      section.appendChild(el("p", { className: "hint", id: "skills-checked", text: data.checked ?
+        "Requirements checked against what the assistant found on " + when(data.checked.at) +
+          (data.checked.sandbox ? " (the code sandbox's programs, its variables)" : " (its variables; no code sandbox: programs unknown)") + "." :
+        "Whether requirements are met is not known yet: the assistant records what it checks them against (the sandbox's programs, its variables' names) on its first turn." }));
     }).catch(failed);
   }
 
@@ -353,10 +363,21 @@
       section.appendChild(list);
       if (data.heartbeat) {
         var beat = data.heartbeat;
-        section.appendChild(el("h2", { text: "Heartbeat" }));
-        section.appendChild(el("p", { className: "hint", text: (beat.expression || "") + " · next: " + when(beat.next_run) +
+        var switchBeat = function () {
+          haptic("tap");
+          api(beat.paused ? "schedules/heartbeat/resume" : "schedules/heartbeat/pause").then(function () {
+            show("schedules"); notice(beat.paused ? "Heartbeat resumed." : "Heartbeat paused.", "success");
+          }).catch(failed);
+        };
+        section.appendChild(el("div", { className: "row" }, el("h2", { text: "Heartbeat" }),
+          beat.paused ? el("span", { className: "badge off", text: "paused" }) : null));
+        section.appendChild(el("p", { className: "hint", text: (beat.expression || "") + " · next: " +
+          (beat.paused ? "paused: its firings do nothing" : when(beat.next_run)) +
           (beat.tasks ? "" : " · idle: HEARTBEAT.md has no tasks (no model call)") }));
         if (beat.tasks) section.appendChild(el("pre", { className: "current", text: beat.tasks }));
+        section.appendChild(el("div", { className: "actions" },
+          el("button", { type: "button", className: "small", id: "heartbeat-switch",
+            text: beat.paused ? "Resume" : "Pause", onclick: switchBeat })));
       }
     }).catch(failed);
   }
@@ -369,13 +390,18 @@
       section.appendChild(el("h2", { text: "Event hooks" }));
       var list = el("ul", { className: "list" });
       data.hooks.forEach(function (hook) {
+        var deliveries = el("div", { className: "deliveries", "data-deliveries": hook.name });
         list.appendChild(el("li", { "data-hook": hook.name },
           el("div", { className: "row" }, el("strong", { text: hook.name }),
             el("span", { className: "badge", text: "chat " + hook.chat_id + (hook.quiet ? " · quiet" : "") })),
           el("p", { className: "hint mono", text: hook.url }),
-          el("button", { type: "button", className: "small danger", text: "Remove", onclick: function () {
-            api("hooks/remove", { name: hook.name }).then(function () { show("hooks"); notice(hook.name + " removed.", "success"); }).catch(failed);
-          } })));
+          el("div", { className: "actions" },
+            el("button", { type: "button", className: "small", text: "Last deliveries", "data-show-deliveries": hook.name,
+              onclick: function () { haptic("tap"); hookDeliveries(deliveries, hook.name); } }),
+            el("button", { type: "button", className: "small danger", text: "Remove", onclick: function () {
+              api("hooks/remove", { name: hook.name }).then(function () { show("hooks"); notice(hook.name + " removed.", "success"); }).catch(failed);
+            } })),
+          deliveries));
       });
       if (!data.hooks.length) section.appendChild(el("p", { className: "hint", text: "No hooks yet." }));
       section.appendChild(list);
@@ -394,6 +420,35 @@
           notice("Hook " + hook.name + " added: copy its secret now.", "success");
         }).catch(failed);
       });
+    }).catch(failed);
+  }
+
+  var CAUSED = {
+    answered: "answered",
+    quiet: "nothing to report (not sent)",
+    running: "running (or waiting for a retry)",
+    unseen: "not among the chat's recent turns (still queued, or too long ago)"
+  };
+
+  function hookDeliveries(container, name) {
+    api("hooks/deliveries", { name: name }).then(function (data) {
+      clear(container);
+      if (!data.deliveries.length) {
+        container.appendChild(el("p", { className: "hint", text: "No delivery yet." }));
+      }
+      data.deliveries.forEach(function (delivery) {
+        var outcome = delivery.outcome === "queued" ? "queued" : delivery.outcome === "duplicate" ? "a repeat, not queued" :
+          delivery.outcome + " (" + delivery.status + (delivery.reason ? ": " + delivery.reason : "") + ")";
+        var caused = delivery.caused ? CAUSED[delivery.caused.state] + (delivery.caused.answer ? ": " + delivery.caused.answer : "") : "";
+        container.appendChild(el("div", { className: "delivery", "data-outcome": delivery.outcome },
+          el("div", { className: "row" },
+            el("span", { text: when(delivery.at) + (delivery.event ? " · " + delivery.event : "") }),
+            el("span", { className: "badge" + (delivery.outcome === "queued" ? "" : " bad"), text: outcome })),
+          el("p", { className: "hint mono", text: delivery.size + " bytes" + (delivery.digest ? " · sha256 " + delivery.digest.slice(0, 16) + "…" : "") +
+            (delivery.delivery_id ? " · " + delivery.delivery_id : "") }),
+          caused ? el("p", { className: "hint", "data-caused": delivery.caused.state, text: "→ " + caused }) : null));
+      });
+      container.appendChild(el("p", { className: "hint", text: "The last " + data.kept + " are kept, " + data.kept_days + " days at most; of a payload, its size and digest only." }));
     }).catch(failed);
   }
 
