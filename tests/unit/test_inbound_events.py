@@ -17,6 +17,7 @@ from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.heartbeat import HEARTBEAT_OK
 from nanobot_lambda.core.inbound_events import HookCommands, new_hook
 from nanobot_lambda.core.jobs import HookEventJob, parse_job
+from nanobot_lambda.functions import inbound_events as inbound_events_route
 from nanobot_lambda.functions.inbound_events import HookReceiver, hook_name
 from nanobot_lambda.operator.local.stack import hook_http_event
 from tests.support.fakes import MemoryHookStore, MemoryQueue, RecordingMetrics
@@ -210,6 +211,7 @@ def test_each_delivery_at_a_hook_is_kept_with_what_it_caused_and_never_its_paylo
     assert setup.post(body, signed)[1]["status"] == "duplicate"
     assert setup.post(body, generic_headers("not-the-secret", body))[0] == 401
     huge = b"x" * (inbound_events.BODY_MAX_BYTES + 1)
+    setup.clock += inbound_events_route.REFUSALS_RECORDED_EVERY  # a refusal recorded per period
     assert setup.post(huge, {})[0] == 413
     setup.post(body, signed, name="nope")  # no such hook: kept nowhere
     setup.post(huge, {}, name="../etc")
@@ -245,6 +247,7 @@ def test_a_delivery_refused_at_its_rate_or_while_the_queue_is_away_is_kept_as_su
     setup.queue.fail = True
     assert setup.post(BODY, generic_headers(setup.secret, BODY))[0] == 503
     setup.queue.fail = False
+    setup.clock += inbound_events_route.REFUSALS_RECORDED_EVERY
     for n in range(inbound_events.RATE_PER_MINUTE):  # the outage's request took a slot
         body = json.dumps({"n": n}).encode()
         setup.post(body, generic_headers(setup.secret, body))
@@ -258,6 +261,20 @@ def test_a_delivery_refused_at_its_rate_or_while_the_queue_is_away_is_kept_as_su
     setup.post(BODY, generic_headers(setup.secret, BODY))
     ((away,),) = [setup.store.deliveries("ci")]
     assert (away.outcome, away.status, away.turn_id) == ("unavailable", 503, None)
+
+
+def test_a_flood_of_refused_requests_leaves_a_sample_and_every_queued_one() -> None:
+    """Forged requests cost their sender nothing: a container records one refusal per hook
+    per period (each answered all the same), while what is queued is always recorded."""
+    setup = Setup()
+    for n in range(50):
+        body = json.dumps({"forged": n}).encode()
+        assert setup.post(body, generic_headers("not-the-secret", body))[0] == 401
+    assert [d.status for d in setup.store.deliveries("ci")] == [401]
+    assert setup.post(BODY, generic_headers(setup.secret, BODY))[0] == 202  # within the period
+    setup.clock += inbound_events_route.REFUSALS_RECORDED_EVERY
+    assert setup.post(BODY, generic_headers("not-the-secret", BODY, setup.clock))[0] == 401
+    assert [d.status for d in setup.store.deliveries("ci")] == [401, 202, 401]
 
 
 def test_a_delivery_whose_record_fails_is_answered_all_the_same() -> None:

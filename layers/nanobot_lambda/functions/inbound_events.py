@@ -16,7 +16,10 @@ away (the sender retries: nothing is lost); 202 `queued` with the delivery id.
 
 Each request for a hook that exists is then recorded as a `Delivery` (core/inbound_events.py):
 the answer, the turn it queued, the body's size and digest, never the body. A record that
-cannot be written is logged and the answer stands.
+cannot be written is logged and the answer stands. Refused requests cost the sender nothing
+and the ring two writes each, so a container records at most one refusal per hook every
+`REFUSALS_RECORDED_EVERY` (a flood of forged requests leaves a sample, not a bill); what was
+queued, or a repeat of what was, is always recorded.
 
 agent_turn runs the queued `HookEventJob` (its wiring: README "Event hooks", and the module
 docstring of core/inbound_events.py): the owner's `/hooks` commands are answered by
@@ -28,9 +31,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nanobot_lambda.adapters.telegram.places import session_key_for
@@ -47,6 +51,8 @@ from nanobot_lambda.functions.webhook import (
 logger = logging.getLogger(__name__)
 
 _HOOK_PATH = re.compile(r"(?:^|/)hooks/([^/]*)/?$")
+REFUSALS_RECORDED_EVERY = timedelta(seconds=10)
+_REFUSALS_REMEMBERED = 256  # hooks whose last recorded refusal a container keeps
 
 
 def hook_name(event: Mapping[str, Any]) -> str | None:
@@ -84,6 +90,7 @@ class HookReceiver:
         self._queue = queue
         self._metrics = metrics
         self._clock = clock
+        self._refusal_recorded: OrderedDict[str, datetime] = OrderedDict()  # hook -> when
 
     def handle(self, event: Mapping[str, Any], name: str) -> WebhookResponse:
         heard = _Heard(self._clock())
@@ -145,6 +152,8 @@ class HookReceiver:
     def _record(self, hook: inbound_events.Hook, heard: _Heard, answer: WebhookResponse) -> None:
         outcome = _outcome(answer)
         queued = outcome == "queued"
+        if outcome in ("refused", "unavailable") and not self._refusal_due(hook.name, heard.at):
+            return
         delivery = inbound_events.Delivery(
             at=heard.at.isoformat(timespec="seconds"),
             outcome=outcome,
@@ -166,6 +175,17 @@ class HookReceiver:
                 type(error).__name__,
                 extra={"hook": hook.name},
             )
+
+    def _refusal_due(self, name: str, at: datetime) -> bool:
+        """Whether a refusal for `name` is to be recorded now (and, if so, noted as recorded)."""
+        last = self._refusal_recorded.get(name)
+        if last is not None and timedelta(0) <= at - last < REFUSALS_RECORDED_EVERY:
+            return False
+        self._refusal_recorded[name] = at
+        self._refusal_recorded.move_to_end(name)
+        while len(self._refusal_recorded) > _REFUSALS_REMEMBERED:
+            self._refusal_recorded.popitem(last=False)
+        return True
 
     def _queue_event(
         self,
