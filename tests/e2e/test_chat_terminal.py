@@ -275,6 +275,7 @@ def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
     assert "Here is everything." not in chat.text
     assert "you> /stop" in lines
     assert not any(line.startswith("you> nanobot>") for line in lines)
+    assert "you> what should I do today?" in lines and "you> hello" in lines, chat.text
     assert lines.index("you> what should I do today?") < lines.index("you> hello")
     # No log line below WARNING without -v (Powertools' JSON lines carry a "level").
     assert '"level"' not in chat.text and "INFO" not in chat.text

@@ -20,15 +20,19 @@ shown (a file, a message in another chat, the line the person just sent) goes ab
 the draft is drawn again under it.
 
 Everything is drawn under one lock, each drawing in one write. readline writes on the prompt
-line too, from the main thread and outside the lock: the prompt as `input()` begins, what is
-typed, the line break of Enter. So `read_line` takes the lock before `input()` and readline's
-pre-input hook lets it go once the prompt is drawn (only then is it shown): output that comes
-meanwhile waits, instead of drawing a prompt that readline's would follow. And on Enter,
-readline writes the line break and gives the terminal back (its line mode on again) before the
-line reaches `read_line`: output drawn then would take the line sent for the prompt and erase
-it. So each drawing checks, just before it writes, that readline still reads the keys;
-otherwise it is kept, and `read_line` draws it under the line sent. readline calls nothing
-between its line break and its giving the terminal back: that instant is not covered.
+line too, from the main thread and outside the lock: the prompt as `input()` begins, each key
+typed, the line break of Enter. A drawing from another thread could fall between two of its
+writes (between a key's insertion and its echo, the key then shown twice; between Enter's line
+break and its giving the terminal back, the line sent taken for the prompt and erased). So
+while readline shows the prompt, other threads never draw: they keep the drawing and signal the
+main thread (`WAKE_SIGNAL`). readline waits for keys in `select()`, which the signal
+interrupts; Python runs the signal's handler right there, in the main thread, between two keys,
+and the handler draws what was kept: readline is then between writes by construction. Should
+the handler run anywhere else (readline has taken the line sent, the terminal is in line mode
+again), it draws nothing, and `read_line` draws what was kept, under the line sent.
+`read_line` takes the lock before `input()` and readline's pre-input hook lets it go once the
+prompt is drawn (only then is it shown): output that comes meanwhile waits, instead of drawing
+a prompt that readline's would follow.
 
 Without a screen (`chat -m`, output to a file or a pipe, a test writing to a buffer) nothing
 can be erased: drafts are not written, and the messages are written as they come, as plain
@@ -39,6 +43,7 @@ print over the shell's prompt.
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 import threading
 import unicodedata
@@ -59,6 +64,8 @@ RESTORE_CURSOR = "\x1b8"
 ERASE_BELOW = "\x1b[J"  # from the cursor to the end of the screen
 CUT = "…"  # the end of a draft shown cut to the screen's height
 TAB_STOP = 8
+# The main thread's wake-up for drawing between readline's writes (no other use in the chat).
+WAKE_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
 
 
 class Terminal:
@@ -86,7 +93,8 @@ class Terminal:
         self._muted = False
         self._readline_prompt = False  # readline draws the prompt, and says when (its hook)
         self._held_for_prompt = False  # read_line holds the lock until the prompt is drawn
-        self._kept: list[Callable[[], bool]] = []  # what came once the line was taken
+        self._kept: list[Callable[[], bool]] = []  # what waits for a moment to be drawn
+        self._wakes = False  # the main thread draws on WAKE_SIGNAL (its handler installed)
 
     # -- output, from any thread -------------------------------------------------------------
 
@@ -142,6 +150,8 @@ class Terminal:
     def read_line(self) -> str:
         """The person's next line (EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C)."""
         hooked = self._screen and readline is not None and hasattr(readline, "set_pre_input_hook")
+        if hooked and not self._wakes:
+            self._wakes = self._install_wake()
         self._lock.acquire()  # held until the prompt is drawn (`_prompt_drawn`)
         self._held_for_prompt = True
         try:
@@ -182,6 +192,23 @@ class Terminal:
             self._draw_kept()
         return line
 
+    def _install_wake(self) -> bool:
+        """Draw on WAKE_SIGNAL in the main thread (possible only from there, where input() runs)."""
+        if WAKE_SIGNAL is None or threading.current_thread() is not threading.main_thread():
+            return False
+        signal.signal(WAKE_SIGNAL, self._woken)
+        return True
+
+    def _woken(self, _signal: int, _frame: object) -> None:
+        """WAKE_SIGNAL's handler, in the main thread: while readline waits for a key, draw what
+        was kept. Anywhere else (the prompt is being drawn, or the line was taken),
+        leave it to `read_line`. (Each thread that keeps a drawing signals once it has let the
+        lock go: the lock is never held by another thread for long.)"""
+        with self._lock:
+            if self._held_for_prompt or not self._prompt_shown or not readline_has_the_keys():
+                return
+            self._draw_kept()
+
     def _prompt_drawn(self) -> None:
         """readline's pre-input hook (in input(), once it has drawn the prompt): the prompt is
         shown, and what waited for it can be drawn."""
@@ -193,16 +220,30 @@ class Terminal:
     # -- drawing -----------------------------------------------------------------------------
 
     def _draw(self, draw: Callable[[], bool]) -> None:
-        """Draw now, or, if readline has taken the line sent already, keep it for `read_line`
-        to draw (under that line), once it has the line."""
+        """Draw now; or, while readline shows the prompt, keep it and wake the main thread to
+        draw it between two of readline's writes; or, if readline has taken the line sent
+        already, keep it for `read_line` to draw (under that line), once it has the line."""
         with self._lock:
-            if self._kept or not draw():
+            wake = self._wait_for_main_thread()
+            if self._kept or wake or not draw():
                 self._kept.append(draw)
+        if wake and WAKE_SIGNAL is not None:  # once the lock is free, for the handler to take it
+            signal.pthread_kill(threading.main_thread().ident or 0, WAKE_SIGNAL)
+
+    def _wait_for_main_thread(self) -> bool:
+        return (
+            self._wakes
+            and self._prompt_shown
+            and self._readline_prompt
+            and threading.current_thread() is not threading.main_thread()
+        )
 
     def _draw_kept(self) -> None:
-        kept, self._kept = self._kept, []
-        for draw in kept:
-            draw()
+        """Draw what was kept, in order; what cannot be drawn yet (and all after it) stays."""
+        while self._kept:
+            if not self._kept[0]():
+                return
+            self._kept.pop(0)
 
     def _above(self, text: str) -> bool:
         return self._show(text, self._live[1] if self._live is not None else None)
