@@ -23,7 +23,13 @@ SLICE = SoakPlan(seed=12, chats=4, messages=3, crash_rate=0.7)
 
 @pytest.fixture(scope="module")
 def soak(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoakRun]:
-    yield run_soak(SLICE, log_dir=tmp_path_factory.mktemp("soak"), moto_endpoint=moto_endpoint)
+    # Retries at once (`make soak` keeps the deployed pauses): what a retry does, sooner.
+    yield run_soak(
+        SLICE,
+        log_dir=tmp_path_factory.mktemp("soak"),
+        moto_endpoint=moto_endpoint,
+        retries_wait=False,
+    )
 
 
 def test_the_soak_kills_the_worker_where_its_plan_says_and_restarts_it(soak: SoakRun) -> None:

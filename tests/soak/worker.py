@@ -51,9 +51,15 @@ class WorkerDied(Exception):
 
 
 def _serve(
-    connection: Connection, environ: dict[str, str], handler_file: str, log_path: str
+    connection: Connection,
+    environ: dict[str, str],
+    handler_file: str,
+    log_path: str,
+    retries_wait: bool = True,
 ) -> None:
     """The worker: Lambda's init (import the handler file), then one invocation per event."""
+    if not retries_wait:
+        _retry_at_once()
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
@@ -77,6 +83,17 @@ def _serve(
             connection.send(("error", f"{type(error).__name__}: {error}"))
 
 
+def _retry_at_once() -> None:
+    """The handler's clients retry without their pauses: a model call at once, a Bot API call
+    at once (whatever retry_after Telegram gave). In the worker only, before its init."""
+    from nanobot_lambda.adapters.llm import litellm_model
+    from nanobot_lambda.adapters.telegram.client import TelegramBot
+
+    litellm_model.RETRY_FIRST_PAUSE = 0.0
+    assert TelegramBot.__init__.__kwdefaults__ is not None
+    TelegramBot.__init__.__kwdefaults__["sleep"] = lambda seconds: None
+
+
 class WorkerPool:
     """One warm worker at a time, replaced after it dies; `invoke` is the poller's handler."""
 
@@ -88,6 +105,7 @@ class WorkerPool:
         *,
         function_name: str = "agent_turn",
         timeout_seconds: float = 300,
+        retries_wait: bool = True,
     ) -> None:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(PRELOAD)
@@ -102,6 +120,7 @@ class WorkerPool:
         self._log_path = str(log_path)
         self._function_name = function_name
         self._timeout = timeout_seconds
+        self._retries_wait = retries_wait
         self._process: BaseProcess | None = None
         self._connection: Connection | None = None
         self.cold_starts: list[float] = []  # seconds from fork to a loaded handler
@@ -113,7 +132,7 @@ class WorkerPool:
         ours, theirs = self._context.Pipe()
         process = self._context.Process(
             target=_serve,
-            args=(theirs, self._environ, self._handler_file, self._log_path),
+            args=(theirs, self._environ, self._handler_file, self._log_path, self._retries_wait),
             daemon=True,
         )
         process.start()
