@@ -38,6 +38,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from nanobot_lambda.core.model import CompletionRequest
+
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "4d54a5f"
 RESULT = "result: "
@@ -88,16 +90,8 @@ def run_conversation(tree: Path) -> dict[str, Any]:
             self.turn = 0
             self.step = 0
 
-        def complete(
-            self,
-            messages: list[dict[str, Any]],
-            tools: list[dict[str, Any]],
-            *,
-            tool_choice: Any = None,
-            timeout: float | None = None,
-            on_text: Any = None,
-            reasoning_effort: str | None = None,
-        ) -> ModelReply:
+        def complete(self, request: CompletionRequest) -> ModelReply:
+            messages, tools, tool_choice = request.messages, request.tools, request.tool_choice
             forced = isinstance(tool_choice, dict) and tool_choice["function"]["name"]
             kind = "consolidation" if forced == "save_memory" else "agent"
             self.requests.append(

@@ -28,7 +28,7 @@ from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core.journal import Shown, TurnProgress
-from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
+from nanobot_lambda.functions.agent_turn.outbox import JournaledOutbox
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
 from nanobot_lambda.operator.local.resources import create_resources

@@ -183,7 +183,7 @@ def run_child(args: argparse.Namespace) -> None:
     timeline = Timeline(stack.bot_api)
     try:
         if args.keep_warm:  # the ping started the container (its init), then a quiet time
-            from nanobot_lambda.entry.keep_warm import KEEP_WARM_EVENT  # not in older trees
+            from nanobot_lambda.functions.keep_warm import KEEP_WARM_EVENT  # not in older trees
 
             agent_turn = stack.handlers["agent_turn"]
             agent_turn.handler(dict(KEEP_WARM_EVENT), stack._context("agent_turn"))

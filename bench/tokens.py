@@ -29,7 +29,7 @@ from nanobot_lambda.core.memory import HISTORY_FILE
 from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.core.workspace import seed_workspace
-from nanobot_lambda.entry.agent_turn.toolbox import agent_tools
+from nanobot_lambda.functions.agent_turn.toolbox import agent_tools
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import CurrentTurn
 

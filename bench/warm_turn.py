@@ -36,12 +36,14 @@ import boto3
 from _moto import start_moto
 from moto.server import ThreadedMotoServer
 
+from nanobot_lambda.core.model import CompletionRequest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.support: the request counter
 
 import nanobot_lambda.adapters.aws.clients  # noqa: E402, F401 - first, as in the functions: sessions made after it parse timestamps fast
 from nanobot_lambda.core.consolidation import SAVE_MEMORY  # noqa: E402
-from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage  # noqa: E402
+from nanobot_lambda.core.model import ModelReply, ToolCall, Usage  # noqa: E402
 from nanobot_lambda.operator.local.runtime import sqs_event  # noqa: E402
 from nanobot_lambda.operator.local.stack import LocalStack  # noqa: E402
 from tests.support.aws_requests import RequestCounter  # noqa: E402
@@ -69,16 +71,10 @@ class ZeroLatencyModel:
         self.calls = 0
         self.seconds = 0.0
 
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        *,
-        tool_choice: Any = None,
-        timeout: float | None = None,
-        on_text: TextStream | None = None,  # accepted and ignored: no stream to measure here
-        reasoning_effort: str | None = None,  # accepted and ignored: nothing to think about
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        """Its `on_text` and `reasoning_effort` are ignored: no stream to measure here, nothing
+        to think about."""
+        tool_choice = request.tool_choice
         start = time.perf_counter()
         self.calls += 1
         usage = Usage(prompt_tokens=1000, completion_tokens=20)
@@ -212,7 +208,7 @@ def run_variant(
             seed_session(stack, f"telegram:{stack.user.id}", messages, window // 2)
         for n in range(WARM_UP):
             one_turn(stack, counter, moto, model, n)
-        # As agent_turn's init does in a Lambda container (entry/init_phase.py): what lives on
+        # As agent_turn's init does in a Lambda container (functions/init_phase.py): what lives on
         # is frozen, so the collector walks only what turns make. Here that also takes in
         # moto's objects, which on AWS are not in the function's process at all.
         gc.freeze()

@@ -5,8 +5,8 @@ no site-packages (`-S -s`) and only `build/layers/CoreLayer/python`, `build/laye
 and `build/runtime/python` (boto3, which the runtime provides) on its path, and every connection
 beyond 127.0.0.1 refused. In it:
 
-- the three handlers (`functions/*/app.py`, as SAM deploys them) are imported: everything they
-  import at start-up is in the layers;
+- the handlers (`functions/*/app.py`, as SAM deploys them) are imported: everything they
+  import at start-up is in the layers (the console's page too: its files are the package's);
 - a completion WITH tools goes through `LitellmChatModel` to the scripted OpenAI-compatible
   stand-in (tests/support/scripted_model.py, served on 127.0.0.1 by this interpreter): the tool
   call and then the reply must parse;
@@ -40,9 +40,9 @@ from tests.support.scripted_model import ScriptedModelServer  # noqa: E402
 from tests.support.settings import AGENT_ENV  # noqa: E402
 
 BUILD = ROOT / "build"
-FUNCTIONS = ("webhook", "scheduler", "agent_turn", "sandbox")
+FUNCTIONS = ("webhook", "scheduler", "agent_turn", "sandbox", "console")
 # o200k_base, cl100k_base, cl100k_base (unknown model), Claude's bundled JSON, llama-3 (which
-# would download a tokenizer from Hugging Face unless litellm_model.py turns that off).
+# would download a tokenizer from Hugging Face unless litellm_model/ turns that off).
 TOKENIZER_MODELS = ("gpt-4o", "gpt-4", "openai/scripted", "claude-sonnet-4-5", "groq/llama-3-70b")
 DOCUMENTS = {"pdf": pdf("smoke page"), "docx": docx("smoke paragraph")}
 
@@ -78,7 +78,7 @@ for name in json.loads(sys.argv[2]):
 
 import litellm
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
-from nanobot_lambda.core.model import function_tool
+from nanobot_lambda.core.model import CompletionRequest, function_tool
 from nanobot_lambda.settings import AgentSettings
 
 model = LitellmChatModel(AgentSettings.from_env())
@@ -86,7 +86,7 @@ tools = [function_tool("read_file", "Read a workspace file.", {
     "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"],
 })]
 messages = [{"role": "user", "content": "What do my notes say?"}]
-first = model.complete(messages, tools)
+first = model.complete(CompletionRequest(messages, tools))
 call = first.tool_calls[0]
 result["tool_call"] = {"name": call.name, "arguments": json.loads(call.arguments)}
 messages += [
@@ -95,7 +95,7 @@ messages += [
          "function": {"name": call.name, "arguments": call.arguments}}]},
     {"role": "tool", "tool_call_id": call.id, "content": "Buy milk."},
 ]
-result["reply"] = model.complete(messages, tools).content
+result["reply"] = model.complete(CompletionRequest(messages, tools)).content
 
 text = [{"role": "user", "content": "Grüße aus Köln, 東京 🚀 tokenization_test(42)"}]
 models = json.loads(sys.argv[3])

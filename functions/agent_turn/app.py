@@ -2,12 +2,12 @@
 
 A record that raises is reported as a batch item failure: SQS retries it (after a short
 backoff) and, after maxReceiveCount attempts, moves it to the dead-letter queue; see
-nanobot_lambda.entry.agent_turn.sqs_records. Other chats' records go on (`skip_group_on_error`);
+nanobot_lambda.functions.agent_turn.sqs_records. Other chats' records go on (`skip_group_on_error`);
 later records of the failing chat wait, preserving order.
 
 A cold start reads the system prompt's files while the imports below run (litellm's alone takes
 seconds): the prefetch starts first, on the S3 client the workspace then uses (issue 31; see
-nanobot_lambda.adapters.aws.workspace). The keep-warm ping (nanobot_lambda.entry.keep_warm) is
+nanobot_lambda.adapters.aws.workspace). The keep-warm ping (nanobot_lambda.functions.keep_warm) is
 answered before anything else the handler does.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from nanobot_lambda.entry import init_phase
+from nanobot_lambda.functions import init_phase
 
 init_phase.begin()  # no garbage collection while the init makes its long-lived objects
 
@@ -58,14 +58,15 @@ from nanobot_lambda.adapters.aws.clients import (
     scheduler_client,
     sqs_client,
 )
-from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
-from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
+from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
 from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
-from nanobot_lambda.adapters.aws.logs import configure_logging, correlated
+from nanobot_lambda.adapters.aws.log_correlation import correlated
+from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
 from nanobot_lambda.adapters.aws.recall_index import S3RecallIndexObjects
 from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
 from nanobot_lambda.adapters.aws.secrets import fetch_secret
@@ -91,10 +92,10 @@ from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.adapters.mcp.client import mcp_servers
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
-from nanobot_lambda.entry import keep_warm
-from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
-from nanobot_lambda.entry.agent_turn.sqs_records import RecordRunner
-from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
+from nanobot_lambda.functions import keep_warm
+from nanobot_lambda.functions.agent_turn.dispatch import Dispatcher
+from nanobot_lambda.functions.agent_turn.sqs_records import RecordRunner
+from nanobot_lambda.functions.agent_turn.turn_deps import Services, Stores, TurnPorts
 from nanobot_lambda.settings import AgentSettings
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Sandbox function: runs the code the model writes (Python or shell) and returns its result.
 
-agent_turn invokes it synchronously with a request (see `nanobot_lambda.entry.sandbox`). Its
+agent_turn invokes it synchronously with a request (see `nanobot_lambda.functions.sandbox`). Its
 role can only write its own logs and its environment holds no secrets. Standard library only
 (the runner comes from CoreLayer): no Powertools, no third-party import.
 """
@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nanobot_lambda.entry.sandbox import run
+from nanobot_lambda.functions.sandbox import run
 
 
 def handler(event: dict[str, Any], context: object) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from nanobot_lambda.entry import init_phase
+from nanobot_lambda.functions import init_phase
 
 init_phase.begin()  # no garbage collection while the init makes its long-lived objects
 
@@ -18,7 +18,7 @@ from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.core import telemetry
-from nanobot_lambda.entry.scheduler import SchedulerPorts, SchedulerService
+from nanobot_lambda.functions.scheduler import SchedulerPorts, SchedulerService
 from nanobot_lambda.settings import SchedulerSettings
 
 logger = Logger()

@@ -1,12 +1,13 @@
 """Webhook function: Telegram update in, turn job onto the SQS FIFO queue, fast 200 out. Also
-the event hooks' route (`POST /hooks/{name}`, entry/hooks.py): a signed event in, a task queued.
+the event hooks' route (`POST /hooks/{name}`, nanobot_lambda.functions.inbound_events): a signed
+event in, a task queued.
 
 Must never import litellm (a test guards it): it is the latency-critical cold start.
 """
 
 from typing import Any
 
-from nanobot_lambda.entry import init_phase
+from nanobot_lambda.functions import init_phase
 
 init_phase.begin()  # no garbage collection while the init makes its long-lived objects
 
@@ -15,18 +16,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
 from nanobot_lambda.adapters.aws.clients import dynamodb_client, sqs_client
-from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
-from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
 from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
+from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
 from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
+from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
 from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
 from nanobot_lambda.core.pairing import Pairing
-from nanobot_lambda.entry.hooks import HookReceiver, hook_name
-from nanobot_lambda.entry.webhook import Webhook, WebhookPolicy, WebhookRecords
+from nanobot_lambda.functions.inbound_events import HookReceiver, hook_name
+from nanobot_lambda.functions.webhook import Webhook, WebhookPolicy, WebhookRecords
 from nanobot_lambda.settings import WebhookSettings
 
 logger = Logger()

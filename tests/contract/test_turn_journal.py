@@ -123,7 +123,7 @@ def test_the_session_load_returns_its_unfinished_turns(
 def test_an_answered_turn_reads_back_answered_with_its_session(
     sessions: SessionStore, journal: TurnJournal
 ) -> None:
-    """A turn whose save failed after its answer was sent (entry/agent_turn/saving.py): its
+    """A turn whose save failed after its answer was sent (functions/agent_turn/saving.py): its
     record says so, read alone or with the session, so the next run only saves it."""
     answer: Message = {"role": "assistant", "content": "Done."}
     progress = TurnProgress("t1", messages=[*STEP, answer], iterations=2, sends=2, answered=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from nanobot_lambda.core import hooks, texts
+from nanobot_lambda.core import inbound_events, texts
 from nanobot_lambda.operator.cli.live import PRESS_HINT
 from nanobot_lambda.operator.cli.local import STOP_SENT
 from nanobot_lambda.operator.local.stack import LocalUser
@@ -322,7 +322,7 @@ def test_a_hook_made_in_the_chat_takes_signed_events_on_this_machine(
             headers={
                 "Content-Type": "application/json",
                 "X-Hook-Timestamp": str(timestamp),
-                "X-Hook-Signature": hooks.sign(secret, body, timestamp),
+                "X-Hook-Signature": inbound_events.sign(secret, body, timestamp),
                 "X-Hook-Event": "deploy",
             },
         )
@@ -360,9 +360,16 @@ def test_a_hook_made_in_the_chat_takes_signed_events_on_this_machine(
             "bot token": "skip",
             "webhook": "skip",
             "command menu": "skip",
+            "console": "ok",
             "workspace": "ok",
         }, doctor.stdout
         assert f"hooks at {banner.group(1)}/NAME reach the webhook function" in doctor.stdout
+        # The banner's console link: the page on this machine, signed in as the local user.
+        console = re.search(
+            r"signed in as you for 1 hour\):\s+(http://\S+/console)#tgWebAppData=", chat.text
+        )
+        assert console is not None, chat.text
+        assert f"{console.group(1)}: its page and its API answer" in doctor.stdout
     finally:
         assert chat.close() == 0
 

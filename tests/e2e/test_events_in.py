@@ -27,11 +27,11 @@ import boto3
 import pytest
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
-from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
-from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
+from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
+from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
 from nanobot_lambda.adapters.telegram.subjects import subject_of
-from nanobot_lambda.core import hooks
-from nanobot_lambda.core.hooks import Hook, new_hook
+from nanobot_lambda.core import inbound_events
+from nanobot_lambda.core.inbound_events import Hook, new_hook
 from nanobot_lambda.core.jobs import HookEventJob, TelegramUpdateJob, parse_job
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram, LocalUser
@@ -109,7 +109,7 @@ def test_signed_events_are_queued_in_their_chat_and_scope_and_the_rest_refused(
         "Content-Type": "application/json",
         "X-GitHub-Event": "check_run",
         "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-        "X-Hub-Signature-256": hooks.sign_github(ci_secret, CHECK_RUN),
+        "X-Hub-Signature-256": inbound_events.sign_github(ci_secret, CHECK_RUN),
     }
     assert answer(stack.post_hook("ci", CHECK_RUN, github)) == (
         202,
@@ -120,7 +120,7 @@ def test_signed_events_are_queued_in_their_chat_and_scope_and_the_rest_refused(
     timestamp = int(now)
     generic = {
         "X-Hook-Timestamp": str(timestamp),
-        "X-Hook-Signature": hooks.sign(team_secret, deploy, timestamp),
+        "X-Hook-Signature": inbound_events.sign(team_secret, deploy, timestamp),
         "X-Hook-Event": "deploy",
     }
     assert answer(stack.post_hook("team-deploys", deploy, generic))[0] == 202
@@ -131,14 +131,14 @@ def test_signed_events_are_queued_in_their_chat_and_scope_and_the_rest_refused(
         200,
         {"ok": True, "status": "duplicate", "delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958"},
     )
-    forged = github | {"X-Hub-Signature-256": hooks.sign_github("guessed", CHECK_RUN)}
+    forged = github | {"X-Hub-Signature-256": inbound_events.sign_github("guessed", CHECK_RUN)}
     assert answer(stack.post_hook("ci", CHECK_RUN, forged)) == (
         401,
         {"ok": False, "error": "wrong signature"},
     )
     stale = generic | {
         "X-Hook-Timestamp": str(timestamp - 600),
-        "X-Hook-Signature": hooks.sign(team_secret, deploy, timestamp - 600),
+        "X-Hook-Signature": inbound_events.sign(team_secret, deploy, timestamp - 600),
     }
     assert answer(stack.post_hook("team-deploys", deploy, stale))[0] == 401
     assert answer(stack.post_hook("Bad.Name", deploy, generic))[0] == 404
@@ -296,7 +296,7 @@ def test_events_are_answered_in_their_chat_and_scope_once(
         "Content-Type": "application/json",
         "X-GitHub-Event": "check_run",
         "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-        "X-Hub-Signature-256": hooks.sign_github(ci_secret, CHECK_RUN),
+        "X-Hub-Signature-256": inbound_events.sign_github(ci_secret, CHECK_RUN),
     }
     assert answer(stack.post_hook("ci", CHECK_RUN, github))[0] == 202
     # Taken off the queue and queued twice (a redelivery, a dead letter replayed): one answer.
@@ -326,7 +326,7 @@ def test_events_are_answered_in_their_chat_and_scope_once(
     now = int(time.time())
     signed = {
         "X-Hook-Timestamp": str(now),
-        "X-Hook-Signature": hooks.sign(team_secret, deploy, now),
+        "X-Hook-Signature": inbound_events.sign(team_secret, deploy, now),
         "X-Hook-Event": "deploy",
         "X-Hook-Delivery": "deploy-1",
     }
@@ -344,7 +344,7 @@ def test_events_are_answered_in_their_chat_and_scope_once(
     model_server.reply("The api deploy was rolled back.")
     signed = {
         "X-Hook-Timestamp": str(now),
-        "X-Hook-Signature": hooks.sign(team_secret, rolled, now),
+        "X-Hook-Signature": inbound_events.sign(team_secret, rolled, now),
         "X-Hook-Event": "deploy",
         "X-Hook-Delivery": "deploy-2",
     }

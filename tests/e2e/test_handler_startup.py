@@ -17,6 +17,7 @@ REQUIRED = {
     "webhook": ["TELEGRAM_SECRET_TOKEN", "ALLOW_FROM", "TURN_QUEUE_URL", "SESSIONS_TABLE"],
     "agent_turn": ["TELEGRAM_BOT_TOKEN", "WORKSPACE_BUCKET", "SESSIONS_TABLE", "LLM_MODEL"],
     "scheduler": ["TURN_QUEUE_URL", "WORKSPACE_BUCKET"],
+    "console": ["TELEGRAM_BOT_TOKEN", "WORKSPACE_BUCKET", "SESSIONS_TABLE", "JOBS_TABLE"],
 }
 
 
@@ -35,7 +36,7 @@ def test_missing_settings_stop_the_start(name: str) -> None:
         load_handler_module(ROOT / "functions" / name, f"startup_{name}")
     for variable in REQUIRED[name]:
         assert f"{variable} is not set" in str(error.value)
-    # The init turned the collector off (entry/init_phase.py) and failed before turning it on:
+    # The init turned the collector off (functions/init_phase.py) and failed before turning it on:
     # this process, which outlives it, has it back.
     assert gc.isenabled()
 

@@ -8,7 +8,7 @@ import json
 import boto3
 import pytest
 
-from nanobot_lambda.entry.keep_warm import KEEP_WARM_EVENT, is_keep_warm
+from nanobot_lambda.functions.keep_warm import KEEP_WARM_EVENT, is_keep_warm
 from nanobot_lambda.operator.local.runtime import LocalLambdaContext
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from nanobot_lambda.entry.sandbox_confinement import landlock_abi
+from nanobot_lambda.functions.sandbox_confinement import landlock_abi
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.e2e.test_press_scopes import ADA, GROUP, ada_says, keys
 from tests.support.cli import run_console_script

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nanobot_lambda.adapters.llm import litellm_model
+from nanobot_lambda.adapters.llm.litellm_model import retries
 from nanobot_lambda.operator.local.cfn import TemplateContext, load_template
 from nanobot_lambda.operator.local.resources import create_resources
 from tests.conftest import TEMPLATE
@@ -42,7 +42,7 @@ def provider(
     """Each provider in turn (or those a test names: `parametrize("provider", […],
     indirect=True)`), its script and records empty. Retries do not sleep; a test fails that
     sent what the provider would have refused."""
-    monkeypatch.setattr(litellm_model, "RETRY_FIRST_PAUSE", 0.0)
+    monkeypatch.setattr(retries, "RETRY_FIRST_PAUSE", 0.0)
     chosen = providers[request.param]
     chosen.reset()
     yield chosen

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
-from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
-from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
-from nanobot_lambda.core.feedback import Reaction
+from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
+from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
+from nanobot_lambda.core.reactions_and_edits import Reaction
 from nanobot_lambda.operator.cli import main
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.operator.local.state import LocalStackInfo

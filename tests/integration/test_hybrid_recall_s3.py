@@ -19,7 +19,7 @@ from nanobot_lambda.core.recall_index import IndexUpdate, decode, make_chunk, qu
 from nanobot_lambda.core.scopes import OWNER, Scope, ScopeSwitch
 from nanobot_lambda.core.subjects import Subject
 from nanobot_lambda.core.usage import UsageMeter
-from nanobot_lambda.entry.recall import TurnRecall
+from nanobot_lambda.functions.agent_turn.recall import TurnRecall
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.settings import AgentSettings
 from tests.integration.test_workspace_concurrency import run_concurrently

@@ -7,13 +7,14 @@ import time
 
 import pytest
 
-from nanobot_lambda.adapters.llm.litellm_model import (
-    LitellmChatModel,
+from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.litellm_model.prompt_cache import (
     mark_cache_breakpoints,
     uses_prompt_cache_markers,
 )
 from nanobot_lambda.adapters.llm.transcription import transcriber_for
 from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.model import CompletionRequest
 from nanobot_lambda.settings import AgentSettings, LlmSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
@@ -32,7 +33,9 @@ def model_for(server: ScriptedModelServer, **extra: str) -> LitellmChatModel:
 
 def test_tool_calling_completion(model_server: ScriptedModelServer) -> None:
     model_server.call_tool("write_file", {"path": "a.md", "content": "hi"}, content="Writing.")
-    reply = model_for(model_server).complete([{"role": "user", "content": "save hi"}], TOOLS)
+    reply = model_for(model_server).complete(
+        CompletionRequest([{"role": "user", "content": "save hi"}], TOOLS)
+    )
     assert reply.content == "Writing."
     (call,) = reply.tool_calls
     assert call.name == "write_file"
@@ -67,7 +70,7 @@ def test_tool_results_round_trip(model_server: ScriptedModelServer) -> None:
         },
         {"role": "tool", "tool_call_id": "call_9", "name": "list_dir", "content": "AGENTS.md"},
     ]
-    reply = model_for(model_server).complete(messages, TOOLS)
+    reply = model_for(model_server).complete(CompletionRequest(messages, TOOLS))
     assert reply.content == "Done." and reply.tool_calls == ()
     sent = model_server.requests[0]["messages"]
     assert sent[1]["tool_calls"][0]["id"] == "call_9"
@@ -77,7 +80,7 @@ def test_tool_results_round_trip(model_server: ScriptedModelServer) -> None:
 def test_settings_reach_the_request(model_server: ScriptedModelServer) -> None:
     model_server.reply("ok")
     model = model_for(model_server, LLM_TEMPERATURE="0.3", LLM_MAX_TOKENS="777")
-    model.complete([{"role": "user", "content": "x"}], [])
+    model.complete(CompletionRequest([{"role": "user", "content": "x"}], []))
     request = model_server.requests[0]
     assert request["temperature"] == 0.3
     assert request["max_tokens"] == 777
@@ -89,7 +92,9 @@ def test_provider_failure_is_a_model_error_without_the_key(
 ) -> None:
     model_server.fail(500, times=3)
     with pytest.raises(ModelError) as error:
-        model_for(model_server).complete([{"role": "user", "content": "x"}], TOOLS)
+        model_for(model_server).complete(
+            CompletionRequest([{"role": "user", "content": "x"}], TOOLS)
+        )
     assert "sk-test-123" not in str(error.value)
     assert "500" in str(error.value)
 
@@ -107,14 +112,19 @@ def test_provider_explanation_is_kept(
         }
     )
     with pytest.raises(ModelError, match="api_key"):
-        LitellmChatModel(settings).complete([{"role": "user", "content": "x"}], [])
+        LitellmChatModel(settings).complete(
+            CompletionRequest([{"role": "user", "content": "x"}], [])
+        )
     assert model_server.requests == []  # refused before any request
 
 
 def test_retries_then_succeeds(model_server: ScriptedModelServer) -> None:
     model_server.fail(500).reply("recovered")
     model = model_for(model_server, LLM_NUM_RETRIES="2")
-    assert model.complete([{"role": "user", "content": "x"}], []).content == "recovered"
+    assert (
+        model.complete(CompletionRequest([{"role": "user", "content": "x"}], [])).content
+        == "recovered"
+    )
     assert len(model_server.requests) == 2
 
 
@@ -124,7 +134,7 @@ def test_spent_retries_report_the_providers_error(model_server: ScriptedModelSer
     model_server.fail(500, times=2)
     with pytest.raises(ModelError) as error:
         model_for(model_server, LLM_NUM_RETRIES="1").complete(
-            [{"role": "user", "content": "x"}], []
+            CompletionRequest([{"role": "user", "content": "x"}], [])
         )
     assert len(model_server.requests) == 2  # one try, one retry
     assert "status 500" in str(error.value) and "tenacity" not in str(error.value)
@@ -135,12 +145,15 @@ def test_a_rate_limit_is_retried_and_a_refused_key_is_not(
 ) -> None:
     model_server.fail(429).reply("after the limit")
     model = model_for(model_server, LLM_NUM_RETRIES="2")
-    assert model.complete([{"role": "user", "content": "x"}], []).content == "after the limit"
+    assert (
+        model.complete(CompletionRequest([{"role": "user", "content": "x"}], [])).content
+        == "after the limit"
+    )
     assert len(model_server.requests) == 2
 
     model_server.fail(401).reply("never asked")
     with pytest.raises(ModelError, match="status 401"):
-        model.complete([{"role": "user", "content": "x"}], [])
+        model.complete(CompletionRequest([{"role": "user", "content": "x"}], []))
     assert len(model_server.requests) == 3  # a wrong key does not get better with retries
     model_server.steps.clear()
 
@@ -180,7 +193,9 @@ def test_reasoning_content_is_read_from_the_reply(model_server: ScriptedModelSer
             reasoning_content="I should look first.",
         )
     )
-    reply = model_for(model_server).complete([{"role": "user", "content": "x"}], TOOLS)
+    reply = model_for(model_server).complete(
+        CompletionRequest([{"role": "user", "content": "x"}], TOOLS)
+    )
     assert reply.reasoning_content == "I should look first."
     assert reply.tool_calls[0].name == "list_dir"
 
@@ -191,7 +206,7 @@ def test_a_fallback_model_answers_when_the_primary_keeps_failing(
     """Retries of LLM_MODEL are spent first, then the fallback (same provider: same key)."""
     model_server.fail(503, times=2).reply("from the fallback")
     model = model_for(model_server, LLM_NUM_RETRIES="1", LLM_FALLBACK_MODELS="openai/backup")
-    reply = model.complete([{"role": "user", "content": "x"}], TOOLS)
+    reply = model.complete(CompletionRequest([{"role": "user", "content": "x"}], TOOLS))
     assert reply.content == "from the fallback"
     assert [request["model"] for request in model_server.requests] == [
         "scripted",
@@ -207,7 +222,7 @@ def test_every_model_failing_is_one_model_error_naming_each(
     model_server.fail(429).fail(500)
     model = model_for(model_server, LLM_FALLBACK_MODELS="openai/backup")
     with pytest.raises(ModelError) as error:
-        model.complete([{"role": "user", "content": "x"}], TOOLS)
+        model.complete(CompletionRequest([{"role": "user", "content": "x"}], TOOLS))
     assert "openai/scripted" in str(error.value) and "openai/backup" in str(error.value)
     assert "sk-test-123" not in str(error.value)
 
@@ -219,7 +234,7 @@ def test_a_fallback_of_another_provider_gets_neither_our_key_nor_our_endpoint(
     model_server.fail(500)
     model = model_for(model_server, LLM_FALLBACK_MODELS="anthropic/claude-haiku-4-5")
     with pytest.raises(ModelError, match="anthropic/claude-haiku-4-5"):
-        model.complete([{"role": "user", "content": "x"}], TOOLS)
+        model.complete(CompletionRequest([{"role": "user", "content": "x"}], TOOLS))
     # Only the primary's request reached our endpoint; the fallback had no key to send.
     assert [request["model"] for request in model_server.requests] == ["scripted"]
 
@@ -233,8 +248,14 @@ def test_a_background_model_of_our_provider_uses_our_key_and_falls_back_to_llm_m
     )
     model_server.reply("cheap answer").fail(500).reply("from LLM_MODEL")
     cheap = LitellmChatModel(settings, "openai/cheap")
-    assert cheap.complete([{"role": "user", "content": "x"}], []).content == "cheap answer"
-    assert cheap.complete([{"role": "user", "content": "x"}], []).content == "from LLM_MODEL"
+    assert (
+        cheap.complete(CompletionRequest([{"role": "user", "content": "x"}], [])).content
+        == "cheap answer"
+    )
+    assert (
+        cheap.complete(CompletionRequest([{"role": "user", "content": "x"}], [])).content
+        == "from LLM_MODEL"
+    )
     assert [request["model"] for request in model_server.requests] == ["cheap", "cheap", "scripted"]
     assert {headers["Authorization"] for headers in model_server.headers} == {"Bearer sk-test-123"}
 
@@ -249,7 +270,10 @@ def test_a_background_model_of_another_provider_gets_neither_our_key_nor_our_end
     )
     cheap = LitellmChatModel(settings, "anthropic/claude-haiku-4-5")
     # No Anthropic key of its own: it fails before any request, and LLM_MODEL answers.
-    assert cheap.complete([{"role": "user", "content": "x"}], []).content == "from LLM_MODEL"
+    assert (
+        cheap.complete(CompletionRequest([{"role": "user", "content": "x"}], [])).content
+        == "from LLM_MODEL"
+    )
     assert [request["model"] for request in model_server.requests] == ["scripted"]
 
 
@@ -258,7 +282,9 @@ def test_a_deadline_bounds_the_call(model_server: ScriptedModelServer) -> None:
     model_server.steps.append(Step(content="late", delay=5))
     started = time.monotonic()
     with pytest.raises(ModelError):
-        model_for(model_server).complete([{"role": "user", "content": "x"}], TOOLS, timeout=1.0)
+        model_for(model_server).complete(
+            CompletionRequest([{"role": "user", "content": "x"}], TOOLS, timeout=1.0)
+        )
     assert time.monotonic() - started < 4
 
 
@@ -305,7 +331,7 @@ def test_streamed_text_arrives_growing_and_equals_the_reply(
     answer = "The quick brown fox jumps over the lazy dog."
     model_server.reply(answer)
     texts: list[str] = []
-    reply = model_for(model_server).complete(USER, TOOLS, on_text=texts.append)
+    reply = model_for(model_server).complete(CompletionRequest(USER, TOOLS, on_text=texts.append))
     assert reply.content == answer
     assert len(texts) == len(answer.split())  # a word a chunk
     assert texts[0] == "The" and texts[-1] == answer
@@ -323,9 +349,9 @@ def test_a_streamed_tool_call_is_the_same_as_a_non_streamed_one(
         call = {"id": "call_7", "type": "function", "function": function}
         model_server.steps.append(Step(content="Saving.", tool_calls=[call]))
     model = model_for(model_server)
-    plain = model.complete(USER, TOOLS)
+    plain = model.complete(CompletionRequest(USER, TOOLS))
     texts: list[str] = []
-    streamed = model.complete(USER, TOOLS, on_text=texts.append)
+    streamed = model.complete(CompletionRequest(USER, TOOLS, on_text=texts.append))
     assert streamed.tool_calls == plain.tool_calls
     assert streamed.tool_calls[0].arguments == arguments
     assert streamed.tool_calls[0].id == "call_7"
@@ -338,7 +364,7 @@ def test_a_streamed_tool_call_without_text_has_no_content(
 ) -> None:
     model_server.call_tool("list_dir", {"path": ""})
     texts: list[str] = []
-    reply = model_for(model_server).complete(USER, TOOLS, on_text=texts.append)
+    reply = model_for(model_server).complete(CompletionRequest(USER, TOOLS, on_text=texts.append))
     assert reply.content is None and texts == []
     assert reply.tool_calls[0].name == "list_dir"
     assert reply.tool_calls[0].arguments == '{"path": ""}'
@@ -352,8 +378,8 @@ def test_a_streamed_tool_call_without_an_id_is_kept_and_named(
     model_server.steps.append(Step(tool_calls=[call]))
     model_server.steps.append(Step(tool_calls=[call]))
     model = model_for(model_server)
-    plain = model.complete(USER, TOOLS)
-    streamed = model.complete(USER, TOOLS, on_text=lambda text: None)
+    plain = model.complete(CompletionRequest(USER, TOOLS))
+    streamed = model.complete(CompletionRequest(USER, TOOLS, on_text=lambda text: None))
     assert [(c.name, c.arguments) for c in streamed.tool_calls] == [("list_dir", "{}")]
     assert [(c.name, c.arguments) for c in plain.tool_calls] == [("list_dir", "{}")]
     assert streamed.tool_calls[0].id.startswith("call_")
@@ -364,7 +390,9 @@ def test_a_stream_whose_opening_fails_is_retried_by_litellm(
 ) -> None:
     model_server.fail(500).reply("Opened the second time.")
     texts: list[str] = []
-    reply = model_for(model_server, LLM_NUM_RETRIES="1").complete(USER, TOOLS, on_text=texts.append)
+    reply = model_for(model_server, LLM_NUM_RETRIES="1").complete(
+        CompletionRequest(USER, TOOLS, on_text=texts.append)
+    )
     assert reply.content == "Opened the second time." and texts[-1] == reply.content
     assert model_server.streamed == [True, True]
 
@@ -376,8 +404,8 @@ def test_usage_and_cost_of_a_stream_are_those_of_the_same_reply_unstreamed(
     usage = {"prompt_tokens": 1200, "completion_tokens": 30, "cached_tokens": 1000}
     model_server.reply("Cached, mostly.", **usage).reply("Cached, mostly.", **usage)
     model = model_for(model_server)
-    plain = model.complete(USER, TOOLS)
-    streamed = model.complete(USER, TOOLS, on_text=lambda text: None)
+    plain = model.complete(CompletionRequest(USER, TOOLS))
+    streamed = model.complete(CompletionRequest(USER, TOOLS, on_text=lambda text: None))
     assert streamed.usage.prompt_tokens == 1200
     assert streamed.usage.completion_tokens == 30
     assert streamed.usage.cached_tokens == 1000
@@ -391,7 +419,7 @@ def test_streamed_reasoning_is_kept_and_not_shown_as_text(
 ) -> None:
     model_server.steps.append(Step(content="Paris.", reasoning_content="The capital of France."))
     texts: list[str] = []
-    reply = model_for(model_server).complete(USER, TOOLS, on_text=texts.append)
+    reply = model_for(model_server).complete(CompletionRequest(USER, TOOLS, on_text=texts.append))
     assert reply.reasoning_content == "The capital of France."
     assert reply.content == "Paris." and texts == ["Paris."]
 
@@ -404,7 +432,7 @@ def test_a_stream_failing_midway_is_retried_from_the_beginning(
     model_server.reply("Second attempt is whole.")
     texts: list[str] = []
     model = model_for(model_server, LLM_NUM_RETRIES="1")
-    reply = model.complete(USER, TOOLS, on_text=texts.append, timeout=20)
+    reply = model.complete(CompletionRequest(USER, TOOLS, on_text=texts.append, timeout=20))
     assert reply.content == "Second attempt is whole."
     assert texts[:3] == ["First", "First attempt", "First attempt goes"]
     assert shrinks_at(texts) == [3] and texts[3] == "Second"
@@ -422,7 +450,7 @@ def test_a_stream_failing_on_every_attempt_tries_the_fallback_then_is_a_model_er
     texts: list[str] = []
     model = model_for(model_server, LLM_NUM_RETRIES="1", LLM_FALLBACK_MODELS="openai/backup")
     with pytest.raises(ModelError) as error:
-        model.complete(USER, TOOLS, on_text=texts.append, timeout=20)
+        model.complete(CompletionRequest(USER, TOOLS, on_text=texts.append, timeout=20))
     assert [request["model"] for request in model_server.requests] == [
         "scripted",
         "scripted",
@@ -443,7 +471,7 @@ def test_a_fallback_answers_a_stream_the_primary_keeps_breaking(
     model_server.reply("From the backup.")
     texts: list[str] = []
     model = model_for(model_server, LLM_NUM_RETRIES="1", LLM_FALLBACK_MODELS="openai/backup")
-    reply = model.complete(USER, TOOLS, on_text=texts.append, timeout=20)
+    reply = model.complete(CompletionRequest(USER, TOOLS, on_text=texts.append, timeout=20))
     assert reply.content == "From the backup."
     assert texts == ["broken", "broken", "From", "From the", "From the backup."]
     assert [request["model"] for request in model_server.requests][-1] == "backup"
@@ -456,7 +484,7 @@ def test_a_stream_stalling_between_chunks_is_retried(model_server: ScriptedModel
     texts: list[str] = []
     model = model_for(model_server, LLM_NUM_RETRIES="1")
     started = time.monotonic()
-    reply = model.complete(USER, TOOLS, on_text=texts.append, timeout=3.0)
+    reply = model.complete(CompletionRequest(USER, TOOLS, on_text=texts.append, timeout=3.0))
     assert reply.content == "Fresh answer."
     assert time.monotonic() - started < 3.0  # the stall ended at the attempt's 1.5 s share
     assert model_server.streamed == [True, True]
@@ -470,7 +498,7 @@ def test_a_trickling_stream_is_cut_by_the_time_budget(model_server: ScriptedMode
     model = model_for(model_server, LLM_NUM_RETRIES="1")
     started = time.monotonic()
     with pytest.raises(ModelError, match="outlasted the time budget"):
-        model.complete(USER, TOOLS, on_text=texts.append, timeout=3.0)
+        model.complete(CompletionRequest(USER, TOOLS, on_text=texts.append, timeout=3.0))
     assert time.monotonic() - started < 3.0 + 2
     assert 2 <= len(texts) < 100  # it streamed, and was stopped early
     assert model_server.streamed == [True]  # no time was left for a retry
@@ -485,13 +513,13 @@ def test_a_failing_on_text_is_not_a_model_failure(model_server: ScriptedModelSer
 
     model = model_for(model_server, LLM_NUM_RETRIES="2")
     with pytest.raises(RuntimeError, match="the display broke"):
-        model.complete(USER, TOOLS, on_text=on_text)
+        model.complete(CompletionRequest(USER, TOOLS, on_text=on_text))
     assert len(model_server.requests) == 1
 
 
 def test_without_on_text_nothing_is_streamed(model_server: ScriptedModelServer) -> None:
     model_server.reply("Plain.", tokens_per_second=0.1, break_after=1)  # stream options unused
-    reply = model_for(model_server).complete(USER, TOOLS)
+    reply = model_for(model_server).complete(CompletionRequest(USER, TOOLS))
     assert reply.content == "Plain."
     assert model_server.streamed == [False]
     assert "stream" not in model_server.requests[0]

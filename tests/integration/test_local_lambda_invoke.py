@@ -13,7 +13,7 @@ import boto3
 import pytest
 import yaml
 
-from nanobot_lambda.entry.sandbox_confinement import is_dumpable
+from nanobot_lambda.functions.sandbox_confinement import is_dumpable
 from nanobot_lambda.operator.local.cfn import load_template
 from nanobot_lambda.operator.local.lambda_invoke import LocalLambdas, function_name
 from nanobot_lambda.operator.local.stack import LocalStack

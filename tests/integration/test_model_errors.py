@@ -15,6 +15,7 @@ import pytest
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.adapters.llm.model_errors import model_name_problem, model_name_problems
 from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.model import CompletionRequest
 from nanobot_lambda.settings import LlmSettings
 from tests.support.bedrock_refusals import NO_ACCESS, NOT_AUTHORIZED, BedrockRefusals
 from tests.support.scripted_model import ScriptedModelServer
@@ -31,7 +32,7 @@ def model_for(server: ScriptedModelServer, **extra: str) -> LitellmChatModel:
 
 def failure(model: LitellmChatModel) -> ModelError:
     with pytest.raises(ModelError) as raised:
-        model.complete(HELLO, [])
+        model.complete(CompletionRequest(HELLO, []))
     return raised.value
 
 

@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.adapters.llm.litellm_model import (
+from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
+from nanobot_lambda.adapters.llm.litellm_model.prompt_cache import (
     MAX_CACHE_BREAKPOINTS,
-    LitellmChatModel,
     mark_cache_breakpoints,
 )
+from nanobot_lambda.core.model import CompletionRequest
 from nanobot_lambda.settings import LlmSettings
 from tests.support.anthropic_server import AnthropicServer, cache_breakpoints
 from tests.support.scripted_model import ScriptedModelServer
@@ -94,7 +95,7 @@ def test_a_conversation_is_marked_after_the_system_prompt_history_and_user_messa
     messages = conversation()
     sent = copy.deepcopy(messages)
     anthropic.reply("Only AGENTS.md.")
-    reply = claude(anthropic).complete(messages, TOOLS)
+    reply = claude(anthropic).complete(CompletionRequest(messages, TOOLS))
     assert reply.content == "Only AGENTS.md."
     body = anthropic.requests[0]
     assert anthropic.paths == ["/v1/messages"]
@@ -123,7 +124,7 @@ def test_a_tool_loop_call_marks_the_newest_tool_result(anthropic: AnthropicServe
     messages = tool_loop()
     sent = copy.deepcopy(messages)
     anthropic.reply("Only AGENTS.md.")
-    claude(anthropic).complete(messages, TOOLS)
+    claude(anthropic).complete(CompletionRequest(messages, TOOLS))
     body = anthropic.requests[0]
     assert cache_breakpoints(body) == [
         "system[0]",
@@ -158,7 +159,7 @@ def test_of_parallel_tool_results_the_last_is_marked(anthropic: AnthropicServer)
     ]
     sent = copy.deepcopy(messages)
     anthropic.reply("Two files.")
-    claude(anthropic).complete(messages, TOOLS)
+    claude(anthropic).complete(CompletionRequest(messages, TOOLS))
     body = anthropic.requests[0]
     assert cache_breakpoints(body) == [
         "system[0]",
@@ -181,7 +182,7 @@ def test_a_user_message_with_an_image_is_marked_on_its_last_part(
     messages = [*conversation()[:3], {"role": "user", "content": parts}]
     sent = copy.deepcopy(messages)
     anthropic.reply("A pixel.")
-    claude(anthropic).complete(messages, TOOLS)
+    claude(anthropic).complete(CompletionRequest(messages, TOOLS))
     body = anthropic.requests[0]
     assert cache_breakpoints(body) == [
         "system[0]",
@@ -197,7 +198,7 @@ def test_a_user_message_with_an_image_is_marked_on_its_last_part(
 def test_a_first_message_gets_two_breakpoints(anthropic: AnthropicServer) -> None:
     """No history yet: the system prompt and the user message."""
     anthropic.reply("Hello!")
-    claude(anthropic).complete(conversation()[:2], TOOLS)
+    claude(anthropic).complete(CompletionRequest(conversation()[:2], TOOLS))
     assert cache_breakpoints(anthropic.requests[0]) == ["system[0]", "messages[0].content[0]"]
 
 
@@ -207,9 +208,9 @@ def test_a_streamed_call_carries_the_same_breakpoints_and_usage(
     usage = {"input_tokens": 40, "cache_read_input_tokens": 1900, "output_tokens": 12}
     anthropic.reply("Only AGENTS.md.", **usage).reply("Only AGENTS.md.", **usage)
     model = claude(anthropic)
-    plain = model.complete(tool_loop(), TOOLS)
+    plain = model.complete(CompletionRequest(tool_loop(), TOOLS))
     seen: list[str] = []
-    streamed = model.complete(tool_loop(), TOOLS, on_text=seen.append)
+    streamed = model.complete(CompletionRequest(tool_loop(), TOOLS, on_text=seen.append))
     assert anthropic.requests[1]["stream"] is True
     assert cache_breakpoints(anthropic.requests[1]) == cache_breakpoints(anthropic.requests[0])
     assert streamed.content == plain.content == "Only AGENTS.md." == seen[-1]
@@ -220,7 +221,9 @@ def test_a_streamed_call_carries_the_same_breakpoints_and_usage(
 
 def test_a_streamed_tool_use_is_read(anthropic: AnthropicServer) -> None:
     anthropic.call_tool("list_dir", {"path": "memory"}, text="Looking.")
-    reply = claude(anthropic).complete(conversation(), TOOLS, on_text=lambda _text: None)
+    reply = claude(anthropic).complete(
+        CompletionRequest(conversation(), TOOLS, on_text=lambda _text: None)
+    )
     assert reply.content == "Looking."
     (call,) = reply.tool_calls
     assert call.name == "list_dir" and json.loads(call.arguments) == {"path": "memory"}
@@ -237,7 +240,7 @@ def test_cache_reads_are_counted_as_cached_tokens(anthropic: AnthropicServer) ->
         cache_creation_input_tokens=170,
         output_tokens=5,
     )
-    usage = claude(anthropic).complete(conversation(), TOOLS).usage
+    usage = claude(anthropic).complete(CompletionRequest(conversation(), TOOLS)).usage
     assert usage.cached_tokens == 1800
     assert usage.prompt_tokens == 30 + 1800 + 170
     assert usage.completion_tokens == 5
@@ -249,7 +252,7 @@ def test_a_tool_use_reply_round_trips(anthropic: AnthropicServer) -> None:
     anthropic.call_tool("list_dir", {"path": "."}).reply("Only AGENTS.md.")
     model = claude(anthropic)
     messages = conversation()
-    first = model.complete(messages, TOOLS)
+    first = model.complete(CompletionRequest(messages, TOOLS))
     (call,) = first.tool_calls
     messages += [
         {
@@ -259,7 +262,7 @@ def test_a_tool_use_reply_round_trips(anthropic: AnthropicServer) -> None:
         },
         {"role": "tool", "tool_call_id": call.id, "name": "list_dir", "content": "AGENTS.md"},
     ]
-    assert model.complete(messages, TOOLS).content == "Only AGENTS.md."
+    assert model.complete(CompletionRequest(messages, TOOLS)).content == "Only AGENTS.md."
     second = anthropic.requests[1]
     assert second["messages"][3]["content"][0]["id"] == call.id
     assert cache_breakpoints(second)[-1] == "messages[4].content[0]"
@@ -277,7 +280,7 @@ def test_breakpoints_the_caller_set_count_toward_the_limit(anthropic: AnthropicS
         ],
     }
     anthropic.reply("ok")
-    claude(anthropic).complete(messages, TOOLS)
+    claude(anthropic).complete(CompletionRequest(messages, TOOLS))
     # Two of the caller's, then the system prompt and the end of the history: four in all.
     assert cache_breakpoints(anthropic.requests[0]) == [
         "system[0]",
@@ -306,7 +309,7 @@ def test_openrouter_claude_gets_the_markers_in_content_blocks(
     )
     messages = tool_loop()
     sent = copy.deepcopy(messages)
-    LitellmChatModel(settings).complete(messages, TOOLS)
+    LitellmChatModel(settings).complete(CompletionRequest(messages, TOOLS))
     wire = model_server.requests[0]["messages"]
     marked = [index for index, message in enumerate(wire) if "cache_control" in json.dumps(message)]
     assert marked == [0, 2, 5]
@@ -330,7 +333,7 @@ def test_an_openai_model_gets_no_markers(model_server: ScriptedModelServer) -> N
         }
     )
     messages = tool_loop()
-    reply = LitellmChatModel(settings).complete(messages, TOOLS)
+    reply = LitellmChatModel(settings).complete(CompletionRequest(messages, TOOLS))
     request = model_server.requests[0]
     assert "cache_control" not in json.dumps(request)
     assert request["messages"][0] == messages[0]  # the system prompt still a plain string

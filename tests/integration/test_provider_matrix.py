@@ -21,7 +21,7 @@ from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.core.agent import AgentLoop
 from nanobot_lambda.core.consolidation import SAVE_MEMORY, SAVE_MEMORY_TOOL
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.model import force_tool
+from nanobot_lambda.core.model import CompletionRequest, force_tool
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.core.usage import Tally
 from nanobot_lambda.settings import LlmSettings
@@ -59,7 +59,7 @@ def complete(
 ) -> tuple[Any, Shown]:
     shown = Shown()
     reply = model_of(provider, retries).complete(
-        USER, [], on_text=shown if streamed else None, **options
+        CompletionRequest(USER, [], on_text=shown if streamed else None, **options)
     )
     return reply, shown
 
@@ -103,10 +103,12 @@ def test_a_forced_tool_as_consolidation_asks(provider: Provider, streamed: bool)
     arguments = {"history_entry": "[2026-11-26 09:00] Talked.", "memory_update": "# Memory"}
     provider.script(Answer(text=None, tool_calls=[(SAVE_MEMORY, arguments)]))
     reply = model_of(provider).complete(
-        USER,
-        [SAVE_MEMORY_TOOL],
-        tool_choice=force_tool(SAVE_MEMORY),
-        on_text=(lambda text: None) if streamed else None,
+        CompletionRequest(
+            USER,
+            [SAVE_MEMORY_TOOL],
+            tool_choice=force_tool(SAVE_MEMORY),
+            on_text=(lambda text: None) if streamed else None,
+        ),
     )
     call = reply.call_to(SAVE_MEMORY)
     assert call is not None and call.json_object() == arguments
@@ -203,7 +205,7 @@ def test_a_stream_read_that_ends_early_leaves_no_response_open(
             raise RuntimeError("the display broke")
 
         with pytest.raises(RuntimeError, match="the display broke"):
-            model_of(provider).complete(USER, [], on_text=display)
+            model_of(provider).complete(CompletionRequest(USER, [], on_text=display))
     else:
         provider.script(broken, broken)
         with pytest.raises(ModelError):

@@ -12,7 +12,7 @@ import pytest
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
-from nanobot_lambda.core.model import ModelReply, Usage
+from nanobot_lambda.core.model import CompletionRequest, ModelReply, Usage
 from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits
 from nanobot_lambda.core.subjects import subject_in
 from nanobot_lambda.core.usage import UsageMeter
@@ -60,7 +60,7 @@ def test_a_notice_is_first_once_and_again_for_the_same_turn(store: DynamoUsageSt
 class PricedModel:
     """Answers every call at CALL_COST."""
 
-    def complete(self, messages: object, tools: object, **options: object) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         return ModelReply("ok", usage=Usage(100, 10, 0, float(CALL_COST)))
 
 
@@ -85,7 +85,7 @@ def test_turns_side_by_side_stop_at_everyone_s_limit(
         with meter.job(subject):
             for _ in range(50):
                 try:
-                    model.complete([], [])
+                    model.complete(CompletionRequest([], []))
                 except SpendLimitReached:
                     return
                 with lock:

@@ -12,6 +12,7 @@ budget): the `provider` fixture fails a test that sent such a request.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from nanobot_lambda.adapters.llm.litellm_model import LitellmChatModel
 from nanobot_lambda.core.agent import AgentLoop, for_saving
 from nanobot_lambda.core.consolidation import SAVE_MEMORY, SAVE_MEMORY_TOOL
-from nanobot_lambda.core.model import ModelReply, force_tool
+from nanobot_lambda.core.model import CompletionRequest, ModelReply, force_tool
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import LlmSettings
 from nanobot_lambda.tools.files import file_tools
@@ -45,12 +46,8 @@ class Thinking:
         self._model = model
         self._effort = effort
 
-    def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **options: Any
-    ) -> ModelReply:
-        return self._model.complete(
-            messages, tools, **{**options, "reasoning_effort": self._effort}
-        )
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        return self._model.complete(replace(request, reasoning_effort=self._effort))
 
 
 # -- how hard it thinks, in each provider's words ----------------------------------------------
@@ -61,7 +58,7 @@ def asked(provider: Provider, effort: str | None, model: str | None = None) -> d
     provider.script(Answer(text="ok"))
     before = len(provider.requests)
     model_of(provider, model).complete(
-        [{"role": "user", "content": "Hi?"}], [], reasoning_effort=effort
+        CompletionRequest([{"role": "user", "content": "Hi?"}], [], reasoning_effort=effort)
     )
     return provider.requests[before]
 
@@ -143,7 +140,7 @@ def test_an_unknown_effort_is_refused_before_any_request(provider: Provider) -> 
     anthropic = provider
     with pytest.raises(ValueError, match="off, low, medium, high"):
         model_of(anthropic).complete(
-            [{"role": "user", "content": "Hi?"}], [], reasoning_effort="max"
+            CompletionRequest([{"role": "user", "content": "Hi?"}], [], reasoning_effort="max")
         )
     assert anthropic.requests == []
 
@@ -156,11 +153,13 @@ def test_a_forced_tool_is_asked_without_thinking_where_the_provider_refuses_both
     arguments = {"history_entry": "[2026-11-26 09:00] Talked.", "memory_update": "# Memory"}
     provider.script(Answer(text=None, tool_calls=[(SAVE_MEMORY, arguments)]))
     reply = model_of(provider).complete(
-        [SYSTEM, {"role": "user", "content": "Hi?"}],
-        [SAVE_MEMORY_TOOL],
-        tool_choice=force_tool(SAVE_MEMORY),
-        on_text=(lambda text: None) if streamed else None,
-        reasoning_effort="high",
+        CompletionRequest(
+            [SYSTEM, {"role": "user", "content": "Hi?"}],
+            [SAVE_MEMORY_TOOL],
+            tool_choice=force_tool(SAVE_MEMORY),
+            on_text=(lambda text: None) if streamed else None,
+            reasoning_effort="high",
+        ),
     )
     call = reply.call_to(SAVE_MEMORY)
     assert call is not None and call.json_object() == arguments
@@ -172,8 +171,10 @@ def test_claude_thinking_drops_a_temperature_it_refuses(provider: Provider) -> N
     anthropic = provider
     anthropic.script(Answer(text="ok"), Answer(text="ok"))
     model = model_of(anthropic, LLM_TEMPERATURE="0.2")
-    model.complete([{"role": "user", "content": "Hi?"}], [], reasoning_effort="low")
-    model.complete([{"role": "user", "content": "Hi?"}], [])
+    model.complete(
+        CompletionRequest([{"role": "user", "content": "Hi?"}], [], reasoning_effort="low")
+    )
+    model.complete(CompletionRequest([{"role": "user", "content": "Hi?"}], []))
     thinking, plain = anthropic.requests
     assert "temperature" not in thinking and plain["temperature"] == 0.2
 
@@ -306,8 +307,10 @@ def test_a_chats_think_choice_is_asked_as_a_calls(provider: Provider) -> None:
     }
     provider.script(*(Answer(text="ok") for _ in range(3)))
     for model in (chosen["high"], chosen["off"]):
-        model.complete([{"role": "user", "content": "Hi?"}], [])
-    chosen["off"].complete([{"role": "user", "content": "Hi?"}], [], reasoning_effort="low")
+        model.complete(CompletionRequest([{"role": "user", "content": "Hi?"}], []))
+    chosen["off"].complete(
+        CompletionRequest([{"role": "user", "content": "Hi?"}], [], reasoning_effort="low")
+    )
     high, off, low = provider.requests
     if provider.name == "anthropic":
         assert high["thinking"]["budget_tokens"] == 4096 and high["max_tokens"] == 8192

@@ -25,7 +25,7 @@ from nanobot_lambda.core.journal import (
     progress_in,
     with_aside,
 )
-from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
+from nanobot_lambda.functions.agent_turn.outbox import JournaledOutbox
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from tests.support.faults import BotApiFaults

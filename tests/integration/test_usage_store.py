@@ -16,7 +16,14 @@ from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.usage import DAY_ITEM_DAYS, DynamoUsageStore, tally_from_item
 from nanobot_lambda.adapters.telegram.client import TelegramError
-from nanobot_lambda.core.model import ModelReply, ToolCall, Usage, force_tool, function_tool
+from nanobot_lambda.core.model import (
+    CompletionRequest,
+    ModelReply,
+    ToolCall,
+    Usage,
+    force_tool,
+    function_tool,
+)
 from nanobot_lambda.core.sessions import SessionConflict
 from nanobot_lambda.core.subjects import Subject, subject_in
 from nanobot_lambda.core.usage import UsageMeter, usage_report
@@ -210,8 +217,8 @@ def test_a_saved_turn_writes_its_usage_once(table: str) -> None:
     sessions = DynamoSessionStore(table, dynamodb_client())
     try:
         with meter.job(subject()):
-            model.complete([], TOOLS)
-            model.complete([], TOOLS)
+            model.complete(CompletionRequest([], TOOLS))
+            model.complete(CompletionRequest([], TOOLS))
             with meter.folded() as items:
                 sessions.append(sessions.load("telegram:1", 5), [{"role": "user"}], also=items)
     finally:
@@ -233,7 +240,7 @@ def test_a_continued_turn_is_one_turn(store: DynamoUsageStore) -> None:
     )
     for continued in (False, True):  # the turn, then its continuation
         with meter.job(subject(), continued=continued):
-            model.complete([], TOOLS)
+            model.complete(CompletionRequest([], TOOLS))
     total = store.summary(CHAT, NOON).total
     assert (total.turns, total.model_calls) == (1, 2)
 
@@ -243,7 +250,7 @@ def test_jobs_without_a_save_write_at_their_end(store: DynamoUsageStore) -> None
     decision = ModelReply(None, (ToolCall("d", "heartbeat_decision", "{}"),), usage=usage(50, 5))
     model = meter.metered(ScriptedModel(decision))
     with meter.job(subject()):  # the heartbeat's
-        model.complete([], [], tool_choice=force_tool("heartbeat_decision"))
+        model.complete(CompletionRequest([], [], tool_choice=force_tool("heartbeat_decision")))
     total = store.summary(CHAT, NOON).total
     # A forced decision is a model call, not a turn, and its "tool call" is an answer.
     assert (total.turns, total.model_calls, total.tool_calls) == (0, 1, 0)
@@ -260,8 +267,8 @@ def test_unknown_tools_and_unpriced_calls(store: DynamoUsageStore) -> None:
         )
     )
     with meter.job(subject()):  # a background task's
-        model.complete([], TOOLS)
-        model.complete([], TOOLS)
+        model.complete(CompletionRequest([], TOOLS))
+        model.complete(CompletionRequest([], TOOLS))
     total = store.summary(CHAT, NOON).total
     assert total.unpriced_calls == 1 and total.cost_known
     assert ("ToolCalls", "tool", "unknown", 1) in recorded.added_by
@@ -272,8 +279,8 @@ def test_failures_are_counted_by_kind(store: DynamoUsageStore) -> None:
     model = meter.metered(ScriptedModel(outage(), ModelReply("ok", usage=usage(10, 1))))
     with pytest.raises(TelegramError), meter.job(subject()):
         with pytest.raises(Exception, match="APIConnectionError"):
-            model.complete([], [])
-        model.complete([], [])
+            model.complete(CompletionRequest([], []))
+        model.complete(CompletionRequest([], []))
         raise TelegramError("sendMessage", 500, "Internal Server Error")
     with pytest.raises(RuntimeError), meter.job(subject()):
         raise RuntimeError("boom")
@@ -319,7 +326,7 @@ def test_the_usage_command(
         "Today",
         "This month",
         "All time",
-        "Reactions to answers",  # core/feedback.py: with --chat, none yet here
+        "Reactions to answers",  # core/reactions_and_edits.py: with --chat, none yet here
     ]
     assert all(line.endswith("1,000 in (400 cached), 50 out · $0.0015") for line in printed[1:4])
     assert printed[4] == "Reactions to answers: none yet"

@@ -35,7 +35,7 @@ PRELOAD = [
     "requests",
     "aws_lambda_powertools",
     "aws_lambda_powertools.utilities.batch",
-    "nanobot_lambda.entry.agent_turn.dispatch",
+    "nanobot_lambda.functions.agent_turn.dispatch",
     "nanobot_lambda.adapters.telegram.client",
     "nanobot_lambda.adapters.aws.sessions",
     "nanobot_lambda.adapters.aws.journal",

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nanobot_lambda.adapters.telegram.addressing import entity_text
 from nanobot_lambda.adapters.telegram.formatting import render_messages
 from nanobot_lambda.adapters.telegram.html_check import scan_telegram_html
-from nanobot_lambda.adapters.telegram.inbound import entity_text
 from nanobot_lambda.core.texts import WORD_JOINER
 from nanobot_lambda.operator.local.bot_api import SentMessage
 from nanobot_lambda.operator.local.entities import message_entities

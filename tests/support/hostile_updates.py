@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nanobot_lambda.entry.webhook import MAX_BODY_BYTES, SECRET_HEADER
+from nanobot_lambda.functions.webhook import MAX_BODY_BYTES, SECRET_HEADER
 from nanobot_lambda.operator.local.stack import http_event
 from tests.conftest import telegram_update
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 
 import pytest
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.agent import AgentLoop, Resume, for_saving, tool_hint, truncate
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.model import ModelReply, ToolCall, Usage
+from nanobot_lambda.core.model import CompletionRequest, ModelReply, ToolCall, Usage
 from nanobot_lambda.core.reasoning import strip_thinking
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
@@ -238,12 +239,12 @@ def test_stop_is_checked_between_iterations() -> None:
 class WordByWordModel(ScriptedModel):
     """Streams its answer a word at a time, as a provider does."""
 
-    def complete(self, messages, tools, *, tool_choice=None, timeout=None, on_text=None):  # type: ignore[no-untyped-def]
-        reply = super().complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        reply = super().complete(replace(request, on_text=None))
         words = (reply.content or "").split(" ")
         for n in range(1, len(words) + 1):
-            if on_text is not None:
-                on_text(" ".join(words[:n]))
+            if request.on_text is not None:
+                request.on_text(" ".join(words[:n]))
         return reply
 
 

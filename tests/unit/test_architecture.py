@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 import nanobot_lambda
 from nanobot_lambda.core.jobs import StartJob
-from nanobot_lambda.entry.agent_turn.dispatch import TURNS
+from nanobot_lambda.functions.agent_turn.dispatch import TURNS
 
 MAX_CONSTRUCTOR_ARGUMENTS = 6
 

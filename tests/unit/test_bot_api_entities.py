@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from nanobot_lambda.adapters.telegram.addressing import entity_text
 from nanobot_lambda.adapters.telegram.html_check import scan_telegram_html
-from nanobot_lambda.adapters.telegram.inbound import entity_text
 from nanobot_lambda.adapters.telegram.models import MessageEntity
 from nanobot_lambda.operator.local.entities import message_entities
 

@@ -9,15 +9,11 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
 
+from nanobot_lambda.adapters.aws.dead_letters import describe
 from nanobot_lambda.adapters.telegram.client import TelegramError
-from nanobot_lambda.adapters.telegram.inbound import (
-    Accepted,
-    Ignored,
-    Reacted,
-    classify,
-    to_inbound,
-)
+from nanobot_lambda.adapters.telegram.inbound import Accepted, Reacted, classify, to_inbound
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.errors import ConfigError
 from nanobot_lambda.core.jobs import (
@@ -35,12 +31,12 @@ from nanobot_lambda.operator.cli.common import describe_failure
 from nanobot_lambda.operator.local.cfn import load_template
 from nanobot_lambda.operator.ops.deployment import (
     BOT_TOKEN_PARAMETER,
+    OPTIONAL_OUTPUTS,
     SECRET_TOKEN_PARAMETER,
     STACK_OUTPUTS,
     OperatorError,
     valid_secret_token,
 )
-from nanobot_lambda.operator.ops.dlq import describe
 from nanobot_lambda.operator.ops.doctor import STACK_SETTINGS
 from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
 from nanobot_lambda.operator.ops.workspace_sync import MANIFEST, syncable
@@ -88,7 +84,9 @@ def test_help_renders_with_examples(
 
 
 def test_stack_outputs_are_the_templates() -> None:
-    assert set(STACK_OUTPUTS) == set(load_template(TEMPLATE)["Outputs"])
+    outputs = load_template(TEMPLATE)["Outputs"]
+    assert set(STACK_OUTPUTS) | set(OPTIONAL_OUTPUTS) == set(outputs)
+    assert all("Condition" in outputs[output] for output in OPTIONAL_OUTPUTS)
 
 
 def test_secret_parameter_defaults_are_the_templates() -> None:

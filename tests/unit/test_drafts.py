@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.jobs import TelegramUpdateJob
 from nanobot_lambda.core.journal import TurnProgress
-from nanobot_lambda.entry.agent_turn.draft_stream import DraftStream, draft_id
-from nanobot_lambda.entry.agent_turn.outbox import JournaledOutbox
+from nanobot_lambda.core.model import CompletionRequest
+from nanobot_lambda.functions.agent_turn.draft_stream import DraftStream, draft_id
+from nanobot_lambda.functions.agent_turn.outbox import JournaledOutbox
 from tests.conftest import telegram_update
 from tests.support.fakes import MemoryTurnJournal, RecordingChannel, ScriptedModel, text, tool
 from tests.unit.test_turns import Bot, message
@@ -225,11 +227,11 @@ class ShownBeforeDone(ScriptedModel):
 
     channel: RecordingChannel
 
-    def complete(self, *args: Any, on_text: Any = None, **kwargs: Any) -> Any:
-        reply = super().complete(*args, **kwargs)
-        if on_text is not None and reply.content:
+    def complete(self, request: CompletionRequest) -> Any:
+        reply = super().complete(replace(request, on_text=None))
+        if request.on_text is not None and reply.content:
             drafts_before = len(self.channel.drafts)
-            on_text(reply.content)
+            request.on_text(reply.content)
             wait_for(lambda: len(self.channel.drafts) > drafts_before)
         return reply
 

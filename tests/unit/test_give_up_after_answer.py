@@ -19,7 +19,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.errors import ChannelError, StorageError
 from nanobot_lambda.core.jobs import AnyJob, ContinuationJob
 from nanobot_lambda.core.sessions import SessionHistory
-from nanobot_lambda.entry.agent_turn.sqs_records import RecordRunner
+from nanobot_lambda.functions.agent_turn.sqs_records import RecordRunner
 from tests.support.fakes import RecordingChannel, ScriptedModel, text
 from tests.unit.test_records import RecordingQueue
 from tests.unit.test_save_after_send import BUSY

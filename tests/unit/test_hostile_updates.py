@@ -10,19 +10,15 @@ from typing import Any
 
 import pytest
 
+from nanobot_lambda.adapters.telegram.addressing import addressed_to_bot, is_group_chat
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.adapters.telegram.formatting import render_messages
 from nanobot_lambda.adapters.telegram.html_check import parse_telegram_html, telegram_length
-from nanobot_lambda.adapters.telegram.inbound import (
-    InboundMessage,
-    addressed_to_bot,
-    is_group_chat,
-    to_inbound,
-)
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
 from nanobot_lambda.adapters.telegram.media import MediaResolver
 from nanobot_lambda.adapters.telegram.models import Update, User
 from nanobot_lambda.core.jobs import TelegramUpdateJob, parse_job
-from nanobot_lambda.entry.webhook import MAX_JOB_BYTES
+from nanobot_lambda.functions.webhook import MAX_JOB_BYTES
 from nanobot_lambda.settings import AgentSettings
 from tests.support.fakes import MemoryWorkspace
 from tests.support.hostile_updates import ALLOW_FROM, CASES, Case
@@ -55,7 +51,7 @@ def test_the_corpus_is_large_and_covers_every_status() -> None:
         "queued",
         "ignored",
         "refused",
-        "recorded",  # a reaction (core/feedback.py)
+        "recorded",  # a reaction (core/reactions_and_edits.py)
     }
 
 

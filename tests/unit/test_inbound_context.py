@@ -7,19 +7,20 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.adapters.telegram.inbound import (
-    QUOTE_MAX_CHARS,
-    Accepted,
+from nanobot_lambda.adapters.telegram.addressing import (
     addressed_to_bot,
-    classify,
     command_target,
-    context_lines,
     entity_text,
-    forward_origin_name,
     mentions_bot,
     replied_message,
     replies_to_bot,
     strip_bot_mention,
+)
+from nanobot_lambda.adapters.telegram.inbound import Accepted, classify
+from nanobot_lambda.adapters.telegram.message_context import (
+    QUOTE_MAX_CHARS,
+    context_lines,
+    forward_origin_name,
 )
 from nanobot_lambda.adapters.telegram.models import Message, MessageEntity, Update
 from nanobot_lambda.core import texts

@@ -1,5 +1,5 @@
 """The init phase turns the garbage collector off for the imports and on again after, freezing
-what the init made only in a Lambda container (entry/init_phase.py)."""
+what the init made only in a Lambda container (functions/init_phase.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nanobot_lambda.entry import init_phase
+from nanobot_lambda.functions import init_phase
 
 
 @pytest.fixture(autouse=True)

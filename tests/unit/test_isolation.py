@@ -33,10 +33,9 @@ from typing import Any, get_args
 
 import pytest
 
-from nanobot_lambda.adapters.telegram.inbound import session_key_for
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.places import session_key_for
 from nanobot_lambda.adapters.telegram.subjects import subject_of
-from nanobot_lambda.core.feedback import Reaction
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,
     AnyJob,
@@ -49,6 +48,7 @@ from nanobot_lambda.core.jobs import (
 )
 from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.pairing import Asker, Person
+from nanobot_lambda.core.reactions_and_edits import Reaction
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.subjects import NoSubject
 from nanobot_lambda.core.usage_counts import Tally
@@ -276,7 +276,8 @@ IGNORED_KINDS: dict[str, tuple[dict[str, Any], str]] = {
     "my_chat_member": (telegram_update("my_chat_member_blocked"), "refused"),
     "chat_member": ({"update_id": 3, "chat_member": {"chat": {"id": 1}}}, "refused"),
 }
-# Update kinds the webhook records and never queues (core/feedback.py): their own table below.
+# Update kinds the webhook records and never queues (core/reactions_and_edits.py): their own
+# table below.
 RECORDED_KINDS = {"message_reaction": reaction}
 
 

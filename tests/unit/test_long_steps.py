@@ -27,12 +27,12 @@ from nanobot_lambda.core.agent import MAX_PARALLEL_TOOLS, AgentLoop, Resume, Tur
 from nanobot_lambda.core.images import GeneratedImage
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import TurnProgress
-from nanobot_lambda.core.model import ModelReply, ToolCall
+from nanobot_lambda.core.model import CompletionRequest, ModelReply, ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool
 from nanobot_lambda.core.sandbox import SandboxResult, SandboxRun
 from nanobot_lambda.core.tools import Tool, ToolRegistry
-from nanobot_lambda.entry.agent_turn.agent_runner import TOOL_TIME_MARGIN_SECONDS
+from nanobot_lambda.functions.agent_turn.agent_runner import TOOL_TIME_MARGIN_SECONDS
 from nanobot_lambda.tools.chat import CurrentTurn, TurnScope
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.images import GenerateImageTool
@@ -82,9 +82,9 @@ class PacedModel(ScriptedModel):
         super().__init__(*replies)
         self.clock = clock
 
-    def complete(self, *args: Any, **kwargs: Any) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         self.clock.now += MODEL_SECONDS
-        return super().complete(*args, **kwargs)
+        return super().complete(request)
 
 
 @dataclass

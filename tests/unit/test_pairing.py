@@ -21,7 +21,7 @@ from nanobot_lambda.core.pairing import (
     Pairing,
     normal_code,
 )
-from nanobot_lambda.entry.webhook import Webhook, WebhookPolicy, WebhookRecords
+from nanobot_lambda.functions.webhook import Webhook, WebhookPolicy, WebhookRecords
 from nanobot_lambda.operator.local.stack import http_event
 from tests.conftest import telegram_update
 from tests.support.fakes import (

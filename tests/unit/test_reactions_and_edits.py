@@ -1,5 +1,5 @@
-"""Reactions and edits through the webhook (core/feedback.py), on in-memory stores: a reaction
-is recorded and starts no turn; an edit is recorded and queued as a short turn; both follow
+"""Reactions and edits through the webhook (core/reactions_and_edits.py), on in-memory stores: a
+reaction is recorded and starts no turn; an edit is recorded and queued as a short turn; both follow
 the allow-list like messages."""
 
 from __future__ import annotations
@@ -9,15 +9,12 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.adapters.telegram.inbound import (
-    InboundMessage,
-    as_edited,
-    edit_of,
-    message_text,
-    to_inbound,
-)
+from nanobot_lambda.adapters.telegram.contents import message_text
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
 from nanobot_lambda.adapters.telegram.models import Message, Update
-from nanobot_lambda.core.feedback import (
+from nanobot_lambda.adapters.telegram.reactions_and_edits import as_edited, edit_of
+from nanobot_lambda.core.jobs import TelegramUpdateJob
+from nanobot_lambda.core.reactions_and_edits import (
     Edit,
     Reaction,
     answered_message,
@@ -27,7 +24,6 @@ from nanobot_lambda.core.feedback import (
     exchange_of,
     feedback_line,
 )
-from nanobot_lambda.core.jobs import TelegramUpdateJob
 from tests.conftest import album_updates, telegram_update
 from tests.support.fakes import MemoryFeedbackBook, MemoryQueue, ScriptedModel, text
 from tests.unit.test_turns import ADA, SESSION, Bot, message
@@ -165,7 +161,7 @@ def test_an_edit_of_a_stranger_is_refused() -> None:
     assert answer["status"] == "refused" and queue.sent == []
 
 
-# -- core/feedback.py -------------------------------------------------------------------------
+# -- core/reactions_and_edits.py -------------------------------------------------------------------
 
 
 def test_a_reaction_belongs_to_the_exchange_whose_answer_it_is_on() -> None:

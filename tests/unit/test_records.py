@@ -1,5 +1,5 @@
-"""agent_turn's side of the queue (entry/agent_turn/sqs_records.py): how long a record stays hidden
-while its turn runs, and what a failure does to it."""
+"""agent_turn's side of the queue (functions/agent_turn/sqs_records.py): how long a record stays
+hidden while its turn runs, and what a failure does to it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from nanobot_lambda.core.jobs import AnyJob, TelegramUpdateJob
-from nanobot_lambda.entry.agent_turn.sqs_records import AFTER_DEATH_SECONDS, RecordRunner
+from nanobot_lambda.functions.agent_turn.sqs_records import AFTER_DEATH_SECONDS, RecordRunner
 from nanobot_lambda.operator.local.runtime import LocalLambdaContext
 from tests.conftest import telegram_update
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.core.jobs import parse_job
-from nanobot_lambda.entry.sandbox import run
+from nanobot_lambda.functions.sandbox import run
 from tests.conftest import ROOT
 
 EVENTS = ROOT / "events"

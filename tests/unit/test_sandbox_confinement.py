@@ -1,5 +1,5 @@
 """The sandbox's code finds no credential: not in its environment, not in any process's /proc
-entries, not in the user's files (entry/sandbox_confinement.py).
+entries, not in the user's files (functions/sandbox_confinement.py).
 
 The handler runs as Lambda runs it: in a process of its own whose environment holds the role's
 credentials (planted here: fake, random values), with another secret put in its memory after
@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.entry import sandbox
-from nanobot_lambda.entry.sandbox import run
-from nanobot_lambda.entry.sandbox_confinement import Confinement, landlock_abi, set_dumpable
+from nanobot_lambda.functions import sandbox
+from nanobot_lambda.functions.sandbox import run
+from nanobot_lambda.functions.sandbox_confinement import Confinement, landlock_abi, set_dumpable
 from tests.support.sandbox_snoop import snoop_code, snoop_report
 
 APP = Path(__file__).resolve().parents[2] / "functions" / "sandbox" / "app.py"
@@ -37,7 +37,7 @@ WITH_LANDLOCK = pytest.mark.skipif(landlock_abi() == 0, reason="this kernel has 
 # alone would close it to the code, hiding what undumpable does), runs the handler.
 HANDLER_PROCESS = r"""
 import importlib.util, json, os, sys
-from nanobot_lambda.entry import sandbox_confinement
+from nanobot_lambda.functions import sandbox_confinement
 given = json.loads(sys.stdin.read())
 os.environ.update(given["in_memory"])
 if sandbox_confinement.has_capabilities():

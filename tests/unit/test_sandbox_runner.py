@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from nanobot_lambda.entry import sandbox
-from nanobot_lambda.entry.sandbox import MARKER, PROGRAMS_REQUEST, find_stray_processes, run
+from nanobot_lambda.functions import sandbox
+from nanobot_lambda.functions.sandbox import MARKER, PROGRAMS_REQUEST, find_stray_processes, run
 
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 
@@ -363,7 +363,7 @@ def test_the_runner_imports_only_the_standard_library() -> None:
     code = (
         "import sys\n"
         "before = set(sys.modules)\n"
-        "import nanobot_lambda.entry.sandbox\n"
+        "import nanobot_lambda.functions.sandbox\n"
         "loaded = {name.split('.')[0] for name in set(sys.modules) - before}\n"
         "print(sorted(loaded - set(sys.stdlib_module_names) - {'nanobot_lambda'}))\n"
     )

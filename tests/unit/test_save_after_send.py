@@ -18,7 +18,7 @@ import pytest
 from nanobot_lambda.core.errors import StorageConflict, StorageError
 from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.sessions import SessionConflict
-from nanobot_lambda.entry.agent_turn.saving import SAVE_ATTEMPTS
+from nanobot_lambda.functions.agent_turn.saving import SAVE_ATTEMPTS
 from tests.support.fakes import MemoryTurnJournal, RecordingSpeaker, ScriptedModel, text, tool
 from tests.unit.test_spend_limits import limited_bot, priced
 from tests.unit.test_turns import SESSION, Bot, long_answer, message

@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from nanobot_lambda.adapters.aws import snapstart
 from nanobot_lambda.adapters.telegram.client import TelegramBot
-from nanobot_lambda.entry import init_phase
+from nanobot_lambda.functions import init_phase
 from tests.support.runtime_hooks import RuntimeHooks
 
 
@@ -76,7 +76,7 @@ def test_before_the_snapshot_the_handler_drops_its_connections(
 def test_garbage_the_init_froze_is_collected_before_the_snapshot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The init froze what it made (entry/init_phase.py), a dropped client's cycles with it:
+    """The init froze what it made (functions/init_phase.py), a dropped client's cycles with it:
     the snapshot must not keep them (their sockets would be every restored copy's)."""
     hooks = RuntimeHooks()
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", hooks)

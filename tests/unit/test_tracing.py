@@ -11,7 +11,7 @@ import pytest
 
 from nanobot_lambda.core import telemetry
 from nanobot_lambda.core.errors import ModelError
-from nanobot_lambda.core.model import ModelReply, ToolCall
+from nanobot_lambda.core.model import CompletionRequest, ModelReply, ToolCall
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.core.usage import MeteredModel, UsageMeter
 from tests.support.fakes import MemoryUsageStore, RecordingMetrics, ScriptedModel, outage
@@ -73,9 +73,9 @@ class Echo(Tool):
 def test_model_and_tool_calls_get_subsegments(provider: RecordingProvider) -> None:
     meter = UsageMeter(MemoryUsageStore(), RecordingMetrics())  # no job: nothing is written
     model = MeteredModel(ScriptedModel(ModelReply("hi"), outage()), meter)
-    model.complete([], [])
+    model.complete(CompletionRequest([], []))
     with pytest.raises(ModelError):
-        model.complete([], [])
+        model.complete(CompletionRequest([], []))
     registry = ToolRegistry([Echo()])
     assert registry.execute(ToolCall("c1", "echo", "{}")) == "echoed"
     registry.execute(ToolCall("c2", "made_up", "{}"))

@@ -9,7 +9,7 @@ from nanobot_lambda.core.memory import HISTORY_FILE
 from nanobot_lambda.core.scopes import OWNER, Scope, ScopeSwitch
 from nanobot_lambda.core.subjects import Subject
 from nanobot_lambda.core.usage import UsageMeter
-from nanobot_lambda.entry.recall import TurnRecall
+from nanobot_lambda.functions.agent_turn.recall import TurnRecall
 from nanobot_lambda.settings import AgentSettings
 from tests.support.fakes import (
     MemoryRecallIndexObjects,

@@ -28,8 +28,8 @@ from nanobot_lambda.core.jobs import (
 from nanobot_lambda.core.model import ModelReply
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.usage_counts import Tally
-from nanobot_lambda.entry.agent_turn.dispatch import Dispatcher
-from nanobot_lambda.entry.agent_turn.turn_deps import Services, Stores, TurnPorts
+from nanobot_lambda.functions.agent_turn.dispatch import Dispatcher
+from nanobot_lambda.functions.agent_turn.turn_deps import Services, Stores, TurnPorts
 from nanobot_lambda.settings import AgentSettings
 from tests.conftest import telegram_update
 from tests.support.fakes import (
@@ -90,6 +90,7 @@ class Bot:
     recall_indexes: Any = None
     clock: Callable[[], datetime] | None = None  # default: the real time
     settings: dict[str, str] = field(default_factory=dict)
+    environ: dict[str, str] = field(default_factory=dict)  # agent_turn's (skills' requires.env)
 
     def scope_workspace(self, scope: Scope) -> MemoryWorkspace:
         """A person's or a group's own workspace (core/scopes.py), kept for the assertions."""
@@ -137,9 +138,9 @@ class Bot:
         environment = {**AGENT_ENV, "ALLOW_FROM": str(ADA), **self.settings}
         settings = AgentSettings.from_env(environment)
         if self.clock is None:
-            self.service = Dispatcher(settings, ports, environ={})
+            self.service = Dispatcher(settings, ports, environ=self.environ)
         else:
-            self.service = Dispatcher(settings, ports, environ={}, clock=self.clock)
+            self.service = Dispatcher(settings, ports, environ=self.environ, clock=self.clock)
 
     def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None:
         self.service.process(job, remaining_ms)

@@ -6,13 +6,13 @@ import pytest
 
 from nanobot_lambda.adapters.telegram.inbound import (
     Accepted,
-    Ignored,
     Reacted,
     Rejected,
     classify,
     to_inbound,
 )
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.core.allowlist import AllowList
 from tests.conftest import all_telegram_fixture_names, telegram_update
 
@@ -25,7 +25,8 @@ EXPECTED = {
     "command_new_with_botname": Accepted,
     "command_start": Accepted,
     "document_pdf": Accepted,
-    "edited_message": Accepted,  # a short turn: what the message says now (core/feedback.py)
+    # a short turn: what the message says now (core/reactions_and_edits.py)
+    "edited_message": Accepted,
     "forum_topic_message": Accepted,
     "forwarded": Accepted,
     "group_mention": Accepted,

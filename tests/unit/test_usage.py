@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from nanobot_lambda.adapters.aws.logs import CORRELATION_KEYS, correlation_ids
+from nanobot_lambda.adapters.aws.log_correlation import CORRELATION_KEYS, correlation_ids
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore, transaction_conflict
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.errors import StorageError
@@ -168,7 +168,7 @@ def test_correlated_keys_last_as_long_as_the_job(capsys: pytest.CaptureFixture[s
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-    from nanobot_lambda.adapters.aws.logs import correlated
+    from nanobot_lambda.adapters.aws.log_correlation import correlated
 
     logger = Logger(service="correlation-test")
 

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from nanobot_lambda.adapters.telegram.models import Message
 from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
-from nanobot_lambda.entry.webhook import (
+from nanobot_lambda.functions.webhook import (
     MAX_BODY_BYTES,
     Webhook,
     WebhookPolicy,

@@ -45,7 +45,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.budget import RequestFitter
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.journal import open_step
-from nanobot_lambda.core.model import ModelReply, TextStream, ToolCall, Usage
+from nanobot_lambda.core.model import CompletionRequest, ModelReply, TextStream, ToolCall, Usage
 from nanobot_lambda.core.ports import ChatModel
 from nanobot_lambda.core.reasoning import strip_thinking
 from nanobot_lambda.core.shorten import keep_head_and_tail
@@ -243,15 +243,12 @@ class AgentLoop:
             budget = None if time_left is None else time_left()
             if budget is not None and budget <= 0:
                 return self._suspend(outcome)
-            request = [*messages, *outcome.new_messages]
+            sent = [*messages, *outcome.new_messages]
             if self._fitter is not None:
-                request = self._fitter.fit(messages, outcome.new_messages, definitions)
+                sent = self._fitter.fit(messages, outcome.new_messages, definitions)
             try:
                 reply = self._model.complete(
-                    request,
-                    definitions,
-                    timeout=budget,
-                    on_text=stream,
+                    CompletionRequest(sent, definitions, timeout=budget, on_text=stream)
                 )
             except StreamStopped as stopped:
                 logger.info("turn stopped by the user while the answer was written")

@@ -14,7 +14,7 @@ cut, newest first (a result cut before it is first sent keeps the history byte-s
 then, as a last resort, the oldest history is left out of that request (it stays in the session,
 unsummarised, and is summarised in its turn). Summarising the oldest exchanges, the better
 remedy, happens first, at the start of a turn whose request would not fit or whose session holds
-more than HISTORY_WINDOW messages: see entry/agent_turn/turn_request.py.
+more than HISTORY_WINDOW messages: see functions/agent_turn/turn_request.py.
 """
 
 from __future__ import annotations

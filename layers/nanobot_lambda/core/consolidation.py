@@ -16,12 +16,12 @@ Nothing leaves the history window unsummarised: the model is sent the unconsolid
 only, and the cursor moves past a message only once its summary is written. A request that
 would not fit, or a session past its message backstop (HISTORY_WINDOW: the model would be sent
 only the newest of them), is consolidated before the turn's request is built
-(entry/agent_turn/turn_request.py); what the request fitter still leaves out of one request
+(functions/agent_turn/turn_request.py); what the request fitter still leaves out of one request
 (core/budget.py) stays unconsolidated, is sent again by later turns and summarised in its turn.
 
 Moving the cursor leaves a notice due (core/sessions.py: `noticed_upto`): the next answer tells
 the chat in one line that earlier conversation was summarised (at most once per
-COMPACTION_NOTICE_INTERVAL_HOURS: entry/agent_turn/delivery.py). A caller that tells the chat
+COMPACTION_NOTICE_INTERVAL_HOURS: functions/agent_turn/delivery.py). A caller that tells the chat
 itself (/compact, /new) consolidates with `noticed`.
 """
 
@@ -39,7 +39,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.budget import HistoryBudget
 from nanobot_lambda.core.errors import ModelError, NanobotError, StorageError
 from nanobot_lambda.core.memory import MEMORY_FILE, append_history, find_marker, guard_memory_update
-from nanobot_lambda.core.model import force_tool, function_tool
+from nanobot_lambda.core.model import CompletionRequest, force_tool, function_tool
 from nanobot_lambda.core.ports import ChatModel, SessionStore, Workspace
 from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.core.workspace import NotText, update_text
@@ -178,7 +178,7 @@ class Consolidator:
         ]
         try:
             reply = self._model.complete(
-                request, [SAVE_MEMORY_TOOL], tool_choice=force_tool(SAVE_MEMORY)
+                CompletionRequest(request, [SAVE_MEMORY_TOOL], tool_choice=force_tool(SAVE_MEMORY))
             )
         except ModelError as error:
             raise ConsolidationError(f"model call failed: {error}") from None

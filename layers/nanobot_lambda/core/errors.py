@@ -2,7 +2,7 @@
 
 botocore, requests, litellm and the Bot API each fail in their own way; the adapter that calls
 them maps what it cannot handle itself into one of the classes below (keeping the original as
-`__cause__` for the logs), so the core and the entry logic never catch a library's exception.
+`__cause__` for the logs), so the core and the functions' logic never catch a library's exception.
 Messages name the kind of failure and a status, never a secret or a user's text.
 """
 
@@ -63,7 +63,7 @@ is cannot help;
 class ChannelError(NanobotError):
     """The chat channel (Telegram) refused or failed a call.
 
-    `kind` says what the failure means (set by the adapter; entry code reads it and the
+    `kind` says what the failure means (set by the adapter; the functions' code reads it and the
     properties below, never status numbers); `status` is the channel's own status, for the logs
     (None: the channel could not be reached); `retry_after` is how many seconds a rate-limited
     caller is asked to wait.

@@ -12,7 +12,7 @@ import logging
 import re
 
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.model import ChatModel, force_tool, function_tool
+from nanobot_lambda.core.model import ChatModel, CompletionRequest, force_tool, function_tool
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,9 @@ def due_tasks(model: ChatModel, tasks: str, runtime: str) -> str | None:
         {"role": "system", "content": texts.load("heartbeat_decision")},
         {"role": "user", "content": f"{runtime}\n\n{tasks}"},
     ]
-    reply = model.complete(request, [DECISION_TOOL], tool_choice=force_tool(DECISION))
+    reply = model.complete(
+        CompletionRequest(request, [DECISION_TOOL], tool_choice=force_tool(DECISION))
+    )
     call = reply.call_to(DECISION)
     decision = (call.json_object() if call else None) or {}
     if decision.get("action") != "run":

@@ -77,9 +77,10 @@ class AnnouncementJob(_Job):
 
 
 class HookEventJob(_Job):
-    """A signed event arrived at one of the owner's hooks (core/hooks.py): run it as a task in
-    the chat the hook was made in. `payload` is the request body as text, cut to
-    `hooks.PAYLOAD_MAX_BYTES` (`truncated` then), and reaches the model framed as untrusted."""
+    """A signed event arrived at one of the owner's hooks (core/inbound_events.py): run it as a task
+    in the chat the hook was made in. `payload` is the request body as text, cut to
+    `inbound_events.PAYLOAD_MAX_BYTES` (`truncated` then), and reaches the model framed as
+    untrusted."""
 
     kind: Literal["hook_event"] = "hook_event"
     hook: str

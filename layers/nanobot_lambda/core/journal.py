@@ -21,7 +21,7 @@ background task). While it runs, its progress (`TurnProgress`) is recorded:
   continuations): the text it ended with (in `texts/`) and that message's number (`ended_at`);
 - `context`: the runtime-context block the turn's request was sent with, so that a continued
   turn sends the very same request (see core/context.py);
-- `answered`: the turn's answer was delivered and only its save failed (entry/agent_turn/
+- `answered`: the turn's answer was delivered and only its save failed (functions/agent_turn/
   saving.py): `messages` are then the turn's messages as its session saves them, ending with
   the answer, and a later run saves them; it neither asks the model nor sends anything.
 

@@ -2,7 +2,7 @@
 replies, and tool definitions in the OpenAI format litellm takes for every provider.
 
 The model itself is the `ChatModel` port (core/ports.py); the litellm adapter lives in
-`adapters/llm/litellm_model.py`, and only agent_turn imports it.
+`adapters/llm/litellm_model/`, and only agent_turn imports it.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class ModelReply:
 ToolChoice = str | dict[str, Any] | None
 
 REASONING_EFFORTS = ("off", "low", "medium", "high")
-"""How hard a reasoning model thinks before it answers, per call (`ChatModel.complete`):
+"""How hard a reasoning model thinks before it answers, per call (`CompletionRequest`):
 "off" is no thinking (or the least a model that always thinks allows); None (not one of these)
 leaves it to the provider's default."""
 
@@ -112,23 +112,32 @@ class Embeddings:
     cost_usd: float | None = None
 
 
+@dataclass(frozen=True)
+class CompletionRequest:
+    """What one completion is asked: the messages so far and the tools offered (in the format
+    of `function_tool`), and how.
+
+    `tool_choice`: None lets the model choose (the agent's calls); `force_tool(name)` makes it
+    call that tool (structured output). `timeout`: the seconds the call may take in all,
+    fallbacks included; None: no bound but each attempt's own. With `on_text`, the reply is
+    streamed and its text so far given to `on_text` as it arrives; the reply returned is still
+    the whole one. `reasoning_effort` is one of `REASONING_EFFORTS`, None for the model's own
+    (its /think choice) or the provider's default; thinking never reaches `on_text` or the
+    reply's content.
+    """
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: ToolChoice = None
+    timeout: float | None = None
+    on_text: TextStream | None = None
+    reasoning_effort: str | None = None
+
+
 class ChatModel(Protocol):
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        *,
-        tool_choice: ToolChoice = None,
-        timeout: float | None = None,
-        on_text: TextStream | None = None,
-        reasoning_effort: str | None = None,
-    ) -> ModelReply:
-        """One completion, within `timeout` seconds when given (fallbacks included).
-        With `on_text`, the reply is streamed and its text so far given to `on_text` as it
-        arrives; the reply returned is still the whole one. `reasoning_effort` is one of
-        `REASONING_EFFORTS`, None for the model's own (its /think choice) or the provider's
-        default; thinking never reaches `on_text` or the reply's content. Raises ModelError
-        when the provider (and every fallback) fails, mid-stream included."""
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        """One completion of `request`. Raises ModelError when the provider (and every
+        fallback) fails, mid-stream included."""
         ...
 
 

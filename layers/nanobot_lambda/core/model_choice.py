@@ -29,7 +29,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.sessions import ChatPreferences
 
 if TYPE_CHECKING:
-    from nanobot_lambda.core.model import ModelReply, TextStream, ToolChoice
+    from nanobot_lambda.core.model import CompletionRequest, ModelReply
     from nanobot_lambda.core.ports import ChatModel, TokenCounter
 
 THINKING_LEVELS = ("off", "low", "medium", "high")
@@ -264,24 +264,8 @@ class ModelSwitch:
             return self._default
         return self._models.chat_model(self.choice)
 
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        *,
-        tool_choice: ToolChoice = None,
-        timeout: float | None = None,
-        on_text: TextStream | None = None,
-        reasoning_effort: str | None = None,
-    ) -> ModelReply:
-        return self._model().complete(
-            messages,
-            tools,
-            tool_choice=tool_choice,
-            timeout=timeout,
-            on_text=on_text,
-            reasoning_effort=reasoning_effort,
-        )
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        return self._model().complete(request)
 
     def _tokens(self) -> TokenCounter:
         if self._models is None or self.choice.preset is None:

@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.albums import AlbumBook as AlbumBook
     from nanobot_lambda.core.cron import JobStore as JobStore
     from nanobot_lambda.core.cron import Schedules as Schedules
-    from nanobot_lambda.core.feedback import FeedbackBook as FeedbackBook
-    from nanobot_lambda.core.hooks import HookInbox as HookInbox
-    from nanobot_lambda.core.hooks import HookStore as HookStore
+    from nanobot_lambda.core.inbound_events import HookInbox as HookInbox
+    from nanobot_lambda.core.inbound_events import HookStore as HookStore
     from nanobot_lambda.core.jobs import TurnQueue as TurnQueue
     from nanobot_lambda.core.journal import TurnJournal as TurnJournal
     from nanobot_lambda.core.model import ChatModel as ChatModel
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.model import Transcriber as Transcriber
     from nanobot_lambda.core.outgoing import OutgoingFile
     from nanobot_lambda.core.pairing import PairingStore as PairingStore
+    from nanobot_lambda.core.reactions_and_edits import FeedbackBook as FeedbackBook
     from nanobot_lambda.core.recall_index import RecallIndexObjects as RecallIndexObjects
     from nanobot_lambda.core.sessions import SessionStore as SessionStore
     from nanobot_lambda.core.stored_writes import StoredWrite as StoredWrite
@@ -55,9 +55,9 @@ HOMES = {
     "AlbumBook": "albums",
     "ChatModel": "model",
     "Embedder": "model",
-    "FeedbackBook": "feedback",
-    "HookInbox": "hooks",
-    "HookStore": "hooks",
+    "FeedbackBook": "reactions_and_edits",
+    "HookInbox": "inbound_events",
+    "HookStore": "inbound_events",
     "JobStore": "cron",
     "MetricsPort": "telemetry",
     "PairingStore": "pairing",
@@ -182,6 +182,11 @@ class Channel(Protocol):
 
     def send_text(self, chat_id: int, text: str, *, thread_id: int | None = None) -> list[int]:
         """Send Markdown `text` in as many messages as it takes (not journaled)."""
+        ...
+
+    def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> int:
+        """Send Markdown `text` (one message) with one button that opens the Mini App at `url`
+        (Telegram: an https URL, in a private chat); returns its message id."""
         ...
 
     def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:

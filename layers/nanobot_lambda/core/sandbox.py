@@ -1,6 +1,6 @@
 """The code sandbox, as the core sees it: a run (code, language, the files it needs) and its
 result. The sandbox itself is a function of its own with no rights but its logs
-(`entry/sandbox.py`, `functions/sandbox/`); agent_turn reaches it through this port
+(`functions/sandbox.py`, `functions/sandbox/`); agent_turn reaches it through this port
 (`adapters/aws/sandbox.py`) and the `exec` tool (`tools/sandbox.py`)."""
 
 from __future__ import annotations

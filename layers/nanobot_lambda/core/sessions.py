@@ -9,7 +9,7 @@ messages, at most `limit` of them, starting at a user message so that a tool cal
 separated from its results. (`adapters/aws/sessions.py` keeps them in DynamoDB.)
 
 `noticed_upto` is how far the chat was told its conversation was summarised (the compaction
-notice, entry/agent_turn/delivery.py): an automatic consolidation moves the cursor and leaves it
+notice, functions/agent_turn/delivery.py): an automatic consolidation moves the cursor and leaves it
 behind (a notice is due), the next answered message turn says so and its save brings it up to
 the cursor; /compact and /new, which say so themselves, move both. A session that never had it
 (None) has nothing to announce. `noticed_at` is when the notice was last sent (None: never),
@@ -43,6 +43,12 @@ RECENT_TURNS = 20  # turn ids a session remembers as saved
 SAVED_MESSAGE_MAX_BYTES = 399_000
 # Strings never cut to fit: they name things (a role, a tool, a call's id), they are short.
 _NAMES = frozenset({"role", "name", "id", "type", "tool_call_id", "ts"})
+
+
+def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
+    """The session (and SQS message group) of a chat, or of one topic of a forum chat."""
+    key = f"telegram:{chat_id}"
+    return key if thread_id is None else f"{key}:{thread_id}"
 
 
 class SessionConflict(StorageConflict):

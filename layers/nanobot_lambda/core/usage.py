@@ -38,13 +38,12 @@ from nanobot_lambda.core.errors import ChannelError, ModelError, StorageError
 from nanobot_lambda.core.images import GeneratedImage, ImageGenerator
 from nanobot_lambda.core.model import (
     ChatModel,
+    CompletionRequest,
     Embedder,
     Embeddings,
     ModelReply,
     Speaker,
     Speech,
-    TextStream,
-    ToolChoice,
     Transcriber,
     Transcript,
 )
@@ -285,31 +284,15 @@ class MeteredModel:
         self._model = model
         self._meter = meter
 
-    def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        *,
-        tool_choice: ToolChoice = None,
-        timeout: float | None = None,
-        on_text: TextStream | None = None,
-        reasoning_effort: str | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         self._meter.check_spend()
         with telemetry.span("model"):
             try:
-                reply = self._model.complete(
-                    messages,
-                    tools,
-                    tool_choice=tool_choice,
-                    timeout=timeout,
-                    on_text=on_text,
-                    reasoning_effort=reasoning_effort,
-                )
+                reply = self._model.complete(request)
             except ModelError:
                 self._meter.failed()
                 raise
-        self._meter.answered(reply, offered=tools, agent=tool_choice is None)
+        self._meter.answered(reply, offered=request.tools, agent=request.tool_choice is None)
         return reply
 
 

@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from typing import Any, ClassVar, Literal
 
 from nanobot_lambda.core.allowlist import AllowList
-from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.cron import CronJob, remove_job
 from nanobot_lambda.core.errors import ChannelError, ToolError
 from nanobot_lambda.core.jobs import SubagentJob
 from nanobot_lambda.core.outgoing import MAX_CAPTION_CHARS, MAX_UPLOAD_BYTES, OutgoingFile, kind_for
@@ -38,7 +38,7 @@ class TurnScope:
     chat_id: int
     thread_id: int | None
     origin: TurnOrigin
-    outbox: Outbox  # the turn's messages, each sent once (entry/agent_turn/delivery.py)
+    outbox: Outbox  # the turn's messages, each sent once (functions/agent_turn/delivery.py)
     sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
     quiet: bool = False  # sends no progress while it works (a quiet task)
     reply_buttons: tuple[str, ...] = ()  # under the final answer (the reply_buttons tool)
@@ -203,8 +203,7 @@ class CronTool(Tool):
         job = self._store.get(scope.chat_id, job_id)
         if job is None:
             raise ToolError(f"no job with id {job_id} in this chat (see action=list)")
-        self._schedules.delete(job)
-        self._store.delete(job.chat_id, job.job_id)
+        remove_job(self._store, self._schedules, job)
         return f"Removed {job.kind} '{job.name}' (id {job.job_id})."
 
     def _next(self, job: CronJob) -> str:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
+import regex  # type: ignore[import-untyped]  # no stubs installed (types-regex)
+
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.paths import PathError, normalize_path
 from nanobot_lambda.core.ports import Workspace
@@ -25,7 +27,6 @@ from nanobot_lambda.core.workspace import (
     replace_file,
     update_text,
 )
-from nanobot_lambda.tools.bounded_regex import MAX_PATTERN_CHARS, PatternRefused, bound
 
 MAX_READ_CHARS = 40_000
 DEFAULT_READ_LINES = 2_000
@@ -34,8 +35,13 @@ MAX_LIST_ENTRIES = 200
 MAX_GREP_RESULTS = 200
 MAX_GREP_FILES = 500
 MAX_GREP_FILE_BYTES = 2_000_000
-MAX_GREP_LINE_CHARS = 2_000  # longer lines are searched and shown cut, which bounds regex cost
-MAX_GREP_SECONDS = 10.0  # the whole search; checked between lines (see bounded_regex)
+MAX_GREP_LINE_CHARS = 2_000  # longer lines are searched and shown cut
+# A regular expression from the model can backtrack exponentially ((a+)+$ on a run of a's):
+# `regex` stops a search of one line after GREP_LINE_SECONDS of CPU time, and the whole search
+# stops after MAX_GREP_SECONDS, checked between lines (bench/grep_bound.py).
+GREP_LINE_SECONDS = 0.25
+MAX_GREP_SECONDS = 10.0
+MAX_PATTERN_CHARS = 300
 LINES_WINDOW_CHARS = 1 << 18  # split into lines at a time: a file's lines are never all held
 MAX_SIMILAR_SEARCH_CHARS = 500_000  # larger files get no "most similar text" hint
 # What str.splitlines splits on, "\r\n" first so that it stays one line end.
@@ -281,21 +287,22 @@ class Grep(WorkspaceTool):
         max_results: int = 50,
     ) -> str:
         target = tool_path(path, allow_root=True)
-        flags = re.IGNORECASE if ignore_case else 0
+        if len(pattern) > MAX_PATTERN_CHARS:
+            raise ToolError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters.")
+        # V0: what a pattern means to Python's `re` (no nested sets or set operations), plus
+        # what `re` refuses (\p{…}, [[:alpha:]]).
+        flags = regex.V0 | (regex.IGNORECASE if ignore_case else 0)
         try:
-            # The cost of a search is bounded before it starts (see bounded_regex).
-            bounded = bound(re.escape(pattern) if literal else pattern, flags, MAX_GREP_LINE_CHARS)
-        except re.error as error:
+            compiled = regex.compile(regex.escape(pattern) if literal else pattern, flags)
+        except regex.error as error:
             raise ToolError(
                 f"invalid regular expression ({error}); set literal=true to search plain text."
             ) from None
-        except PatternRefused as error:
-            raise ToolError(f"{error}.") from None
         deadline = self._clock() + self._time_limit
         single = self._workspace.read(target) if target else None
         paths, total = ([target], 1) if single is not None else self._candidates(target)
         matches: list[str] = []
-        more = searched = cut = 0
+        more = searched = 0
         too_slow = False
         for name in paths:
             if self._clock() > deadline:
@@ -313,9 +320,10 @@ class Grep(WorkspaceTool):
                 if self._clock() > deadline:
                     too_slow = True
                     break
-                if len(line) > bounded.searched_chars:
-                    cut += 1
-                found = bounded.regex.search(line[: bounded.searched_chars])
+                try:
+                    found = compiled.search(line[:MAX_GREP_LINE_CHARS], timeout=GREP_LINE_SECONDS)
+                except TimeoutError:
+                    raise ToolError(_too_costly(f"{name}:{number}")) from None
                 if found is None:
                     continue
                 if len(matches) < max_results:
@@ -336,12 +344,6 @@ class Grep(WorkspaceTool):
                 f"Searched only the first {len(paths)} of {total} files; "
                 "narrow the path to search the rest."
             )
-        if cut and bounded.searched_chars < MAX_GREP_LINE_CHARS:
-            notes.append(
-                f"This pattern is costly, so only the first {bounded.searched_chars} characters "
-                f"of each line were searched ({cut} lines are longer); a simpler pattern "
-                "searches more."
-            )
         if not matches:
             if notes:
                 return " ".join(notes) + f" No matches for {pattern!r}."
@@ -360,6 +362,15 @@ class Grep(WorkspaceTool):
         if not files and folder:
             raise ToolError(f"{folder} is neither a file nor a folder with files.")
         return files[:MAX_GREP_FILES], len(files)
+
+
+def _too_costly(where: str) -> str:
+    return (
+        f"the pattern took more than {GREP_LINE_SECONDS:g} s on one line ({where}): a pattern "
+        "that repeats something that can match in more than one way (nested quantifiers like "
+        "(a+)+ or alternatives like (a|ab)*) can take exponential time; rewrite it (e.g. "
+        "[\\w\\s]+ instead of (\\w+\\s?)+) or set literal=true."
+    )
 
 
 def _excerpt(line: str, at: int, width: int = 300) -> str:

@@ -4,7 +4,7 @@ with every secret redacted from every record.
 Package modules log through `logging.getLogger(__name__)`; each handler calls
 `configure_logging` once, with its settings' secret values, so those records come out as the
 same structured JSON with the Lambda context. Message text is never logged at INFO: only ids,
-kinds and counts.
+kinds and counts. agent_turn adds a queued job's ids to every record (`log_correlation.py`).
 
 Redaction (`redaction.py`) covers every record of the process, third-party libraries' too:
 a log record factory redacts each record's message, arguments and exception as it is created,
@@ -16,22 +16,13 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
-from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, TelegramUpdateJob, parse_job
 from nanobot_lambda.core.redaction import REDACTOR
-
-if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-
-# Keys agent_turn adds to every record logged while it processes a queued job.
-CORRELATION_KEYS = ("turn_id", "job_kind", "chat_id", "update_id", "job_id", "subagent_id")
-
 
 # The attributes every LogRecord has; anything else on a record came from `extra`.
 _STANDARD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
@@ -116,52 +107,3 @@ def _install_record_factory() -> None:
 
     logging.setLogRecordFactory(redacting_factory)
     _factory_installed = True
-
-
-def correlation_ids(job: AnyJob, turn_id: str) -> dict[str, object]:
-    """The ids that tie together the log records of one job (ids only, never text).
-
-    `turn_id` is the SQS message id: the same for every retry of the job. A continuation
-    (`job_kind` continuation) carries the ids of the job it continues.
-    """
-    started = job.job if isinstance(job, ContinuationJob) else job
-    keys: dict[str, object] = {
-        "turn_id": turn_id,
-        "job_kind": job.kind,
-        "chat_id": _chat_of(job),
-        "update_id": (
-            started.update.get("update_id") if isinstance(started, TelegramUpdateJob) else None
-        ),
-        "job_id": getattr(started, "job_id", None),
-        "subagent_id": getattr(started, "subagent_id", None),
-    }
-    return {key: value for key, value in keys.items() if value is not None}
-
-
-def _chat_of(job: AnyJob) -> int | None:
-    """The job's subject's chat (the scope does not matter here: no owner is needed)."""
-    # Imported here: only agent_turn correlates jobs, and the webhook, which imports this
-    # module to set up its logs, need not load the scopes at its cold start.
-    from nanobot_lambda.adapters.telegram.subjects import subject_of
-    from nanobot_lambda.core.subjects import NoSubject
-
-    try:
-        return subject_of(job, owner=None).chat_id
-    except NoSubject:
-        return None
-
-
-@contextmanager
-def correlated(logger: Logger, record: SQSRecord) -> Iterator[None]:
-    """While a queued job is processed, its ids are on every record the logger writes."""
-    try:
-        keys = correlation_ids(parse_job(record.body), turn_id=record.message_id)
-    except ValueError:
-        keys = {
-            "turn_id": record.message_id
-        }  # not a job: entry/agent_turn/sqs_records.py reports it
-    logger.append_keys(**keys)
-    try:
-        yield
-    finally:
-        logger.remove_keys(list(keys))

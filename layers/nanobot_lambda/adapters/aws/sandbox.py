@@ -1,6 +1,6 @@
 """The code sandbox function, invoked synchronously with boto3 (`lambda:InvokeFunction` on that
 one function is all agent_turn may do with Lambda). The payload is JSON with files as base64
-(`entry/sandbox.py` is the other side); a run the sandbox refused, or a function error, comes
+(`functions/sandbox.py` is the other side); a run the sandbox refused, or a function error, comes
 back as a ToolError for the model.
 
 The system prompt names the programs the sandbox's runs find, so a container's first turn asks

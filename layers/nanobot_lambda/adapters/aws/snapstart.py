@@ -14,7 +14,7 @@ copy, possibly days later:
   SnapStart init: `AWS_LAMBDA_INITIALIZATION_TYPE` is `snap-start` there).
 
 So, before the snapshot, `before_snapshot` runs the handler's `close` (dropping connections it
-holds) and collects garbage (the init's objects, which entry/init_phase.py froze, thawed for it
+holds) and collects garbage (the init's objects, which functions/init_phase.py froze, thawed for it
 and frozen again), so that no socket of a client dropped during init (the one that read the
 secrets) is in the snapshot. After every restore, `after_restore` reseeds `random` from
 the OS, drops boto3's default session (its credentials and endpoint data) and calls the
@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 def before_snapshot(close: Callable[[], object]) -> None:
     close()
     # Clients dropped during init close their sockets now, not in a restored copy. The init
-    # froze what it made (entry/init_phase.py), garbage included: thawed for this collection.
+    # froze what it made (functions/init_phase.py), garbage included: thawed for this collection.
     gc.unfreeze()
     gc.collect()
     gc.freeze()

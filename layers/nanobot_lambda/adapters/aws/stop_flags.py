@@ -1,5 +1,5 @@
 """/stop flags in the sessions table: one item per session (`stop#<session>` / `flag`),
-expiring after an hour. Why /stop needs a flag at all: see `entry/agent_turn/commands.py`."""
+expiring after an hour. Why /stop needs a flag at all: see `functions/agent_turn/commands.py`."""
 
 from __future__ import annotations
 

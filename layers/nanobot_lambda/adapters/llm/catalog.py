@@ -2,11 +2,11 @@
 
 One `LitellmChatModel` and one `LitellmTokenCounter` per distinct choice, made on first use and
 kept for the container's life (they hold no connection: litellm's clients are its own).
-A preset is called with its own options (temperature, max_tokens, api_base) and the thinking
-level, which the adapter asks of each provider in its own words (`reasoning_options` in
-litellm_model.py: "off" is no thinking where the model allows it, Gemini 2.5 Flash included,
-which thinks unless told not to; else the least it allows); LLM_MODEL and its fallbacks stand
-behind it unchanged, so a chat on a failing preset is still answered.
+A preset is called with its own options (temperature, max_tokens, api_base) and the thinking level,
+which the adapter asks of each provider in its own words (`reasoning_options` in
+litellm_model/reasoning.py: "off" is no thinking where the model allows it, Gemini 2.5 Flash
+included, which thinks unless told not to; else the least it allows); LLM_MODEL and its fallbacks
+stand behind it unchanged, so a chat on a failing preset is still answered.
 """
 
 from __future__ import annotations

@@ -58,8 +58,8 @@ RATE_LIMITED_STATUS = 429
 
 
 def failure_kind(status: int | None) -> ChannelFailure:
-    """What a Bot API status means for the caller (core/errors.py): the one place entry code's
-    questions (rate-limited? blocked? refused?) are answered from a status number."""
+    """What a Bot API status means for the caller (core/errors.py): the one place the functions'
+    code's questions (rate-limited? blocked? refused?) are answered from a status number."""
     if status == RATE_LIMITED_STATUS:
         return "rate_limited"
     if status == BLOCKED_STATUS:
@@ -251,6 +251,13 @@ class TelegramBot:
             self.send_part(chat_id, chunk, thread_id=thread_id)
             for chunk in self.message_parts(markdown)
         ]
+
+    def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> int:
+        """One message with a button that opens the Mini App at `url` (the console)."""
+        (html,) = self.message_parts(text)
+        markup = {"inline_keyboard": [[{"text": label, "web_app": {"url": url}}]]}
+        result = self._send_html("sendMessage", html, chat_id=chat_id, reply_markup=markup)
+        return int(result["message_id"])
 
     def message_parts(self, text: str) -> list[str]:
         """The Telegram HTML messages the Markdown `text` goes out as (see formatting.py)."""

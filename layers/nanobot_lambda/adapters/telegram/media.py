@@ -38,14 +38,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nanobot_lambda.adapters import documents
-from nanobot_lambda.adapters.telegram.client import FileTooLarge, TelegramError
-from nanobot_lambda.adapters.telegram.inbound import (
-    context_lines,
+from nanobot_lambda.adapters.telegram.addressing import (
     has_mention,
-    other_attachment_notes,
     replied_message,
     strip_bot_mention,
 )
+from nanobot_lambda.adapters.telegram.client import FileTooLarge, TelegramError
+from nanobot_lambda.adapters.telegram.contents import other_attachment_notes
+from nanobot_lambda.adapters.telegram.message_context import context_lines
 from nanobot_lambda.adapters.telegram.models import FileRef, Message, PhotoSize
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.errors import ModelError

@@ -1,7 +1,7 @@
 """The subject of every job kind (core/subjects.py), derived in this one place.
 
 A queued Telegram update's chat, topic and person are those the webhook judged it by
-(`inbound.place_of`): a message's chat and sender, a pressed button's presser in the chat of
+(`places.place_of`): a message's chat and sender, a pressed button's presser in the chat of
 the message it was under. The other job kinds carry their chat (and topic): a scheduled task's,
 a background task's and its announcement's, and a hook event's are the chat that made them;
 the heartbeat's is the owner's private chat. A continuation is the subject of the job it continues.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from nanobot_lambda.adapters.telegram.inbound import Ignored, place_of
 from nanobot_lambda.adapters.telegram.models import Update
+from nanobot_lambda.adapters.telegram.places import Ignored, place_of
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,
     AnyJob,

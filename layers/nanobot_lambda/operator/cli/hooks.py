@@ -1,5 +1,5 @@
-"""`hooks list|add|remove`: the owner's signed event hooks (core/hooks.py), as /hooks manages
-them in the chat."""
+"""`hooks list|add|remove`: the owner's signed event hooks (core/inbound_events.py), as /hooks
+manages them in the chat."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from nanobot_lambda.operator.cli.common import add_command, add_stack_option, deployment
 
 if TYPE_CHECKING:
-    from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
+    from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
 
 
 def register(commands: Any) -> None:
@@ -74,7 +74,7 @@ def register(commands: Any) -> None:
 
 def _store(arguments: argparse.Namespace) -> tuple[DynamoHookStore, str]:
     """The hooks (imported here: the CLI starts without boto3's adapters) and their base URL."""
-    from nanobot_lambda.adapters.aws.hooks import DynamoHookStore
+    from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
 
     target = deployment(arguments)
     (table,) = target.require("sessions_table")
@@ -95,7 +95,7 @@ def list_command(arguments: argparse.Namespace) -> int:
 
 
 def add_command_handler(arguments: argparse.Namespace) -> int:
-    from nanobot_lambda.core.hooks import BadHookName, new_hook
+    from nanobot_lambda.core.inbound_events import BadHookName, new_hook
 
     try:
         hook = new_hook(

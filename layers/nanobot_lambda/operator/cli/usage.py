@@ -39,10 +39,10 @@ def register(commands: Any) -> None:
 
 
 def usage_command(arguments: argparse.Namespace) -> int:
-    from nanobot_lambda.adapters.aws.feedback import DynamoFeedbackBook
+    from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
     from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
     from nanobot_lambda.core.errors import StorageError
-    from nanobot_lambda.core.feedback import feedback_line, reactions_to_answers
+    from nanobot_lambda.core.reactions_and_edits import feedback_line, reactions_to_answers
     from nanobot_lambda.core.usage import usage_report
 
     target = deployment(arguments)
@@ -55,7 +55,7 @@ def usage_command(arguments: argparse.Namespace) -> int:
     store = DynamoUsageStore(table, client, timezone=timezone)
     try:
         print(usage_report(store, arguments.chat, datetime.now(UTC)))
-        if arguments.chat is not None:  # the reactions to its answers (core/feedback.py)
+        if arguments.chat is not None:  # the reactions to its answers (core/reactions_and_edits.py)
             book = DynamoFeedbackBook(table, lambda: client)
             print(feedback_line(reactions_to_answers(book, arguments.chat)))
     except (ClientError, BotoCoreError, StorageError) as error:

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from nanobot_lambda.entry import init_phase
+from nanobot_lambda.functions import init_phase
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.adapters.aws.sessions import MESSAGE_PREFIX, META_KEY
-from nanobot_lambda.adapters.telegram.inbound import session_key_for
+from nanobot_lambda.adapters.telegram.places import session_key_for
 from nanobot_lambda.core.sessions import Message
 
 if TYPE_CHECKING:

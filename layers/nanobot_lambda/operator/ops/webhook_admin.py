@@ -13,11 +13,11 @@ from nanobot_lambda.core.bot_commands import command_menu
 from nanobot_lambda.operator.ops.deployment import OperatorError
 
 # The update kinds the bot acts on: `telegram.inbound` reads `message` and `callback_query` (a
-# button pressed), `edited_message` (an edit: a short turn, core/feedback.py) and
+# button pressed), `edited_message` (an edit: a short turn, core/reactions_and_edits.py) and
 # `message_reaction` (recorded by the webhook, no turn). Telegram sends reactions only when they
 # are asked for here. Asking for nothing else spares the webhook every other kind.
 # tests/unit/test_cli_contracts.py keeps the two in step, and tests/unit/test_isolation.py wants
-# a row for each kind (its chat, person and scope: `telegram.inbound.place_of`,
+# a row for each kind (its chat, person and scope: `telegram.places.place_of`,
 # `telegram.subjects`).
 ALLOWED_UPDATES = ("message", "edited_message", "callback_query", "message_reaction")
 # A delivery error Telegram reported more recently than this is a failing webhook.
@@ -71,6 +71,29 @@ def set_webhook(
 def set_command_menu(bot: TelegramBot) -> None:
     """The menu Telegram shows when the user types "/": the commands /help lists."""
     bot.call("setMyCommands", commands=command_menu())
+
+
+MENU_BUTTON_TEXT = "Console"
+
+
+def set_menu_button(bot: TelegramBot, console_url: str | None) -> None:
+    """The button beside the message box of every private chat with the bot: the console (a
+    Mini App) where the stack has one, Telegram's command list otherwise."""
+    button: dict[str, Any] = (
+        {"type": "web_app", "text": MENU_BUTTON_TEXT, "web_app": {"url": console_url}}
+        if console_url
+        else {"type": "commands"}
+    )
+    bot.call("setChatMenuButton", menu_button=button)
+
+
+def menu_button_opens(bot: TelegramBot) -> str | None:
+    """The URL the private chats' menu button opens (None: it opens no Mini App)."""
+    button = bot.call("getChatMenuButton") or {}
+    if button.get("type") != "web_app":
+        return None
+    url = button.get("web_app", {}).get("url")
+    return str(url) if url else None
 
 
 def command_menu_is_current(bot: TelegramBot) -> bool:

@@ -1,0 +1,135 @@
+"""Running the agent loop for one run of a turn: what it shows while it works, when it stops,
+what it records before and after each step, and what happens when the model or the time runs
+out.
+
+A turn that cannot be answered (every model attempt failed; or it continued in new invocations
+as often as it may) ends: the journal records that first, then the chat is told once, then the
+turn is closed without saving anything. When the model's failure is a setup problem (a refused
+key, a model that does not exist), the chat is told the assistant is not set up right and the
+owner what to fix (spending.py's SetupNotices), not "send it again in a moment". A later run of
+it (its job delivered again after a crash between those steps) only finishes that: it repeats
+the message if it was not accepted yet and closes the turn; it never asks the model again after
+the user was told to send the message again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from nanobot_lambda.adapters.telegram.places import session_key_for
+from nanobot_lambda.core import texts
+from nanobot_lambda.core.agent import AgentLoop, Resume, TurnOutcome
+from nanobot_lambda.core.errors import ModelError
+from nanobot_lambda.core.ports import StopFlags, TurnJournal
+from nanobot_lambda.functions.agent_turn.continuation import Continuation
+from nanobot_lambda.functions.agent_turn.saving import TurnSaver
+from nanobot_lambda.functions.agent_turn.spending import SetupNotices
+from nanobot_lambda.functions.agent_turn.turn_run import TurnRun, checkpoint
+from nanobot_lambda.settings import LoopSettings
+from nanobot_lambda.tools.chat import TurnScope
+
+logger = logging.getLogger(__name__)
+
+MODEL_ERROR = "model_error"  # the texts/ a turn ends with, unanswered
+TURN_TOO_LONG = "turn_too_long"
+# Seconds a step's tools leave of the invocation, to record their results.
+TOOL_TIME_MARGIN_SECONDS = 5
+
+
+class AgentRunner:
+    def __init__(
+        self,
+        journal: TurnJournal,
+        stop_flags: StopFlags,
+        continuation: Continuation,
+        saver: TurnSaver,
+        settings: LoopSettings,
+        setup_notices: SetupNotices,
+    ) -> None:
+        self._journal = journal
+        self._setup_notices = setup_notices
+        self._stop_flags = stop_flags
+        self._continuation = continuation
+        self._saver = saver
+        self._settings = settings
+
+    def run(
+        self,
+        loop: AgentLoop,
+        request: list[dict[str, Any]],
+        scope: TurnScope,
+        run: TurnRun,
+        log: dict[str, Any],
+        *,
+        apologise: bool = True,
+    ) -> TurnOutcome | None:
+        """Run (or resume) the turn's loop. None when the turn ended unanswered (the model
+        failed; the user was told, if `apologise`, and the turn is closed); raises
+        TurnSuspended when the turn goes on in another invocation."""
+        if run.progress.ended is not None:
+            logger.info("turn had ended unanswered: finishing that", extra=log)
+            self._end(run, scope, run.progress.ended)
+            return None
+
+        session_key = session_key_for(scope.chat_id, scope.thread_id)
+
+        def progress(text: str) -> None:
+            run.outbox.send(scope.chat_id, text, scope.thread_id)
+
+        def stop_requested() -> bool:
+            # Any flag counts: /stop is queued behind the turns it should stop, and it clears
+            # the flag when it is processed; a leaked flag expires within the hour.
+            return scope.origin == "user" and self._stop_flags.requested_since(session_key, 0)
+
+        recorded = run.progress
+        # An answered turn is resumed even when its answer took no model call (a spending limit).
+        resumed = recorded.iterations or recorded.answered
+        resume = Resume(recorded.messages, recorded.iterations) if resumed else None
+        show_progress = (
+            self._settings.send_progress and scope.origin != "subagent" and not scope.quiet
+        )
+
+        def record(outcome: TurnOutcome) -> None:
+            checkpoint(self._journal, run, outcome)
+
+        try:
+            outcome = loop.run(
+                request,
+                on_progress=progress if show_progress else None,
+                should_stop=stop_requested,
+                resume=resume,
+                on_step=record,
+                on_iteration=record,
+                time_left=run.deadline(self._settings.turn_time_reserve_seconds),
+                tool_time_left=run.deadline(TOOL_TIME_MARGIN_SECONDS),
+                on_text=run.outbox.draft if run.outbox.drafting else None,
+            )
+        except ModelError as error:
+            logger.error("model call failed: %s", error, extra=log)
+            # A setup problem is the owner's to fix, whoever's turn met it: they are told.
+            setup_text = self._setup_notices.tell(run, scope, error)
+            if apologise:
+                self._end(run, scope, setup_text or MODEL_ERROR)
+                return None
+            self._journal.discard(run.journal_key, run.progress)
+            return None
+        if outcome.suspended:
+            if run.progress.continuations >= self._settings.max_continuations:
+                logger.error(
+                    "turn gave up after %d continuations", run.progress.continuations, extra=log
+                )
+                self._end(run, scope, TURN_TOO_LONG)
+                return None
+            self._continuation.suspend(run, scope, log)
+        return outcome
+
+    def _end(self, run: TurnRun, scope: TurnScope, text: str) -> None:
+        """End the turn unanswered with the text named `text`: recorded (with the number its
+        message gets, so a later run of the turn knows it for the same message), said, closed."""
+        progress = run.progress
+        if progress.ended is None:
+            self._journal.end(run.journal_key, progress, text, run.outbox.count + 1)
+        run.outbox.count = progress.ended_at - 1
+        run.outbox.send(scope.chat_id, texts.load(text), scope.thread_id)
+        self._saver.close(run)
