@@ -86,10 +86,10 @@ def _serve(
 def _retry_at_once() -> None:
     """The handler's clients retry without their pauses: a model call at once, a Bot API call
     at once (whatever retry_after Telegram gave). In the worker only, before its init."""
-    from nanobot_lambda.adapters.llm import litellm_model
+    from nanobot_lambda.adapters.llm.litellm_model import retries
     from nanobot_lambda.adapters.telegram.client import TelegramBot
 
-    litellm_model.RETRY_FIRST_PAUSE = 0.0
+    retries.RETRY_FIRST_PAUSE = 0.0
     assert TelegramBot.__init__.__kwdefaults__ is not None
     TelegramBot.__init__.__kwdefaults__["sleep"] = lambda seconds: None
 
