@@ -39,6 +39,12 @@ PRELOAD = [
     "nanobot_lambda.adapters.telegram.client",
     "nanobot_lambda.adapters.aws.sessions",
     "nanobot_lambda.adapters.aws.journal",
+    # What agent_turn's init imports on its own: the OpenAI SDK's resources that it imports for
+    # an `openai/` model (litellm_model/connections.py), the X-Ray SDK of Powertools' Tracer.
+    "openai.resources",
+    "httpcore",
+    "aws_xray_sdk.core",
+    "nanobot_lambda.functions.agent_turn.toolbox",
 ]
 
 
