@@ -25,6 +25,8 @@ from nanobot_lambda.core.jobs import (
     SubagentJob,
     TelegramUpdateJob,
 )
+from nanobot_lambda.functions.agent_turn.kinds import describe
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.operator.cli import build_parser, main
 from nanobot_lambda.operator.cli.common import describe_failure
 from nanobot_lambda.operator.local.cfn import load_template
@@ -35,7 +37,6 @@ from nanobot_lambda.operator.ops.deployment import (
     OperatorError,
     valid_secret_token,
 )
-from nanobot_lambda.operator.ops.dlq import describe
 from nanobot_lambda.operator.ops.doctor import STACK_SETTINGS
 from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
 from nanobot_lambda.operator.ops.workspace_sync import MANIFEST, syncable
@@ -225,6 +226,6 @@ JOBS = [
 
 @pytest.mark.parametrize(("job", "expected"), JOBS, ids=lambda value: getattr(value, "kind", ""))
 def test_dead_letters_are_described_by_ids_never_text(job: AnyJob, expected: str) -> None:
-    description = describe(job)
+    description = describe(QueuedJob.of(job))
     assert description == expected
     assert SECRET not in description

@@ -35,7 +35,6 @@ import pytest
 
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.adapters.telegram.places import session_key_for
-from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,
     AnyJob,
@@ -52,6 +51,8 @@ from nanobot_lambda.core.reactions_and_edits import Reaction
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.subjects import NoSubject
 from nanobot_lambda.core.usage_counts import Tally
+from nanobot_lambda.functions.agent_turn.kinds import subject_of
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
 from tests.conftest import album_updates, telegram_update
 from tests.support.fakes import (
@@ -487,7 +488,7 @@ def test_a_job_nobody_sent_now_stops_once_its_person_may_no_longer_talk_to_the_b
 @pytest.mark.parametrize("who", EVERYONE, ids=lambda who: who.name)
 def test_a_hook_event_is_the_subject_of_the_chat_it_was_made_in(who: Who) -> None:
     """What agent_turn derives for it: that chat, topic and scope."""
-    subject = subject_of(hook_event(who), OWNER.chat)
+    subject = subject_of(QueuedJob.of(hook_event(who)), OWNER.chat)
     assert (subject.chat_id, subject.thread_id) == (who.chat, who.thread)
     assert subject.scope == Scope(who.scope)
 

@@ -20,6 +20,7 @@ from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
 from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class SubagentTurn(JobTurn[SubagentJob]):
         super().__init__(deps, job)
         self.log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
 
-    def open(self) -> Opening:
+    def open(self, ctx: JobContext) -> Opening:
         group = f"subagent:{self.job.subagent_id}"
         return Opening(f"subagent-{self.job.subagent_id}", group, in_session=False)
 
@@ -87,7 +88,7 @@ class AnnouncementTurn(JobTurn[AnnouncementJob]):
         super().__init__(deps, job)
         self.log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
 
-    def open(self) -> Opening:
+    def open(self, ctx: JobContext) -> Opening:
         job = self.job
         return Opening(f"announce-{job.subagent_id}", session_key_for(job.chat_id, job.thread_id))
 

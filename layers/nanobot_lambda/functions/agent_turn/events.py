@@ -29,6 +29,7 @@ from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
 from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class HookEventTurn(JobTurn[HookEventJob]):
     def quiet(self) -> bool:
         return self.job.quiet
 
-    def open(self) -> Opening:
+    def open(self, ctx: JobContext) -> Opening:
         job = self.job
         return Opening(inbound_events.turn_id(job), session_key_for(job.chat_id, job.thread_id))
 

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import logging
 from contextlib import AbstractContextManager, ExitStack
-from functools import cached_property
 from typing import Any
 
 from nanobot_lambda.adapters.telegram.addressing import addressed_to_bot, is_group_chat
-from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.adapters.telegram.media import UserContent
 from nanobot_lambda.adapters.telegram.models import Message, Update
 from nanobot_lambda.adapters.telegram.places import Ignored, RefusedPress
@@ -49,9 +48,11 @@ from nanobot_lambda.core.reactions_and_edits import (
     edit_turn,
 )
 from nanobot_lambda.core.sessions import SessionHistory
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
 from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -60,17 +61,12 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
     origin = "user"
     apologise = True  # the user waits for an answer: a model failure is told
 
-    @cached_property
-    def _update(self) -> Update:
-        return Update.model_validate(self.job.update)
+    def recorded_at(self, queued: QueuedJob) -> Opening | None:
+        inbound = queued.inbound
+        return None if inbound is None or isinstance(inbound, Ignored) else _opening_of(inbound)
 
-    def recorded_at(self) -> Opening | None:
-        inbound = to_inbound(self._update)
-        return None if isinstance(inbound, Ignored) else _opening_of(inbound)
-
-    def open(self) -> Opening | None:
-        deps, update = self.deps, self._update
-        inbound = to_inbound(update)
+    def open(self, ctx: JobContext) -> Opening | None:
+        deps, update, inbound = self.deps, ctx.update, ctx.inbound
         if isinstance(inbound, RefusedPress):
             # The webhook refuses these: a job queued before it did, or not by the webhook.
             logger.warning("queued button press refused: %s", inbound.reason)
@@ -78,8 +74,10 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         if isinstance(inbound, Ignored):
             logger.info("queued update has nothing to answer: %s", inbound.reason)
             return None
+        # A job has a subject only when its update was read (kinds.py): both are here.
+        assert inbound is not None and update is not None
         self.inbound = inbound
-        subject = deps.job_scope.subject  # the chat, topic and scope of `inbound` (subjects.py)
+        subject = ctx.subject  # the chat, topic and scope of `inbound`
         self.log = {"update_id": inbound.update_id, "chat_id": subject.chat_id}
         message = update.message  # None for a button pressed (a callback query) or an edit
         self.album = [] if message is None else self._album_of(inbound, message)

@@ -20,10 +20,12 @@ from nanobot_lambda.core.heartbeat import HEARTBEAT_GROUP, HEARTBEAT_OK
 from nanobot_lambda.core.jobs import CronTaskJob, HeartbeatJob
 from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.core.spend import SpendLimitReached
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
 from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +35,8 @@ class HeartbeatTurn(JobTurn[HeartbeatJob]):
 
     origin = "heartbeat"
 
-    def open(self) -> Opening | None:
-        if not self.deps.job_scope.subject.scope.is_owner:
+    def open(self, ctx: JobContext) -> Opening | None:
+        if not ctx.subject.scope.is_owner:
             # HEARTBEAT.md holds the owner's tasks: never run or reported in another's chat (a
             # chat remembered before scopes existed, or HEARTBEAT_CHAT_ID set to someone else).
             logger.warning("heartbeat for a chat that is not the owner's: skipped")
@@ -94,11 +96,11 @@ class CronTaskTurn(JobTurn[CronTaskJob]):
         self.log = {"job_id": job.job_id, "chat_id": job.chat_id}
         self.status = "done"  # recorded on the task when its turn is through
 
-    def open(self) -> Opening:
+    def open(self, ctx: JobContext) -> Opening:
         # One firing, one turn (older queued jobs carry no firing time: a fresh id each run).
         return self._opening(self.job.fired_at or secrets.token_hex(6))
 
-    def recorded_at(self) -> Opening | None:
+    def recorded_at(self, queued: QueuedJob) -> Opening | None:
         # Without a firing time, each run had an id of its own: no record to find.
         return self._opening(self.job.fired_at) if self.job.fired_at else None
 

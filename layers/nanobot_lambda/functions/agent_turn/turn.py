@@ -49,10 +49,12 @@ from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.jobs import StartJob
 from nanobot_lambda.core.sessions import Message, SessionHistory
 from nanobot_lambda.functions.agent_turn.continuation import TurnSuspended
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.saving import consolidate_quietly
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, RemainingMillis, TurnRun
 from nanobot_lambda.tools.chat import TurnOrigin, TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -85,12 +87,12 @@ class JobTurn(Generic[J]):
         """Shows no progress while it works."""
         return False
 
-    def open(self) -> Opening | None:
+    def open(self, ctx: JobContext) -> Opening | None:
         raise NotImplementedError
 
-    def recorded_at(self) -> Opening | None:
-        """Where the turn's journal record is, from the job alone, running nothing (`open` may
-        answer a command or ask Telegram): read for a job that failed for the last time
+    def recorded_at(self, queued: QueuedJob) -> Opening | None:
+        """Where the turn's journal record is, from the job as queued, running nothing (`open`
+        may answer a command or ask Telegram): read for a job that failed for the last time
         (dispatch.py, `give_up`). None: not known before the turn opens."""
         return None
 
@@ -118,15 +120,19 @@ class JobTurn(Generic[J]):
         """After the turn was delivered (and saved, if it was delivered)."""
 
 
-def run_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis | None) -> None:
-    """One job's turn, in the job's scope (dispatch.py entered it), then its indexing."""
-    if _take_turn(deps, kind, remaining_ms):
+def run_turn(
+    deps: TurnDeps, kind: JobTurn[Any], ctx: JobContext, remaining_ms: RemainingMillis | None
+) -> None:
+    """One job's turn, in the job's context (dispatch.py made it), then its indexing."""
+    if _take_turn(deps, kind, ctx, remaining_ms):
         deps.recall.after_reply()
 
 
-def _take_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis | None) -> bool:
+def _take_turn(
+    deps: TurnDeps, kind: JobTurn[Any], ctx: JobContext, remaining_ms: RemainingMillis | None
+) -> bool:
     """Steps 1-8; False when the turn was suspended to continue in another invocation."""
-    opening = kind.open()
+    opening = kind.open(ctx)
     if opening is None:
         return True
     history, run = deps.starter.start(kind.job, opening, remaining_ms)

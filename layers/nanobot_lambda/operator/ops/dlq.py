@@ -21,9 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from nanobot_lambda.adapters.telegram.models import Update
-from nanobot_lambda.core.jobs import AnyJob, ContinuationJob, TelegramUpdateJob, parse_job
-
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -46,29 +43,16 @@ class DeadLetter:
         return len(self.body.encode("utf-8"))
 
     def describe_job(self) -> str:
-        """The job's kind and ids, never its text (a user's message, a task's prompt)."""
+        """The job's kind and ids, never its text (a user's message, a task's prompt): as its
+        kind names it (functions/agent_turn/kinds.py)."""
+        # Imported here: the rest of the CLI does not pay for agent_turn's modules.
+        from nanobot_lambda.functions.agent_turn.kinds import describe
+        from nanobot_lambda.functions.agent_turn.queued import read_job
+
         try:
-            return describe(parse_job(self.body))
+            return describe(read_job(self.body))
         except ValidationError:
             return "unreadable job"
-
-
-def describe(job: AnyJob) -> str:
-    if isinstance(job, ContinuationJob):
-        return f"{describe(job.job)} (continuation, part {job.part})"
-    if isinstance(job, TelegramUpdateJob):
-        try:
-            update = Update.model_validate(job.update)
-        except ValidationError:
-            return "telegram_update (unreadable)"
-        message = update.message or update.edited_message
-        chat = f" chat {message.chat.id}" if message else ""
-        return f"telegram_update {update.kind} update_id {update.update_id}{chat}"
-    ids = [f"chat {job.chat_id}"]
-    for name in ("job_id", "subagent_id", "hook", "delivery_id"):
-        if hasattr(job, name):
-            ids.append(f"{name} {getattr(job, name)}")
-    return f"{job.kind} {' '.join(ids)}"
 
 
 def _dead_letter(message: MessageTypeDef) -> DeadLetter:
