@@ -69,21 +69,28 @@ class Dispatcher:
             # approved list): their schedules and background work stop with them.
             logger.info("job of a chat no longer allowed: skipped", extra={"kind": kind.name})
             return
-        ctx = JobContext(
-            job=queued.started,
-            subject=subject,
-            continued=queued.continued,
-            update=queued.update,
-            inbound=queued.inbound,
-        )
-        with deps.meter.job(subject, continued=ctx.continued):
-            deps.job_scope.enter(subject)
+        turn = kind.turn(deps, queued.started)
+        with deps.meter.job(subject, continued=queued.continued) as meter:
+            workspace = deps.scopes.of(subject.scope)
+            workspace.refresh()  # one listing: the scope's files as they are now
+            ctx = JobContext(
+                job=queued.started,
+                subject=subject,
+                origin=turn.origin,
+                workspace=workspace,
+                tools=deps.tools.for_job(subject.chat_id, chat_tools=kind.chat_tools),
+                meter=meter,
+                continued=queued.continued,
+                quiet=turn.quiet,
+                update=queued.update,
+                inbound=queued.inbound,
+            )
             if isinstance(queued.job, ContinuationJob):
                 logger.info(
                     "continuing a turn",
                     extra={"continuation": queued.job.part, "job_kind": kind.name},
                 )
-            run_turn(deps, kind.turn(deps, ctx.job), ctx, remaining_ms)
+            run_turn(deps, turn, ctx, remaining_ms)
 
     def give_up(self, queued: QueuedJob) -> None:
         """The job failed for the last time (it goes to the dead-letter queue): tell the chat

@@ -1,11 +1,12 @@
 """Every kind of job agent_turn runs, each declared once, in `KINDS`.
 
 A `JobKind` says all that differs between kinds outside their turn: whose a job is (its subject,
-core/subjects.py), the turn that runs it (turn.py's `JobTurn`), whether a person waits for it
-(told once when it is given up for good), whether it runs only while its chat may still talk to
-the bot, and the ids that name it, never its text (on its log records while it runs, and in the
-dead-letter queue's listing). The dispatcher, its `give_up`, log correlation and
-`nanobot-lambda dlq list` all read it from here.
+core/subjects.py), the turn that runs it (turn.py's `JobTurn`), which tools it is offered,
+whether a person waits for it (told once when it is given up for good), whether it runs only
+while its chat may still talk to the bot, and the ids that name it, never its text (on its log
+records while it runs, and in the dead-letter queue's listing). The dispatcher (which makes each
+job's context from it), its `give_up`, log correlation and `nanobot-lambda dlq list` all read it
+from here.
 
 Adding a job kind: its envelope in core/jobs.py (what goes on the queue), its turn in a module of
 its own (as scheduled.py's), and its `JobKind` here; then its rows in the isolation table
@@ -105,6 +106,8 @@ class JobKind(Generic[J]):
     turn: Callable[[TurnDeps, J], JobTurn[J]]  # the turn that runs a job of this kind
     subject: Callable[[QueuedJob, int | None], Subject] = in_its_chat  # (the job, OWNER_ID)
     ids: Callable[[QueuedJob], Ids]  # what names a job, never its text
+    # The chat tools too (cron, message, spawn…: toolbox.py); else the workspace tools only.
+    chat_tools: bool = True
     # A person waits for its answer: when it fails for good, its chat is told once.
     told_when_given_up: Callable[[QueuedJob], bool] = never
     # Nobody sent it just now (a schedule, a background task, an event): it runs only while
@@ -140,6 +143,7 @@ KINDS = _kinds(
         envelope=SubagentJob,
         turn=SubagentTurn,
         ids=carried("subagent_id"),
+        chat_tools=False,  # a background task has no chat to act in, and starts no other
         told_when_given_up=always,
         unsent=True,
     ),

@@ -24,7 +24,6 @@ from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
-from nanobot_lambda.tools.chat import TurnScope
 from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
@@ -49,15 +48,17 @@ class HeartbeatTurn(JobTurn[HeartbeatJob]):
             group=HEARTBEAT_GROUP,
         )
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request | None:
+    def request(
+        self, ctx: JobContext, run: TurnRun, history: SessionHistory | None
+    ) -> Request | None:
         """None when no standing task is due (asked of the model with a small forced tool
         call, once: a resumed turn goes on with the decision its first run made)."""
         deps = self.deps
-        runtime = deps.requests.runtime_block(run, self.job.chat_id)
+        runtime = deps.requests.runtime_block(ctx, run)
         tasks = self.job.tasks  # the decision was made by the run that started the turn
         if not run.progress.resumed:
             try:
-                due = heartbeat.due_tasks(deps.heartbeat_model, self.job.tasks, runtime)
+                due = heartbeat.due_tasks(deps.loops.heartbeat_model(ctx), self.job.tasks, runtime)
             except SpendLimitReached:
                 logger.info("heartbeat skipped: a spending limit is reached")
                 return None
@@ -68,17 +69,18 @@ class HeartbeatTurn(JobTurn[HeartbeatJob]):
                 return None
             tasks = due
         prompt = texts.render("heartbeat_turn", tasks=tasks)
-        return Request(deps.context.messages([], prompt, runtime), deps.heartbeat_agent)
+        messages = deps.context.messages(ctx.workspace, [], prompt, runtime)
+        return Request(messages, deps.loops.heartbeat(ctx))
 
-    def unanswered(self, run: TurnRun) -> None:
+    def unanswered(self, ctx: JobContext, run: TurnRun) -> None:
         logger.info("heartbeat: nothing to report")
         self.deps.ports.stores.journal.mark_done(run.journal_key, run.progress)
 
-    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+    def deliver(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> bool:
         if heartbeat.nothing_to_report(outcome.reply):
             logger.info("heartbeat: nothing to report")
             return True
-        self.deps.delivery.deliver(run, scope, outcome)
+        self.deps.delivery.deliver(ctx, run, outcome)
         return True  # marked done even when the chat blocked the bot: nobody to tell
 
 
@@ -107,20 +109,20 @@ class CronTaskTurn(JobTurn[CronTaskJob]):
     def _opening(self, firing: str) -> Opening:
         return Opening(f"cron-{self.job.job_id}-{firing}", f"cron:{self.job.job_id}")
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request:
+    def request(self, ctx: JobContext, run: TurnRun, history: SessionHistory | None) -> Request:
         assert history is not None
         deps, prompt = self.deps, cron_task_prompt(self.job)
-        runtime = deps.requests.runtime_block(run, self.job.chat_id, history=history.messages)
+        runtime = deps.requests.runtime_block(ctx, run, history=history.messages)
         messages = deps.requests.that_fits(
-            history, lambda past: deps.context.messages(past, prompt, runtime)
+            ctx, history, lambda past: deps.context.messages(ctx.workspace, past, prompt, runtime)
         )
         saved = {"role": "user", "content": prompt, RUNTIME_FIELD: runtime}
-        return Request(messages, deps.agent, saved)
+        return Request(messages, deps.loops.chat(ctx), saved)
 
-    def unanswered(self, run: TurnRun) -> None:
+    def unanswered(self, ctx: JobContext, run: TurnRun) -> None:
         self._record_run("failed: model unavailable")
 
-    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+    def deliver(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> bool:
         # A quiet task with nothing to report sends nothing, but its turn is saved all the same
         # (the next run compares with it; the save closes its journal record, so a retry of
         # the turn is skipped).
@@ -128,9 +130,9 @@ class CronTaskTurn(JobTurn[CronTaskJob]):
             logger.info("quiet task: nothing to report", extra=self.log)
             self.status = "done: nothing to report"
             return True
-        return self.deps.delivery.deliver(run, scope, outcome)
+        return self.deps.delivery.deliver(ctx, run, outcome)
 
-    def finished(self, run: TurnRun, outcome: TurnOutcome) -> None:
+    def finished(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> None:
         self._record_run(self.status)
 
     def _record_run(self, status: str) -> None:
