@@ -275,6 +275,7 @@ def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
     assert "Here is everything." not in chat.text
     assert "you> /stop" in lines
     assert not any(line.startswith("you> nanobot>") for line in lines)
+    assert "you> what should I do today?" in lines and "you> hello" in lines, chat.text
     assert lines.index("you> what should I do today?") < lines.index("you> hello")
     # No log line below WARNING without -v (Powertools' JSON lines carry a "level").
     assert '"level"' not in chat.text and "INFO" not in chat.text
@@ -360,9 +361,16 @@ def test_a_hook_made_in_the_chat_takes_signed_events_on_this_machine(
             "bot token": "skip",
             "webhook": "skip",
             "command menu": "skip",
+            "console": "ok",
             "workspace": "ok",
         }, doctor.stdout
         assert f"hooks at {banner.group(1)}/NAME reach the webhook function" in doctor.stdout
+        # The banner's console link: the page on this machine, signed in as the local user.
+        console = re.search(
+            r"signed in as you for 1 hour\):\s+(http://\S+/console)#tgWebAppData=", chat.text
+        )
+        assert console is not None, chat.text
+        assert f"{console.group(1)}: its page and its API answer" in doctor.stdout
     finally:
         assert chat.close() == 0
 

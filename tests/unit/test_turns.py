@@ -91,6 +91,7 @@ class Bot:
     recall_indexes: Any = None
     clock: Callable[[], datetime] | None = None  # default: the real time
     settings: dict[str, str] = field(default_factory=dict)
+    environ: dict[str, str] = field(default_factory=dict)  # agent_turn's (skills' requires.env)
 
     def scope_workspace(self, scope: Scope) -> MemoryWorkspace:
         """A person's or a group's own workspace (core/scopes.py), kept for the assertions."""
@@ -138,9 +139,9 @@ class Bot:
         environment = {**AGENT_ENV, "ALLOW_FROM": str(ADA), **self.settings}
         settings = AgentSettings.from_env(environment)
         if self.clock is None:
-            self.service = Dispatcher(settings, ports, environ={})
+            self.service = Dispatcher(settings, ports, environ=self.environ)
         else:
-            self.service = Dispatcher(settings, ports, environ={}, clock=self.clock)
+            self.service = Dispatcher(settings, ports, environ=self.environ, clock=self.clock)
 
     def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None:
         self.service.process(QueuedJob.of(job), remaining_ms)

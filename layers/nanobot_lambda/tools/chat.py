@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
 from nanobot_lambda.core.allowlist import AllowList
-from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.cron import CronJob, remove_job
 from nanobot_lambda.core.errors import ChannelError, ToolError
 from nanobot_lambda.core.jobs import SubagentJob
 from nanobot_lambda.core.outgoing import MAX_CAPTION_CHARS, MAX_UPLOAD_BYTES, OutgoingFile, kind_for
@@ -163,8 +163,7 @@ class CronTool(Tool[JobContext]):
         job = self._store.get(ctx.chat_id, job_id)
         if job is None:
             raise ToolError(f"no job with id {job_id} in this chat (see action=list)")
-        self._schedules.delete(job)
-        self._store.delete(job.chat_id, job.job_id)
+        remove_job(self._store, self._schedules, job)
         return f"Removed {job.kind} '{job.name}' (id {job.job_id})."
 
     def _next(self, job: CronJob) -> str:

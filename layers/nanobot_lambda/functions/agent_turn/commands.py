@@ -1,7 +1,8 @@
 """Bot commands: /start, /help, /stop, /usage (with the reactions to the chat's answers,
 core/reactions_and_edits.py), /model and /think (the chat's model and how hard it thinks,
-core/model_choice.py); /new, /compact and /memory (memory_commands.py); and the owner's
-/approve, /deny and /people (pairing, see core/pairing.py) and /hooks (event hooks,
+core/model_choice.py); /new, /compact and /memory (memory_commands.py); /console (a button
+that opens the console, the Mini App: in a private chat only, where Telegram shows one); and the
+owner's /approve, /deny and /people (pairing, see core/pairing.py) and /hooks (event hooks,
 core/inbound_events.py).
 
 Their answers are not journaled: answering a command twice is harmless. /hooks is the
@@ -65,6 +66,7 @@ class CommandDeps:
     hooks: HookCommands  # /hooks
     journal: TurnJournal  # where /hooks records what it sent
     feedback: FeedbackBook  # the reactions /usage shows
+    console_url: str | None = None  # the console's page (CONSOLE_URL); None: not deployed
 
 
 class Commands:
@@ -80,6 +82,7 @@ class Commands:
         self._hooks = deps.hooks
         self._journal = deps.journal
         self._feedback = deps.feedback
+        self._console_url = deps.console_url
 
     def handle(self, ctx: JobContext, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -105,6 +108,8 @@ class Commands:
             self._choose(inbound, command)
         elif command == "hooks":
             self._hooks_command(inbound)
+        elif command == "console":
+            self._console(inbound)
         elif command in MEMORY_COMMANDS:
             self._memory.handle(ctx, inbound, command)
         else:
@@ -150,6 +155,26 @@ class Commands:
                 },
             )
         self._answer(inbound, answer)
+
+    def _console(self, inbound: InboundMessage) -> None:
+        """/console: a button that opens the console (Telegram opens a Mini App from a private
+        chat's button only, and from an https address only: elsewhere the address itself). The
+        console signs the person in by Telegram's launch data, so the button is no secret."""
+        url = self._console_url
+        if not url:
+            self._answer(inbound, texts.load("console_off"))
+        elif inbound.chat_type != "private":
+            self._answer(inbound, texts.load("console_private_only"))
+        elif not url.startswith("https://"):
+            self._answer(inbound, texts.render("console_local", url=url))
+        else:
+            try:
+                self._channel.send_web_app(
+                    inbound.chat_id, texts.load("console_open"), texts.load("console_button"), url
+                )
+            except ChannelError as error:
+                if not error.blocked:
+                    raise
 
     def _hooks_command(self, inbound: InboundMessage) -> None:
         """/hooks: the owner's, answered once per update through the journal (see the module's

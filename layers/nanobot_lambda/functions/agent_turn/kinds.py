@@ -4,9 +4,9 @@ A `JobKind` says all that differs between kinds outside their turn: whose a job 
 core/subjects.py), the turn that runs it (turn.py's `JobTurn`), which tools it is offered,
 whether a person waits for it (told once when it is given up for good), whether it runs only
 while its chat may still talk to the bot, and the ids that name it, never its text (on its log
-records while it runs, and in the dead-letter queue's listing). The dispatcher (which makes each
-job's context from it), its `give_up`, log correlation and `nanobot-lambda dlq list` all read it
-from here.
+records while it runs). The dispatcher (which makes each job's context from it), its `give_up`
+and log correlation all read it from here. (The dead-letter listing, which the console shows
+too, names a job from its envelope alone: adapters/aws/dead_letters.py.)
 
 Adding a job kind: its envelope in core/jobs.py (what goes on the queue), its turn in a module of
 its own (as scheduled.py's), and its `JobKind` here; then its rows in the isolation table
@@ -24,7 +24,6 @@ from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.adapters.telegram.subjects import subject_of_update
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,
-    ContinuationJob,
     CronTaskJob,
     HeartbeatJob,
     HookEventJob,
@@ -170,23 +169,3 @@ def subject_of(queued: QueuedJob, owner: int | None) -> Subject:
 def job_ids(queued: QueuedJob) -> Ids:
     """What names the job (ids only, never text): its kind, and its kind's ids."""
     return {"job_kind": queued.job.kind, **kind_of(queued).ids(queued)}
-
-
-def describe(queued: QueuedJob) -> str:
-    """The job in words for a person (the dead-letter queue's listing): its kind and ids."""
-    started = queued.started
-    label: str = started.kind
-    if isinstance(started, TelegramUpdateJob):
-        label += f" {queued.update.kind}" if queued.update else " (unreadable)"
-    ids = kind_of(queued).ids(queued)
-    if queued.update is None and isinstance(started, TelegramUpdateJob):
-        ids = {}
-    words = " ".join(f"{_shown(name)} {value}" for name, value in ids.items())
-    said = f"{label} {words}" if words else label
-    if isinstance(queued.job, ContinuationJob):
-        return f"{said} (continuation, part {queued.job.part})"
-    return said
-
-
-def _shown(name: str) -> str:
-    return "chat" if name == "chat_id" else name

@@ -65,6 +65,7 @@ from nanobot_lambda.functions.agent_turn.recall import TurnRecall
 from nanobot_lambda.functions.agent_turn.saving import TurnSaver
 from nanobot_lambda.functions.agent_turn.spending import SetupNotices, SpendNotices
 from nanobot_lambda.functions.agent_turn.toolbox import (
+    RequirementsRecord,
     SandboxPrograms,
     Toolbox,
     ToolServices,
@@ -250,7 +251,9 @@ def build_turn_deps(
         tools=Toolbox(workspace_tools, chat_tools, remote),
         menu=menu,
         loops=loops,
-        context=_context_builder(services.sandbox, environ, clock),
+        context=_context_builder(
+            services.sandbox, environ, clock, RequirementsRecord(stores.jobs, environ, clock)
+        ),
         requests=TurnRequests(recall, loops.fits, consolidation, stores.sessions, settings, clock),
         albums=Albums(stores.albums),
         commands=Commands(
@@ -270,6 +273,7 @@ def build_turn_deps(
                 sessions=stores.sessions,
                 menu=menu,
                 hooks=HookCommands(stores.hooks, settings.hooks_url, clock),
+                console_url=settings.console_url,
                 journal=stores.journal,
                 feedback=stores.feedback,
             )
@@ -310,12 +314,13 @@ def _context_builder(
     sandbox: Sandbox | None,
     environ: Mapping[str, str],
     clock: Callable[[], datetime],
+    record: RequirementsRecord,
 ) -> ContextBuilder:
     """The prompt's builder; skills' `requires.bins` are checked against what the sandbox has
-    when there is one."""
+    when there is one. `record` keeps what they are checked against, once."""
     if sandbox is None:
-        return ContextBuilder(environ)
-    programs = SandboxPrograms(sandbox, clock)
+        return ContextBuilder(environ, programs_line=record.without_sandbox)
+    programs = SandboxPrograms(sandbox, clock, on_found=record)
     return ContextBuilder(
         environ,
         which=lambda name: name if name in programs() else None,

@@ -134,6 +134,13 @@ class TemplateContext:
     def condition(self, name: str) -> bool:
         return bool(self.evaluate(self.template["Conditions"][name]))
 
+    def resource_enabled(self, logical_id: str) -> bool:
+        """Whether the template declares the resource and its Condition (if any) holds."""
+        resource = self.template["Resources"].get(logical_id)
+        if resource is None:
+            return False
+        return "Condition" not in resource or self.condition(resource["Condition"])
+
     def evaluate(self, value: Any) -> Any:
         """Evaluate intrinsic functions in `value`; raises UnresolvedValue when it cannot."""
         if isinstance(value, list):
