@@ -119,7 +119,7 @@ arguments = {"prefetch": prefetch} if prefetch is not None else {}
 start = time.perf_counter()
 workspace = S3Workspace(os.environ["WORKSPACE_BUCKET"], s3, **arguments)
 workspace.refresh()
-ContextBuilder(workspace).system_prompt()
+ContextBuilder().system_prompt(workspace)
 result["reads_ms"] = (time.perf_counter() - start) * 1000
 result["reads"] = len(requests)
 result["gets"] = sum(name.endswith("GetObject") for name in requests)

@@ -36,12 +36,12 @@ def main() -> None:
                 body = f"---\nname: extra-{n:03d}\ndescription: Chores of kind {n}.\n---\n# {n}\n"
                 store.write(f"skills/extra-{n:03d}/SKILL.md", body.encode())
             store.refresh()
-            builder = ContextBuilder(store, {})
-            builder.system_prompt()  # the cold turn fills the cache
+            builder = ContextBuilder({})
+            builder.system_prompt(store)  # the cold turn fills the cache
             times = []
             for _ in range(RUNS):
                 start = time.perf_counter()
-                builder.system_prompt()
+                builder.system_prompt(store)
                 times.append((time.perf_counter() - start) * 1000)
             p95 = sorted(times)[int(RUNS * 0.95)]
             print(f"  {count:>3} skills: {statistics.median(times):6.2f} ms / {p95:6.2f} ms")

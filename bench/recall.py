@@ -116,14 +116,7 @@ def quality() -> None:
         indexing = time.perf_counter() - started
         floor = RecallLimits().min_similarity
         recalls = {
-            limit: HybridRecall(
-                workspace,
-                lambda: OWNER,
-                indexes,
-                made,
-                RecallLimits(min_similarity=limit),
-                clock=lambda: NOW,
-            )
+            limit: HybridRecall(indexes, RecallLimits(min_similarity=limit), clock=lambda: NOW)
             for limit in (floor, -1.0)
         }
         index = indexes.current(OWNER)
@@ -148,7 +141,12 @@ def quality() -> None:
                     [answer_of[index.chunks[p].text] for _, p in scored]
                 )
                 rankings[limit, "hybrid"].append(
-                    [answer_of[chunk.text] for chunk in recall.ranked(text)]
+                    [
+                        answer_of[chunk.text]
+                        for chunk in recall.ranked(
+                            text, workspace=workspace, scope=OWNER, embedder=made
+                        )
+                    ]
                 )
     finally:
         stop()
@@ -240,11 +238,9 @@ def cost() -> None:
         workspace = MemoryWorkspace()
         query = tuple(generator.gauss(0, 1) for _ in range(DIMS))
         indexes = ScopeIndexes(objects, "synthetic")
-        recall = HybridRecall(
-            workspace, lambda: OWNER, indexes, Instant(query), RecallLimits(min_similarity=0.1)
-        )
+        recall = HybridRecall(indexes, RecallLimits(min_similarity=0.1))
         started = time.perf_counter()
-        recall.prepare()  # what a changed index costs, once: decode, pack, BM25
+        recall.prepare(workspace, OWNER)  # what a changed index costs, once: decode, pack, BM25
         first = time.perf_counter() - started
         timings, vector_only = [], []
         index = indexes.current(OWNER)
@@ -252,7 +248,7 @@ def cost() -> None:
         for _ in range(REPEATS):
             asked = " ".join(generator.choice(words) for _ in range(8))
             started = time.perf_counter()
-            recall.search(asked)
+            recall.search(asked, workspace=workspace, scope=OWNER, embedder=Instant(query))
             timings.append(time.perf_counter() - started)
             started = time.perf_counter()
             index.scorer().best(query, 50, 0.1)

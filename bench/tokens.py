@@ -29,9 +29,9 @@ from nanobot_lambda.core.memory import HISTORY_FILE
 from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.core.workspace import seed_workspace
-from nanobot_lambda.functions.agent_turn.toolbox import agent_tools
+from nanobot_lambda.functions.agent_turn.toolbox import ToolServices, agent_tools
 from nanobot_lambda.settings import AgentSettings
-from nanobot_lambda.tools.chat import CurrentTurn
+from nanobot_lambda.tools.context import JobContext
 
 MODEL = "gpt-4o"
 NANOBOT_035_SYSTEM_PROMPT = 1900  # tokens, nanobot 0.3.5's default system prompt (issue 3)
@@ -56,7 +56,7 @@ def workspace(name: str, extra_skills: int) -> S3Workspace:
     return store
 
 
-def agent_tool_set(store: S3Workspace) -> list[Tool]:
+def agent_tool_set() -> list[Tool[JobContext]]:
     """The very tools agent_turn gives the model (only their schemas are used here)."""
     settings = AgentSettings.model_validate(
         {
@@ -74,13 +74,13 @@ def agent_tool_set(store: S3Workspace) -> list[Tool]:
     )
     workspace_tools, chat_tools = agent_tools(
         settings,
-        CurrentTurn(),
-        store,
-        DynamoJobStore("bench", boto3.client("dynamodb")),
-        EventBridgeSchedules(
-            boto3.client("scheduler"), group="bench", target_arn="-", role_arn="-"
+        ToolServices(
+            DynamoJobStore("bench", boto3.client("dynamodb")),
+            EventBridgeSchedules(
+                boto3.client("scheduler"), group="bench", target_arn="-", role_arn="-"
+            ),
+            SqsTurnQueue(settings.turn_queue_url, boto3.client("sqs")),
         ),
-        SqsTurnQueue(settings.turn_queue_url, boto3.client("sqs")),
         lambda: datetime.now(UTC),
     )
     return [*workspace_tools, *chat_tools]
@@ -88,8 +88,8 @@ def agent_tool_set(store: S3Workspace) -> list[Tool]:
 
 def first_request(store: S3Workspace, text: str = "hello") -> dict[str, int]:
     runtime = RuntimeContext(datetime.now(UTC), "UTC", "telegram", "111111111").render()
-    messages = ContextBuilder(store, {}).messages([], text, runtime)
-    tools = ToolRegistry(agent_tool_set(store)).definitions()
+    messages = ContextBuilder({}).messages(store, [], text, runtime)
+    tools = ToolRegistry(agent_tool_set()).definitions()
     system = tokens(messages[:1])
     total = tokens(messages, tools)
     schemas = total - tokens(messages)
@@ -105,10 +105,10 @@ def recall_cost(store: S3Workspace) -> list[tuple[str, int, int]]:
     ]
     store.write(HISTORY_FILE, ("# History\n\n" + "\n\n".join(entries) + "\n").encode())
     store.refresh()
-    recall = HistoryRecall(store)
+    recall = HistoryRecall()
     rows = []
     for query in ("hello", "What did we decide about the Lisbon trip?", "how is the weather"):
-        found = recall.search(query)
+        found = recall.search(store, query)
         block = "\n".join(found)
         rows.append(
             (query, len(found), tokens([{"role": "user", "content": block}]) if found else 0)

@@ -14,6 +14,7 @@ answered before anything else the handler does.
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nanobot_lambda.functions import init_phase
@@ -184,6 +185,7 @@ def build_records(
         max_receive_count=settings.turn_max_receive_count,
         backoff_seconds=settings.retry_backoff_seconds,
         on_last_failure=lambda: telemetry.dlq_sent(EMF),
+        correlate=partial(correlated, logger),  # each job's ids on its log records
     )
 
 
@@ -205,9 +207,9 @@ init_phase.end()
 
 
 def process_record(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
-    """`records.run`, with the job's ids on every log record written meanwhile."""
-    with correlated(logger, record):
-        records.run(record, lambda_context)
+    """`records.run` (Powertools passes `lambda_context` by name; `records` is rebuilt after a
+    SnapStart restore)."""
+    records.run(record, lambda_context)
 
 
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:

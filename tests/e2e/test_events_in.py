@@ -29,11 +29,12 @@ import pytest
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
 from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
-from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core import inbound_events
 from nanobot_lambda.core.inbound_events import Hook, new_hook
 from nanobot_lambda.core.jobs import HookEventJob, TelegramUpdateJob, parse_job
 from nanobot_lambda.core.scopes import Scope
+from nanobot_lambda.functions.agent_turn.kinds import subject_of
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram, LocalUser
 from tests.conftest import TEMPLATE, StackFactory
 from tests.e2e.test_faults import dead_letters
@@ -161,8 +162,8 @@ def test_signed_events_are_queued_in_their_chat_and_scope_and_the_rest_refused(
     )
     assert (deploy_job.event, deploy_job.quiet, deploy_job.thread_id) == ("deploy", True, 600)
     # Whose they are, as agent_turn derives it: the owner's workspace, the group's own scope.
-    assert subject_of(github_job, OWNER).scope == Scope("")
-    group = subject_of(deploy_job, OWNER)
+    assert subject_of(QueuedJob.of(github_job), OWNER).scope == Scope("")
+    group = subject_of(QueuedJob.of(deploy_job), OWNER)
     assert (group.chat_id, group.scope) == (TEAM, Scope("groups/1001234567890"))
     assert model_server.requests == []  # the webhook never calls a model
     logged = "\n".join(

@@ -20,7 +20,8 @@ from nanobot_lambda.operator.local.lambda_invoke import LocalLambdas
 from nanobot_lambda.tools.sandbox import SANDBOX_NOTE, ExecTool
 from nanobot_lambda.tools.web import FRAME_TAG
 from tests.conftest import ROOT
-from tests.support.fakes import MemoryWorkspace, ScriptedModel, text, tool
+from tests.support.fakes import ScriptedModel, text, tool
+from tests.support.job_context import job_context
 
 CLOSING = f"</{FRAME_TAG}>"
 TRACEBACK_END = "ValueError: the real error"
@@ -49,9 +50,9 @@ def seen_by_the_model(sandbox: LambdaSandbox, code: str, max_chars: int = 16_000
     """The exec result of running `code` as the model gets it from the agent loop."""
     arguments = json.dumps({"language": "python", "code": code})
     model = ScriptedModel(tool("exec", arguments), text("done"))
-    tools = ToolRegistry([ExecTool(sandbox, MemoryWorkspace(), max_chars)])
+    tools = ToolRegistry([ExecTool(sandbox, max_chars)])
     request = [{"role": "system", "content": "sys"}, {"role": "user", "content": "run it"}]
-    AgentLoop(model, tools, 3, tool_result_max_chars=max_chars).run(request)
+    AgentLoop(model, tools, 3, tool_result_max_chars=max_chars).run(job_context(), request)
     result = model.requests[1][0][-1]
     assert result["role"] == "tool"
     content: str = result["content"]

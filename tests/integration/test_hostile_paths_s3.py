@@ -12,10 +12,10 @@ from nanobot_lambda.adapters.aws.clients import s3_client
 from nanobot_lambda.adapters.aws.workspace import S3Workspace, scope_workspaces
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.scopes import Scope, ScopedWorkspace
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.tools.files import file_tools
 from tests.support.hostile_paths import NORMALISED, REFUSED, tool_calls
+from tests.support.job_context import JobTools
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"
 # Keys beside the workspace that a path must never reach (sibling prefixes included).
@@ -40,7 +40,7 @@ def bucket(resources: TemplateContext) -> str:
     return name
 
 
-def run_everything(registry: ToolRegistry, path: str) -> list[str]:
+def run_everything(registry: JobTools, path: str) -> list[str]:
     return [
         registry.execute(ToolCall("c1", name, json.dumps(arguments)))
         for name, arguments in tool_calls(path).items()
@@ -49,7 +49,7 @@ def run_everything(registry: ToolRegistry, path: str) -> list[str]:
 
 def test_no_hostile_path_reaches_outside_the_workspace_prefix(bucket: str) -> None:
     before = objects(bucket)
-    registry = ToolRegistry(file_tools(S3Workspace(bucket, s3_client())))
+    registry = JobTools(file_tools(), S3Workspace(bucket, s3_client()))
     results = []
     for path, reason in REFUSED:
         outcome = run_everything(registry, path)
@@ -85,7 +85,7 @@ def test_no_hostile_path_reaches_out_of_a_scope(bucket: str) -> None:
     scoped = ScopedWorkspace(
         S3Workspace(bucket, client), scope_workspaces(bucket, client)(Scope("people/222222222"))
     )
-    registry = ToolRegistry(file_tools(scoped))
+    registry = JobTools(file_tools(), scoped)
     aimed = [
         "scopes/people/333/USER.md",
         "../333/USER.md",

@@ -5,6 +5,7 @@ writes, races between containers, unusable objects, and each scope's own recall.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import pytest
 
@@ -16,16 +17,17 @@ from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.hybrid_recall import HybridRecall, RecallIndexer, ScopeIndexes
 from nanobot_lambda.core.memory import HISTORY_FILE, append_history
 from nanobot_lambda.core.recall_index import IndexUpdate, decode, make_chunk, quantize
-from nanobot_lambda.core.scopes import OWNER, Scope, ScopeSwitch
-from nanobot_lambda.core.subjects import Subject
-from nanobot_lambda.core.usage import UsageMeter
+from nanobot_lambda.core.scopes import OWNER, Scope, ScopeWorkspaces
+from nanobot_lambda.core.usage import JobMeter, UsageMeter
 from nanobot_lambda.functions.agent_turn.recall import TurnRecall
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.settings import AgentSettings
+from nanobot_lambda.tools.context import JobContext
 from tests.integration.test_workspace_concurrency import run_concurrently
 from tests.support.aws_requests import RequestCounter
 from tests.support.embedding_server import EmbeddingServer
 from tests.support.fakes import MemoryUsageStore, RecordingMetrics
+from tests.support.job_context import job_context
 from tests.support.settings import AGENT_ENV
 
 DENTIST = "[2026-10-05 18:40] Booked the dentist, Dr. Moreau, for December 3rd at 9am."
@@ -85,7 +87,7 @@ def test_a_paraphrase_is_recalled_in_its_persons_scope_and_not_anothers(
 ) -> None:
     s3 = s3_client()
     own = scope_workspaces(bucket, s3)
-    switch = ScopeSwitch(S3Workspace(bucket, s3), own)
+    scopes = ScopeWorkspaces(S3Workspace(bucket, s3), own)
     append_history(own(ANA), DENTIST)
     append_history(own(BOB), LISBON)
     made = embedder(embeddings)
@@ -94,11 +96,10 @@ def test_a_paraphrase_is_recalled_in_its_persons_scope_and_not_anothers(
     for scope in (ANA, BOB):
         indexer.index_scope(scope, own(scope))
 
-    recall = HybridRecall(switch, lambda: switch.scope, scope_indexes, made)
-    switch.enter(ANA)
-    assert recall.search(PARAPHRASE)[0] == DENTIST
-    switch.enter(BOB)
-    assert DENTIST not in recall.search(PARAPHRASE)
+    recall = HybridRecall(scope_indexes)
+    ana, bob = scopes.of(ANA), scopes.of(BOB)
+    assert recall.search(PARAPHRASE, workspace=ana, scope=ANA, embedder=made)[0] == DENTIST
+    assert DENTIST not in recall.search(PARAPHRASE, workspace=bob, scope=BOB, embedder=made)
     # Each scope's object holds its own text only, under its own key, outside the workspace.
     stored = {
         scope: s3.get_object(Bucket=bucket, Key=index_key(scope))["Body"].read()
@@ -107,7 +108,7 @@ def test_a_paraphrase_is_recalled_in_its_persons_scope_and_not_anothers(
     assert b"Moreau" in stored[ANA] and b"Moreau" not in stored[BOB]
     assert b"Lisbon" in stored[BOB] and b"Lisbon" not in stored[ANA]
     assert index_key(ANA) == "recall/people/222/index.nri"
-    assert all("recall" not in entry.path for entry in switch.list_files(""))
+    assert all("recall" not in entry.path for entry in bob.list_files(""))
 
 
 def test_a_warm_turn_with_an_unchanged_index_makes_one_conditional_get(
@@ -120,11 +121,13 @@ def test_a_warm_turn_with_an_unchanged_index_makes_one_conditional_get(
     counter = RequestCounter()
     try:
         scope_indexes = indexes(bucket)  # created after the counter: its requests are counted
-        recall = HybridRecall(workspace, lambda: OWNER, scope_indexes, made)
+        recall = partial(
+            HybridRecall(scope_indexes).search, workspace=workspace, scope=OWNER, embedder=made
+        )
         workspace.refresh()
-        recall.search(PARAPHRASE)  # cold: the index is read
+        recall(PARAPHRASE)  # cold: the index is read
         counter.reset()
-        assert recall.search(PARAPHRASE)[0] == DENTIST
+        assert recall(PARAPHRASE)[0] == DENTIST
         assert counter.operations("s3") == {"GetObject": 1}  # the index's conditional GET: 304
         objects = S3RecallIndexObjects(bucket, s3_client())
         stored = objects.get(OWNER)
@@ -173,12 +176,14 @@ def test_an_unusable_stored_index_is_words_only_then_rebuilt(
     s3.put_object(Bucket=bucket, Key=key, Body=damage(good))
 
     scope_indexes = indexes(bucket)
-    recall = HybridRecall(workspace, lambda: OWNER, scope_indexes, made)
-    assert recall.search(PARAPHRASE) == []  # no vectors, no error
-    assert recall.search("the trip to Lisbon")[0] == LISBON  # words still work
+    recall = partial(
+        HybridRecall(scope_indexes).search, workspace=workspace, scope=OWNER, embedder=made
+    )
+    assert recall(PARAPHRASE) == []  # no vectors, no error
+    assert recall("the trip to Lisbon")[0] == LISBON  # words still work
     assert RecallIndexer(scope_indexes, made).index_scope(OWNER, workspace).added == 2
     assert decode(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) is not None
-    assert recall.search(PARAPHRASE)[0] == DENTIST
+    assert recall(PARAPHRASE)[0] == DENTIST
 
 
 def test_turn_recall_as_agent_turn_holds_it_keeps_each_persons_recall_their_own(
@@ -186,27 +191,26 @@ def test_turn_recall_as_agent_turn_holds_it_keeps_each_persons_recall_their_own(
 ) -> None:
     s3 = s3_client()
     own = scope_workspaces(bucket, s3)
-    switch = ScopeSwitch(S3Workspace(bucket, s3), own)
+    scopes = ScopeWorkspaces(S3Workspace(bucket, s3), own)
     environ = {**AGENT_ENV, **embeddings.env(), "LLM_API_KEY": "sk-stand-in"}
     meter = UsageMeter(MemoryUsageStore(), RecordingMetrics())
     recall = TurnRecall(
-        switch,
         AgentSettings.from_env(environ),
-        meter,
         embedder_for(AgentSettings.from_env(environ)),
         S3RecallIndexObjects(bucket, s3),
     )
+
+    def job(scope: Scope, person: int) -> JobContext:
+        """A job of `person`'s chat, in `scope` (its context, as agent_turn makes it)."""
+        workspace = scopes.of(scope)
+        workspace.refresh()
+        return job_context(workspace, chat_id=person, scope=scope, meter=JobMeter(meter, person))
+
     append_history(own(ANA), DENTIST)
     for scope, person in ((ANA, 222), (BOB, 333)):
-        switch.enter(scope)
-        switch.refresh()
-        with meter.job(Subject(person, None, person, scope)):
-            recall.document_stored(f"uploads/{person}/notes.txt", f"Notes of person {person}.")
-            recall.after_reply()
-    switch.enter(ANA)
-    switch.refresh()
-    assert recall.search(PARAPHRASE)[0] == DENTIST
-    switch.enter(BOB)
-    switch.refresh()
-    assert DENTIST not in recall.search(PARAPHRASE)
-    assert all("222" not in text for text in recall.search("notes of the person"))
+        notes = (f"uploads/{person}/notes.txt", f"Notes of person {person}.")
+        recall.after_reply(job(scope, person), [notes])
+    assert recall.search(job(ANA, 222), PARAPHRASE)[0] == DENTIST
+    bob = job(BOB, 333)
+    assert DENTIST not in recall.search(bob, PARAPHRASE)
+    assert all("222" not in text for text in recall.search(bob, "notes of the person"))

@@ -17,11 +17,10 @@ from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import CompletionRequest
 from nanobot_lambda.settings import AgentSettings, LlmSettings
 from nanobot_lambda.tools.files import file_tools
-from tests.support.fakes import MemoryWorkspace
 from tests.support.scripted_model import ScriptedModelServer, Step
 from tests.support.settings import AGENT_ENV
 
-TOOLS = [tool.definition() for tool in file_tools(MemoryWorkspace())]
+TOOLS = [tool.definition() for tool in file_tools()]
 
 
 def model_for(server: ScriptedModelServer, **extra: str) -> LitellmChatModel:

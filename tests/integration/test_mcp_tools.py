@@ -22,7 +22,9 @@ from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.remote_tools import ServerPolicy
 from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import McpSettings
+from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.remote import RemoteToolbox
+from tests.support.job_context import job_context
 from tests.support.mcp_server import EXPECTED_KEY, McpServerProcess
 
 LOCAL = AddressGuard([ipaddress.ip_network("127.0.0.0/8")])
@@ -37,13 +39,13 @@ def server() -> Iterator[McpServerProcess]:
     process.stop()
 
 
-def registry_for(*servers: McpServer, max_chars: int = 5_000) -> ToolRegistry:
+def registry_for(*servers: McpServer, max_chars: int = 5_000) -> ToolRegistry[JobContext]:
     """The tools the owner's chat is offered."""
     return ToolRegistry(RemoteToolbox(servers, max_chars, AUDIENCE).tools_for(OWNER))
 
 
-def call(registry: ToolRegistry, name: str, **arguments: object) -> str:
-    return registry.execute(ToolCall("c1", name, json.dumps(arguments)))
+def call(registry: ToolRegistry[JobContext], name: str, **arguments: object) -> str:
+    return registry.execute(job_context(), ToolCall("c1", name, json.dumps(arguments)))
 
 
 def test_tools_are_listed_under_the_server_s_name_sorted_with_their_schemas(
@@ -186,24 +188,24 @@ def test_the_owner_s_server_serves_the_owner_s_chat_only_and_others_cannot_reach
     call the model makes to one by name is refused without a request reaching the server."""
     owner_s = McpServer("mail", server.url, {"X-Api-Key": EXPECTED_KEY}, LOCAL)
     toolbox = RemoteToolbox([owner_s], 5_000, AUDIENCE)
-    registry = ToolRegistry([])
+    own: ToolRegistry[JobContext] = ToolRegistry([])
     server.forget_requests()
 
     for chat in (FRIEND, GROUP):
-        registry.offer(toolbox.tools_for(chat))
+        registry = own.with_tools(toolbox.tools_for(chat))  # that chat's job's
         assert registry.names == [] and registry.definitions() == []
         refused = call(registry, "mail_whoami")
         assert refused == "Error: there is no tool named 'mail_whoami'. Available tools: ."
     assert server.requests() == []  # not even listed for them
 
-    registry.offer(toolbox.tools_for(OWNER))
+    registry = own.with_tools(toolbox.tools_for(OWNER))
     assert "mail_whoami" in registry.names
     assert "key ok" in call(registry, "mail_whoami")
     assert server.calls() == [{"method": "tools/call", "tool": "whoami", "key": True}]
     assert all(request["key"] for request in server.requests())
 
     server.forget_requests()
-    registry.offer(toolbox.tools_for(GROUP))  # the next job is the group's again
+    registry = own.with_tools(toolbox.tools_for(GROUP))  # the next job is the group's again
     assert call(registry, "mail_whoami").startswith("Error: there is no tool named")
     assert server.requests() == []
 

@@ -27,6 +27,7 @@ from nanobot_lambda.core.usage import Tally
 from nanobot_lambda.settings import LlmSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
+from tests.support.job_context import job_context
 from tests.support.provider_servers import Answer
 from tests.support.providers import Provider
 
@@ -84,9 +85,9 @@ def test_a_tool_step_through_the_agent_loop(provider: Provider, streamed: bool) 
         Answer(text=None, tool_calls=[("read_file", {"path": "notes.md"})]),
         Answer(text="The note says hi."),
     )
-    loop = AgentLoop(model_of(provider), ToolRegistry(file_tools(workspace)), 4)
+    loop = AgentLoop(model_of(provider), ToolRegistry(file_tools()), 4)
     shown = Shown()
-    outcome = loop.run(list(USER), on_text=shown if streamed else None)
+    outcome = loop.run(job_context(workspace), list(USER), on_text=shown if streamed else None)
     assert outcome.reply == "The note says hi."
     assert outcome.tool_calls == 1 and outcome.iterations == 2
     step, result, _ = outcome.new_messages

@@ -10,10 +10,10 @@ import pytest
 from nanobot_lambda.adapters.aws.clients import s3_client
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.core.model import ToolCall
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.core.workspace import WriteConflict, default_workspace_files, seed_workspace
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.tools.files import file_tools
+from tests.support.job_context import JobTools
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_seed_writes_defaults_once_and_never_overwrites(
 def test_file_tools_cannot_leave_the_workspace(workspace: S3Workspace, bucket: str) -> None:
     boto3.client("s3").put_object(Bucket=bucket, Key="outside.txt", Body=b"private")
     boto3.client("s3").put_object(Bucket=bucket, Key="workspace_evil/x.md", Body=b"evil")
-    registry = ToolRegistry(file_tools(workspace))
+    registry = JobTools(file_tools(), workspace)
     for path in ("../outside.txt", "/outside.txt", "../workspace_evil/x.md", "..\\outside.txt"):
         result = registry.execute(ToolCall("1", "read_file", json.dumps({"path": path})))
         assert result.startswith("Error:"), path

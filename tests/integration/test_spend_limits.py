@@ -79,10 +79,10 @@ def test_turns_side_by_side_stop_at_everyone_s_limit(
         meter = UsageMeter(
             store, RecordingMetrics(), clock=lambda: NOON, limits=SpendLimits(daily=limit)
         )
-        model = meter.metered(PricedModel())
         subject = subject_in(chat, thread_id=None, person_id=chat, owner=None)
         start.wait()
-        with meter.job(subject):
+        with meter.job(subject) as job:
+            model = job.metered(PricedModel())
             for _ in range(50):
                 try:
                     model.complete(CompletionRequest([], []))

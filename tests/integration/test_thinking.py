@@ -25,6 +25,7 @@ from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import LlmSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
+from tests.support.job_context import job_context
 from tests.support.provider_servers import Answer, Thought
 from tests.support.providers import Provider
 
@@ -219,12 +220,12 @@ def test_a_thinking_tool_loop_across_steps_and_turns(provider: Provider, streame
         answer("Still hi.", thoughts[1], "sig-answer-2"),
     )
     workspace = MemoryWorkspace({"notes.md": NOTE})
-    loop = AgentLoop(Thinking(model_of(thinker), "high"), ToolRegistry(file_tools(workspace)), 4)
+    loop = AgentLoop(Thinking(model_of(thinker), "high"), ToolRegistry(file_tools()), 4)
     shown: list[str] = []
     on_text = shown.append if streamed else None
 
     first_user = {"role": "user", "content": "What does the note say?"}
-    first = loop.run([SYSTEM, first_user], on_text=on_text)
+    first = loop.run(job_context(workspace), [SYSTEM, first_user], on_text=on_text)
     assert first.reply == "The note says hi." and first.iterations == 2
     continued = thinker.requests[1]  # the tool step's results, with its thinking
     assert thinker.thinking_sent(continued) == expected_thinking(thinker, thoughts[0], "sig-step-1")
@@ -233,7 +234,9 @@ def test_a_thinking_tool_loop_across_steps_and_turns(provider: Provider, streame
     saved = [for_saving(message) for message in first.new_messages]
     assert all("thinking_blocks" not in m and "reasoning_content" not in m for m in saved)
     second_user = {"role": "user", "content": "And now?"}
-    second = loop.run([SYSTEM, first_user, *saved, second_user], on_text=on_text)
+    second = loop.run(
+        job_context(workspace), [SYSTEM, first_user, *saved, second_user], on_text=on_text
+    )
     assert second.reply == "Still hi."
     sent = thinker.thinking_sent(thinker.requests[3])
     assert sent[-1:] == expected_thinking(thinker, thoughts[2], "sig-step-2")
@@ -259,8 +262,9 @@ def test_an_openai_reasoning_models_tool_loop_thinks_at_each_step(
         Answer(text="The note says hi."),
     )
     workspace = MemoryWorkspace({"notes.md": NOTE})
-    loop = AgentLoop(Thinking(model_of(provider), "high"), ToolRegistry(file_tools(workspace)), 4)
+    loop = AgentLoop(Thinking(model_of(provider), "high"), ToolRegistry(file_tools()), 4)
     outcome = loop.run(
+        job_context(workspace),
         [SYSTEM, {"role": "user", "content": "What does the note say?"}],
         on_text=(lambda text: None) if streamed else None,
     )
@@ -281,8 +285,9 @@ def test_redacted_thinking_goes_back_with_the_thinking_in_its_place(
     thinking.redacted = ["EncryptedThinkingData=="]
     provider.script(thinking, Answer(text="Done."))
     workspace = MemoryWorkspace({"notes.md": NOTE})
-    loop = AgentLoop(Thinking(model_of(provider), "low"), ToolRegistry(file_tools(workspace)), 4)
+    loop = AgentLoop(Thinking(model_of(provider), "low"), ToolRegistry(file_tools()), 4)
     outcome = loop.run(
+        job_context(workspace),
         [SYSTEM, {"role": "user", "content": "Read it."}],
         on_text=(lambda text: None) if streamed else None,
     )

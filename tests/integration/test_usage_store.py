@@ -208,18 +208,17 @@ def test_a_saved_turn_writes_its_usage_once(table: str) -> None:
     counter = RequestCounter()
     store = DynamoUsageStore(table, dynamodb_client(), timezone="Europe/Paris")
     meter, recorded = meter_with(store)
-    model = meter.metered(
-        ScriptedModel(
-            ModelReply(None, (ToolCall("c1", "list_dir", "{}"),), usage=usage(900, 40, 300)),
-            ModelReply("Done.", usage=usage(1000, 20, 800)),
-        )
+    scripted = ScriptedModel(
+        ModelReply(None, (ToolCall("c1", "list_dir", "{}"),), usage=usage(900, 40, 300)),
+        ModelReply("Done.", usage=usage(1000, 20, 800)),
     )
     sessions = DynamoSessionStore(table, dynamodb_client())
     try:
-        with meter.job(subject()):
+        with meter.job(subject()) as job:
+            model = job.metered(scripted)
             model.complete(CompletionRequest([], TOOLS))
             model.complete(CompletionRequest([], TOOLS))
-            with meter.folded() as items:
+            with job.folded() as items:
                 sessions.append(sessions.load("telegram:1", 5), [{"role": "user"}], also=items)
     finally:
         counter.close()
@@ -235,12 +234,12 @@ def test_a_saved_turn_writes_its_usage_once(table: str) -> None:
 
 def test_a_continued_turn_is_one_turn(store: DynamoUsageStore) -> None:
     meter, _ = meter_with(store)
-    model = meter.metered(
-        ScriptedModel(ModelReply("part 1", usage=usage(10, 1)), ModelReply("2", usage=usage(10, 1)))
+    scripted = ScriptedModel(
+        ModelReply("part 1", usage=usage(10, 1)), ModelReply("2", usage=usage(10, 1))
     )
     for continued in (False, True):  # the turn, then its continuation
-        with meter.job(subject(), continued=continued):
-            model.complete(CompletionRequest([], TOOLS))
+        with meter.job(subject(), continued=continued) as job:
+            job.metered(scripted).complete(CompletionRequest([], TOOLS))
     total = store.summary(CHAT, NOON).total
     assert (total.turns, total.model_calls) == (1, 2)
 
@@ -248,9 +247,9 @@ def test_a_continued_turn_is_one_turn(store: DynamoUsageStore) -> None:
 def test_jobs_without_a_save_write_at_their_end(store: DynamoUsageStore) -> None:
     meter, recorded = meter_with(store)
     decision = ModelReply(None, (ToolCall("d", "heartbeat_decision", "{}"),), usage=usage(50, 5))
-    model = meter.metered(ScriptedModel(decision))
-    with meter.job(subject()):  # the heartbeat's
-        model.complete(CompletionRequest([], [], tool_choice=force_tool("heartbeat_decision")))
+    with meter.job(subject()) as job:  # the heartbeat's
+        forced = CompletionRequest([], [], tool_choice=force_tool("heartbeat_decision"))
+        job.metered(ScriptedModel(decision)).complete(forced)
     total = store.summary(CHAT, NOON).total
     # A forced decision is a model call, not a turn, and its "tool call" is an answer.
     assert (total.turns, total.model_calls, total.tool_calls) == (0, 1, 0)
@@ -260,13 +259,12 @@ def test_jobs_without_a_save_write_at_their_end(store: DynamoUsageStore) -> None
 def test_unknown_tools_and_unpriced_calls(store: DynamoUsageStore) -> None:
     meter, recorded = meter_with(store)
     invented = ToolCall("c1", "rm_rf_" + "x" * 40, "{}")  # not offered: one bounded name
-    model = meter.metered(
-        ScriptedModel(
-            ModelReply(None, (invented,), usage=usage(10, 1, cost=None)),
-            ModelReply("ok", usage=usage(10, 1)),
-        )
+    scripted = ScriptedModel(
+        ModelReply(None, (invented,), usage=usage(10, 1, cost=None)),
+        ModelReply("ok", usage=usage(10, 1)),
     )
-    with meter.job(subject()):  # a background task's
+    with meter.job(subject()) as job:  # a background task's
+        model = job.metered(scripted)
         model.complete(CompletionRequest([], TOOLS))
         model.complete(CompletionRequest([], TOOLS))
     total = store.summary(CHAT, NOON).total
@@ -276,8 +274,9 @@ def test_unknown_tools_and_unpriced_calls(store: DynamoUsageStore) -> None:
 
 def test_failures_are_counted_by_kind(store: DynamoUsageStore) -> None:
     meter, recorded = meter_with(store)
-    model = meter.metered(ScriptedModel(outage(), ModelReply("ok", usage=usage(10, 1))))
-    with pytest.raises(TelegramError), meter.job(subject()):
+    scripted = ScriptedModel(outage(), ModelReply("ok", usage=usage(10, 1)))
+    with pytest.raises(TelegramError), meter.job(subject()) as job:
+        model = job.metered(scripted)
         with pytest.raises(Exception, match="APIConnectionError"):
             model.complete(CompletionRequest([], []))
         model.complete(CompletionRequest([], []))

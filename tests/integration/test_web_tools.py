@@ -23,6 +23,7 @@ from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.operator.local.http import JsonHttpServer
 from nanobot_lambda.tools.web import FRAME_TAG, UNTRUSTED_NOTE, web_tools
+from tests.support.job_context import job_context
 from tests.support.web_server import Reply, WebServer, make_certificates
 
 LOOPBACK = [ipaddress.ip_network("127.0.0.0/8")]
@@ -77,7 +78,7 @@ def tools() -> ToolsFactory:
 
 def fetch(tools: ToolsFactory, url: str, **arguments: Any) -> str:
     options = arguments.pop("options", {})
-    return tools(**options)["web_fetch"].run(url, **arguments)
+    return tools(**options)["web_fetch"].run(job_context(), url, **arguments)
 
 
 def assert_framed(result: str, url: str) -> str:
@@ -442,7 +443,7 @@ def test_brave_search(
     caplog.set_level(logging.DEBUG)
     brave = search_server(BRAVE_RESULTS)
     search = tools(search_provider="brave", search_api_key=SEARCH_KEY, search_api_base=brave.url)
-    result = search["web_search"].run("tomatoes", count=2)
+    result = search["web_search"].run(job_context(), "tomatoes", count=2)
     assert result == (
         f"{UNTRUSTED_NOTE}\n"
         f'<{FRAME_TAG} source="brave search" query="tomatoes">\n'
@@ -468,7 +469,7 @@ def test_tavily_search(search_server: Callable[..., SearchStandIn], tools: Tools
         [{"title": "Lisbon weather", "url": "https://weather.example/lisbon", "content": "21°C"}]
     )
     search = tools(search_provider="tavily", search_api_key=SEARCH_KEY, search_api_base=tavily.url)
-    result = search["web_search"].run("weather in Lisbon")
+    result = search["web_search"].run(job_context(), "weather in Lisbon")
     assert "1. Lisbon weather\n   https://weather.example/lisbon\n   21°C" in result
     assert result.startswith(UNTRUSTED_NOTE)
     ((method, path, headers, body),) = tavily.seen
@@ -482,7 +483,9 @@ def test_tavily_search(search_server: Callable[..., SearchStandIn], tools: Tools
 def test_search_that_is_not_configured_says_so(
     tools: ToolsFactory, provider: str | None, key: str | None
 ) -> None:
-    result = tools(search_provider=provider, search_api_key=key)["web_search"].run("anything")
+    result = tools(search_provider=provider, search_api_key=key)["web_search"].run(
+        job_context(), "anything"
+    )
     assert result.startswith("Web search is not configured")
     assert "WEB_SEARCH_PROVIDER" in result and "WEB_SEARCH_API_KEY" in result
 
@@ -506,7 +509,7 @@ def test_search_provider_errors_are_clear_and_keep_the_key_secret(
     brave = search_server([], status=status)
     search = tools(search_provider="brave", search_api_key=SEARCH_KEY, search_api_base=brave.url)
     with pytest.raises(ToolError) as failed:
-        search["web_search"].run("tomatoes")
+        search["web_search"].run(job_context(), "tomatoes")
     assert message in str(failed.value)
     assert SEARCH_KEY not in str(failed.value)
     assert SEARCH_KEY not in caplog.text
@@ -519,13 +522,13 @@ def test_an_unreachable_provider_is_a_clear_failure(
     gone.stop()
     search = tools(search_provider="tavily", search_api_key=SEARCH_KEY, search_api_base=gone.url)
     with pytest.raises(ToolError, match="tavily could not be reached"):
-        search["web_search"].run("tomatoes")
+        search["web_search"].run(job_context(), "tomatoes")
 
 
 def test_no_results(search_server: Callable[..., SearchStandIn], tools: ToolsFactory) -> None:
     brave = search_server([])
     search = tools(search_provider="brave", search_api_key=SEARCH_KEY, search_api_base=brave.url)
-    assert search["web_search"].run("xyzzy") == "No web results for 'xyzzy'."
+    assert search["web_search"].run(job_context(), "xyzzy") == "No web results for 'xyzzy'."
 
 
 def test_a_page_without_text_says_so(

@@ -14,9 +14,9 @@ from nanobot_lambda.adapters.aws.clients import s3_client
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
 from nanobot_lambda.core.memory import HISTORY_FILE, append_history, split_entries
 from nanobot_lambda.core.model import ToolCall
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.operator.local.cfn import TemplateContext
 from nanobot_lambda.tools.files import file_tools
+from tests.support.job_context import JobTools
 
 WRITERS = 12
 
@@ -60,7 +60,7 @@ def test_concurrent_edit_file_calls_all_land(bucket: str) -> None:
         assert workspace.read("memory/MEMORY.md") is not None
 
     def edit(n: int) -> None:
-        registry = ToolRegistry(file_tools(workspaces[n]))
+        registry = JobTools(file_tools(), workspaces[n])
         arguments = {
             "path": "memory/MEMORY.md",
             "old_text": f"- slot {n}: empty",

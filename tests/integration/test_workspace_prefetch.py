@@ -41,13 +41,13 @@ def test_the_first_turn_reads_its_prompt_without_a_get(
 ) -> None:
     s3 = s3_client()
     prefetch = WorkspacePrefetch(bucket, s3, is_prompt_file).start()
-    expected = ContextBuilder(S3Workspace(bucket, s3_client())).system_prompt()
+    expected = ContextBuilder().system_prompt(S3Workspace(bucket, s3_client()))
     assert prefetch.wait()  # init ends after the imports: the prefetch has finished by then
     aws_requests.reset()
 
     workspace = S3Workspace(bucket, s3, prefetch=prefetch)
     workspace.refresh()
-    prompt = ContextBuilder(workspace).system_prompt()
+    prompt = ContextBuilder().system_prompt(workspace)
 
     assert prompt == expected
     assert "takes tea, no sugar" in prompt
@@ -65,7 +65,7 @@ def test_a_file_changed_since_the_prefetch_is_read_again(
 
     workspace = S3Workspace(bucket, s3, prefetch=prefetch)
     workspace.refresh()
-    prompt = ContextBuilder(workspace).system_prompt()
+    prompt = ContextBuilder().system_prompt(workspace)
 
     assert "coffee now" in prompt and "tea" not in prompt
     assert aws_requests.operations("s3") == {"ListObjectsV2": 1, "GetObject": 1}
@@ -90,7 +90,7 @@ def test_a_failed_prefetch_leaves_the_turn_to_read_for_itself(
 
     workspace = S3Workspace(bucket, s3, prefetch=prefetch)
     workspace.refresh()
-    assert "takes tea, no sugar" in ContextBuilder(workspace).system_prompt()
+    assert "takes tea, no sugar" in ContextBuilder().system_prompt(workspace)
     assert aws_requests.operations("s3")["GetObject"] > 1  # as without a prefetch
 
 
@@ -108,4 +108,4 @@ def test_a_late_prefetch_is_not_waited_for_past_its_limit(bucket: str) -> None:
         release.set()
     workspace = S3Workspace(bucket, s3_client(), prefetch=prefetch)
     workspace.refresh()
-    assert "takes tea, no sugar" in ContextBuilder(workspace).system_prompt()
+    assert "takes tea, no sugar" in ContextBuilder().system_prompt(workspace)

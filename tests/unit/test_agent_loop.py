@@ -5,27 +5,46 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.agent import AgentLoop, Resume, for_saving, tool_hint, truncate
+from nanobot_lambda.core.agent import (
+    AgentLoop,
+    Resume,
+    TurnOutcome,
+    for_saving,
+    tool_hint,
+    truncate,
+)
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import CompletionRequest, ModelReply, ToolCall, Usage
 from nanobot_lambda.core.reasoning import strip_thinking
 from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.web import UNTRUSTED_NOTE, frame
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, outage, text, tool
 from tests.support.hostile_names import HOSTILE_NAMES, seen
+from tests.support.job_context import job_context
 
 REQUEST = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
 
 
-def loop(
-    model: ScriptedModel, workspace: MemoryWorkspace | None = None, limit: int = 5
-) -> AgentLoop:
-    return AgentLoop(model, ToolRegistry(file_tools(workspace or MemoryWorkspace())), limit)
+class Loop:
+    """An agent loop with the file tools, and the job's context it runs them with."""
+
+    def __init__(self, loop: AgentLoop[JobContext], workspace: MemoryWorkspace) -> None:
+        self.loop = loop
+        self.ctx = job_context(workspace)
+
+    def run(self, messages: list[dict[str, Any]], **options: Any) -> TurnOutcome:
+        return self.loop.run(self.ctx, messages, **options)
+
+
+def loop(model: ScriptedModel, workspace: MemoryWorkspace | None = None, limit: int = 5) -> Loop:
+    return Loop(AgentLoop(model, ToolRegistry(file_tools()), limit), workspace or MemoryWorkspace())
 
 
 def test_plain_answer() -> None:
@@ -150,8 +169,8 @@ def test_long_tool_results_are_shortened_for_saving_only() -> None:
 def test_long_tool_results_are_cut_for_the_model_too() -> None:
     workspace = MemoryWorkspace({"big.md": "line\n" * 10_000})
     model = ScriptedModel(tool("read_file", '{"path": "big.md"}'), text("ok"))
-    AgentLoop(model, ToolRegistry(file_tools(workspace)), 5, tool_result_max_chars=1_000).run(
-        REQUEST
+    AgentLoop(model, ToolRegistry(file_tools()), 5, tool_result_max_chars=1_000).run(
+        job_context(workspace), REQUEST
     )
     seen = model.requests[1][0][-1]["content"]
     assert len(seen) <= 1_000
@@ -199,8 +218,8 @@ def test_progress_text_and_tool_hints() -> None:
         tool("list_dir", "{}"),
         text("Found it."),
     )
-    AgentLoop(model, ToolRegistry(file_tools(MemoryWorkspace())), 5, tool_hints=True).run(
-        REQUEST, on_progress=progress.append
+    AgentLoop(model, ToolRegistry(file_tools()), 5, tool_hints=True).run(
+        job_context(), REQUEST, on_progress=progress.append
     )
     shown = [seen(hint).text for hint in progress]
     assert shown == ['Looking.\n🔎 grep("lisbon trip details")', '📁 list_dir("")']

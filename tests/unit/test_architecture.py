@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 import nanobot_lambda
 from nanobot_lambda.core.jobs import StartJob
-from nanobot_lambda.functions.agent_turn.dispatch import TURNS
+from nanobot_lambda.functions.agent_turn.kinds import KINDS
 
 MAX_CONSTRUCTOR_ARGUMENTS = 6
 
@@ -53,6 +53,7 @@ def test_no_class_takes_more_than_six_constructor_arguments() -> None:
     assert too_many == {}
 
 
-def test_every_kind_of_job_has_its_turn() -> None:
+def test_every_kind_of_job_is_declared_once() -> None:
     kinds = {job.model_fields["kind"].default for job in get_args(StartJob)}
-    assert kinds == set(TURNS)
+    assert kinds == set(KINDS)
+    assert all(KINDS[name].name == name for name in KINDS)

@@ -32,7 +32,7 @@ def runtime(now: datetime) -> str:
 
 
 def test_sections_in_order() -> None:
-    prompt = ContextBuilder(MemoryWorkspace(FILES)).system_prompt()
+    prompt = ContextBuilder().system_prompt(MemoryWorkspace(FILES))
     sections = prompt.split(SECTION_SEPARATOR)
     assert sections[0] == texts.load("identity")
     assert sections[1:7] == [
@@ -51,7 +51,7 @@ def test_sections_in_order() -> None:
 
 
 def test_missing_and_empty_files_are_skipped() -> None:
-    prompt = ContextBuilder(MemoryWorkspace({"SOUL.md": "soul", "USER.md": "  \n"})).system_prompt()
+    prompt = ContextBuilder().system_prompt(MemoryWorkspace({"SOUL.md": "soul", "USER.md": "  \n"}))
     assert "## SOUL.md" in prompt
     assert "## USER.md" not in prompt
     assert "## AGENTS.md" not in prompt
@@ -60,25 +60,25 @@ def test_missing_and_empty_files_are_skipped() -> None:
 
 
 def test_large_files_are_capped_with_a_marker() -> None:
-    prompt = ContextBuilder(
+    prompt = ContextBuilder().system_prompt(
         MemoryWorkspace({"USER.md": "u" * (MAX_FILE_CHARS * 3)})
-    ).system_prompt()
+    )
     assert TRUNCATION_MARKER in prompt
     assert prompt.count("u") < MAX_FILE_CHARS + 200
 
 
 def test_system_prompt_is_byte_identical_across_time() -> None:
-    builder = ContextBuilder(MemoryWorkspace(FILES))
+    builder, files = ContextBuilder(), MemoryWorkspace(FILES)
     now = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
-    first = builder.messages([], "hello", runtime(now))
-    later = builder.messages([], "hello", runtime(now + timedelta(minutes=7)))
+    first = builder.messages(files, [], "hello", runtime(now))
+    later = builder.messages(files, [], "hello", runtime(now + timedelta(minutes=7)))
     assert first[0] == later[0]
     assert first[-1] != later[-1]  # the time lives in the user message
 
 
 def test_runtime_context_is_on_the_user_message_and_tagged() -> None:
     now = datetime(2026, 7, 1, 10, 30, tzinfo=UTC)
-    messages = ContextBuilder(MemoryWorkspace()).messages([], "What time is it?", runtime(now))
+    messages = ContextBuilder().messages(MemoryWorkspace(), [], "What time is it?", runtime(now))
     user = messages[-1]
     assert user["role"] == "user"
     assert user["content"].startswith("[Runtime context: metadata, not instructions]")
@@ -115,8 +115,8 @@ def test_history_goes_between_system_and_user_without_bookkeeping_fields() -> No
         {"role": "user", "content": "earlier", "message_id": 3, "update_id": 9},
         {"role": "assistant", "content": "reply"},
     ]
-    messages = ContextBuilder(MemoryWorkspace()).messages(
-        history, "now", runtime(datetime.now(UTC))
+    messages = ContextBuilder().messages(
+        MemoryWorkspace(), history, "now", runtime(datetime.now(UTC))
     )
     assert messages[1:3] == [
         {"role": "user", "content": "earlier"},
@@ -128,11 +128,11 @@ def test_an_edited_skill_shows_on_the_next_turn() -> None:
     """Skill frontmatter is parsed once per text: an edit is a new text, so it is seen."""
     skill = "---\nname: tea\ndescription: {}\n---\n# Tea\n"
     workspace = MemoryWorkspace({"skills/tea/SKILL.md": skill.format("Brew green tea.")})
-    builder = ContextBuilder(workspace)
-    assert "<description>Brew green tea.</description>" in builder.system_prompt()
-    assert "<description>Brew green tea.</description>" in builder.system_prompt()
+    builder = ContextBuilder()
+    assert "<description>Brew green tea.</description>" in builder.system_prompt(workspace)
+    assert "<description>Brew green tea.</description>" in builder.system_prompt(workspace)
     workspace.files["skills/tea/SKILL.md"] = skill.format("Brew black tea.").encode()
-    prompt = builder.system_prompt()
+    prompt = builder.system_prompt(workspace)
     assert "<description>Brew black tea.</description>" in prompt
     assert "green" not in prompt
 
@@ -152,35 +152,35 @@ def test_skills_are_parsed_again_only_when_a_skill_md_changes(
     monkeypatch.setattr(context, "load_skills", counted)
     skill = "---\nname: {0}\ndescription: Does {0}.\n---\n# {0}\n"
     workspace = MemoryWorkspace({f"skills/s{n}/SKILL.md": skill.format(f"s{n}") for n in range(3)})
-    builder = ContextBuilder(workspace)
-    first = builder.system_prompt()
-    assert builder.system_prompt() == first
+    builder = ContextBuilder()
+    first = builder.system_prompt(workspace)
+    assert builder.system_prompt(workspace) == first
     assert len(loads) == 1
 
     workspace.files["skills/s1/SKILL.md"] = skill.format("s1-edited").encode()
-    assert "<description>Does s1-edited.</description>" in builder.system_prompt()
+    assert "<description>Does s1-edited.</description>" in builder.system_prompt(workspace)
     workspace.files["skills/s3/SKILL.md"] = skill.format("s3").encode()  # a new skill
-    assert "<name>s3</name>" in builder.system_prompt()
+    assert "<name>s3</name>" in builder.system_prompt(workspace)
     del workspace.files["skills/s0/SKILL.md"]  # a skill removed
-    assert "<name>s0</name>" not in builder.system_prompt()
+    assert "<name>s0</name>" not in builder.system_prompt(workspace)
     assert len(loads) == 4
 
     workspace.files["skills/s0/SKILL.md"] = skill.format("s0").encode()  # back as it was
     workspace.files["skills/s1/SKILL.md"] = skill.format("s1").encode()
     del workspace.files["skills/s3/SKILL.md"]
-    assert builder.system_prompt() == first
+    assert builder.system_prompt(workspace) == first
     assert len(loads) == 4  # that set of versions was rendered before
 
 
 def test_a_skill_turned_off_is_left_out_of_the_prompt_and_back_when_on() -> None:
     always = "---\ndescription: Always brew tea.\nalways: true\n---\nBrew it strong."
     workspace = MemoryWorkspace({"skills/tea/SKILL.md": always, "skills/.off": "tea\nweather\n"})
-    builder = ContextBuilder(workspace)
-    prompt = builder.system_prompt()
+    builder = ContextBuilder()
+    prompt = builder.system_prompt(workspace)
     assert "Brew it strong." not in prompt and "<name>tea</name>" not in prompt
     assert "<name>weather</name>" not in prompt  # a built-in one too
     assert "<name>cron</name>" in prompt
     workspace.write("skills/.off", b"weather\n")  # tea on again (the console's switch)
-    prompt = builder.system_prompt()
+    prompt = builder.system_prompt(workspace)
     assert "Brew it strong." in prompt and "<name>tea</name>" in prompt
     assert "<name>weather</name>" not in prompt

@@ -261,9 +261,9 @@ def test_the_loop_keeps_every_model_call_within_the_window() -> None:
 
 def test_the_history_budget_follows_the_context_window_unless_set() -> None:
     small = bot_with_clock(ScriptedModel(), CONTEXT_WINDOW_TOKENS="16000")
-    assert small.service.deps.consolidator._budget.max_tokens == (int(16_000 * 0.95) - 4096) // 2
+    assert small.service.deps.consolidation.budget.max_tokens == (int(16_000 * 0.95) - 4096) // 2
     large = bot_with_clock(ScriptedModel())  # the fake counter's window: 128,000
-    assert large.service.deps.consolidator._budget.max_tokens == 24_000
+    assert large.service.deps.consolidation.budget.max_tokens == 24_000
     assert texts.load("empty_reply")  # texts still load with the new settings
 
 
@@ -297,7 +297,7 @@ def test_sixty_long_answers_of_a_model_litellm_does_not_know_are_summarised_rare
         tokens=ApproxTokenCounter(context_window=32_768),
         clock=clock,
     )
-    budget = bot.service.deps.consolidator._budget
+    budget = bot.service.deps.consolidation.budget
     assert budget.max_tokens == 13_516
     consolidations = 0
     for n in range(60):

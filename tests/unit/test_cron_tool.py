@@ -8,8 +8,9 @@ from typing import Any
 
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.tools import ToolRegistry
-from nanobot_lambda.tools.chat import CronTool, CurrentTurn, TurnScope
+from nanobot_lambda.tools.chat import CronTool
 from tests.support.fakes import MemoryJobStore, MemorySchedules
+from tests.support.job_context import job_context
 
 ADA = 111111111
 NOW = datetime(2026, 11, 22, 8, 0, tzinfo=UTC)
@@ -23,10 +24,9 @@ class NoOutbox:
 
 
 def cron(jobs: MemoryJobStore, **arguments: Any) -> str:
-    current = CurrentTurn()
-    current.scope = TurnScope(ADA, None, "user", NoOutbox())
-    tool = CronTool(current, jobs, MemorySchedules(), timezone="UTC", clock=lambda: NOW)
-    return ToolRegistry([tool]).execute(ToolCall("call_1", "cron", json.dumps(arguments)))
+    ctx = job_context(chat_id=ADA, outbox=NoOutbox())  # type: ignore[arg-type]
+    tool = CronTool(jobs, MemorySchedules(), timezone="UTC", clock=lambda: NOW)
+    return ToolRegistry([tool]).execute(ctx, ToolCall("call_1", "cron", json.dumps(arguments)))
 
 
 def test_the_quiet_argument_is_documented_in_the_schema() -> None:

@@ -14,9 +14,9 @@ from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.sandbox import MAX_FILES, SandboxResult, SandboxRun
 from nanobot_lambda.core.scopes import ScopedWorkspace
 from nanobot_lambda.core.skill_requirements import RequirementsSeen
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.sandbox import ExecTool
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, text
+from tests.support.job_context import JobTools
 from tests.unit.test_turns import Bot, message
 
 
@@ -46,7 +46,7 @@ class FakeSandbox:
         return self.result
 
 
-def execute(registry: ToolRegistry, **arguments: object) -> str:
+def execute(registry: JobTools, **arguments: object) -> str:
     return registry.execute(ToolCall("c1", "exec", json.dumps(arguments)))
 
 
@@ -60,7 +60,7 @@ def test_files_go_in_and_what_the_code_made_comes_back_into_the_workspace() -> N
             files={"data/chart.png": b"\x89PNG", "../escape.txt": b"x", "sum.txt": b"3"},
         )
     )
-    registry = ToolRegistry([ExecTool(sandbox, workspace, 10_000)])
+    registry = JobTools([ExecTool(sandbox, 10_000)], workspace)
     result = execute(registry, language="python", code="print(1 + 2)", files=["./data/sales.csv"])
     (run,) = sandbox.runs
     assert run.files == {"data/sales.csv": b"a,b\n1,2\n"} and run.language == "python"
@@ -72,20 +72,14 @@ def test_files_go_in_and_what_the_code_made_comes_back_into_the_workspace() -> N
 
 
 def test_a_missing_file_a_hostile_path_and_a_failing_sandbox_are_errors_for_the_model() -> None:
-    registry = ToolRegistry([ExecTool(FakeSandbox(), MemoryWorkspace(), 10_000)])
+    registry = JobTools([ExecTool(FakeSandbox(), 10_000)], MemoryWorkspace())
     assert "file not found: notes.md" in execute(
         registry, language="shell", code="cat notes.md", files=["notes.md"]
     )
     assert "'..' is not allowed" in execute(
         registry, language="shell", code="cat x", files=["../../etc/passwd"]
     )
-    failing = ToolRegistry(
-        [
-            ExecTool(
-                FakeSandbox(error="the sandbox could not be reached (503)"), MemoryWorkspace(), 1
-            )
-        ]
-    )
+    failing = JobTools([ExecTool(FakeSandbox(error="the sandbox could not be reached (503)"), 1)])
     assert execute(failing, language="python", code="1").startswith(
         "Error: the sandbox could not be reached"
     )
@@ -93,7 +87,7 @@ def test_a_missing_file_a_hostile_path_and_a_failing_sandbox_are_errors_for_the_
 
 def test_arguments_beyond_the_schema_are_refused_before_the_sandbox_is_called() -> None:
     sandbox = FakeSandbox()
-    registry = ToolRegistry([ExecTool(sandbox, MemoryWorkspace(), 10_000)])
+    registry = JobTools([ExecTool(sandbox, 10_000)], MemoryWorkspace())
     assert execute(registry, language="python", code="1", cwd="/") == (
         "Error: invalid arguments for exec: unknown argument 'cwd' "
         "(expected: language, code, files, timeout_seconds)."
@@ -118,11 +112,11 @@ def test_time_and_memory_limits_are_told_plainly() -> None:
     workspace = MemoryWorkspace()
     slow = FakeSandbox(SandboxResult(exit_code=None, stdout="", stderr="", timed_out=True))
     assert "stopped: it ran out of time" in execute(
-        ToolRegistry([ExecTool(slow, workspace, 10_000)]), language="python", code="while 1: pass"
+        JobTools([ExecTool(slow, 10_000)], workspace), language="python", code="while 1: pass"
     )
     big = FakeSandbox(SandboxResult(exit_code=137, stdout="", stderr="", out_of_memory=True))
     assert "stopped: it ran out of memory" in execute(
-        ToolRegistry([ExecTool(big, workspace, 10_000)]), language="python", code="x = ' ' * 10**10"
+        JobTools([ExecTool(big, 10_000)], workspace), language="python", code="x = ' ' * 10**10"
     )
 
 
@@ -134,7 +128,7 @@ def test_the_result_fits_the_cap_with_both_streams_ends_and_a_closed_frame(cap: 
     stderr = "ERR-START " + "e" * 50_000 + "\nValueError: boom"
     sandbox = FakeSandbox(SandboxResult(exit_code=1, stdout=stdout, stderr=stderr, truncated=True))
     result = execute(
-        ToolRegistry([ExecTool(sandbox, MemoryWorkspace(), cap)]), language="shell", code="x"
+        JobTools([ExecTool(sandbox, cap)], MemoryWorkspace()), language="shell", code="x"
     )
     assert len(result) <= cap
     assert result.endswith(
@@ -151,7 +145,7 @@ def test_in_a_person_s_scope_the_code_cannot_overwrite_a_shared_file() -> None:
     sandbox = FakeSandbox(
         SandboxResult(exit_code=0, stdout="", stderr="", files={"SOUL.md": b"Obey."})
     )
-    result = execute(ToolRegistry([ExecTool(sandbox, scoped, 10_000)]), language="shell", code="x")
+    result = execute(JobTools([ExecTool(sandbox, 10_000)], scoped), language="shell", code="x")
     assert owner.files["SOUL.md"] == b"Calm." and "SOUL.md (not written:" in result
 
 
@@ -245,6 +239,6 @@ def test_a_sandbox_that_cannot_be_asked_is_asked_again_a_minute_later() -> None:
 
 
 def test_a_run_states_how_long_it_may_take_so_a_late_step_moves_to_a_new_invocation() -> None:
-    tool = ExecTool(FakeSandbox(), MemoryWorkspace(), 10_000)
+    tool = ExecTool(FakeSandbox(), 10_000)
     assert tool.seconds_needed({"language": "python", "code": "x"}) == 20 + 5
     assert tool.seconds_needed({"language": "python", "code": "x", "timeout_seconds": 60}) == 65

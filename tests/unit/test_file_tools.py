@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from nanobot_lambda.core.model import ToolCall
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools import files
 from nanobot_lambda.tools.files import MAX_LIST_ENTRIES, file_tools
 from tests.support.fakes import MemoryWorkspace
+from tests.support.job_context import JobTools
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def workspace() -> MemoryWorkspace:
 
 
 def call(workspace: MemoryWorkspace, name: str, **arguments: object) -> str:
-    registry = ToolRegistry(file_tools(workspace))
+    registry = JobTools(file_tools(), workspace)
     return registry.execute(ToolCall("call_1", name, json.dumps(arguments)))
 
 
@@ -74,6 +74,7 @@ def test_lines_come_in_windows_exactly_as_splitlines_gives_them(
 
 _READ_A_20_MB_UPLOAD = """
 from tests.support.fakes import MemoryWorkspace
+from tests.support.job_context import job_context
 from nanobot_lambda.tools.files import ReadFile
 
 def resident(field):
@@ -82,7 +83,8 @@ def resident(field):
 
 workspace = MemoryWorkspace({"uploads/1/2025-11/log.txt": b"a\\n" * 9_500_000})
 before = resident("VmRSS:")
-page = ReadFile(workspace).run("uploads/1/2025-11/log.txt", offset=5_000_000, limit=2)
+ctx = job_context(workspace)
+page = ReadFile().run(ctx, "uploads/1/2025-11/log.txt", offset=5_000_000, limit=2)
 print(resident("VmHWM:") - before)
 print(page)
 """
@@ -210,7 +212,7 @@ def test_list_dir_is_capped() -> None:
 
 
 def test_registry_errors_come_back_as_results() -> None:
-    registry = ToolRegistry(file_tools(MemoryWorkspace()))
+    registry = JobTools(file_tools(), MemoryWorkspace())
     assert "no tool named 'shell'" in registry.execute(ToolCall("1", "shell", "{}"))
     assert "not valid JSON" in registry.execute(ToolCall("1", "read_file", "{path:"))
     assert "must be a JSON object" in registry.execute(ToolCall("1", "read_file", "[1]"))

@@ -14,9 +14,10 @@ from nanobot_lambda.core.images import GeneratedImage, image_extension
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.outgoing import OutgoingFile
 from nanobot_lambda.core.tools import ToolRegistry
-from nanobot_lambda.tools.chat import CurrentTurn, TurnScope
+from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.images import GenerateImageTool
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, text, tool
+from tests.support.job_context import job_context
 from tests.unit.test_turns import Bot, message
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 32
@@ -57,15 +58,18 @@ class Outbox:
         return True
 
 
-def setup(images: Images, workspace: MemoryWorkspace) -> tuple[ToolRegistry, Outbox]:
-    current = CurrentTurn()
+Registry = tuple[ToolRegistry[JobContext], JobContext]
+
+
+def setup(images: Images, workspace: MemoryWorkspace) -> tuple[Registry, Outbox]:
     outbox = Outbox()
-    current.scope = TurnScope(222, 5, "user", outbox, turn_id="turn-1")
-    return ToolRegistry([GenerateImageTool(current, workspace, images, timeout=60)]), outbox
+    ctx = job_context(workspace, chat_id=222, thread_id=5, outbox=outbox, turn_id="turn-1")  # type: ignore[arg-type]
+    return (ToolRegistry([GenerateImageTool(images, timeout=60)]), ctx), outbox
 
 
-def call(registry: ToolRegistry, call_id: str = "call_1", **arguments: str) -> str:
-    return registry.execute(ToolCall(call_id, "generate_image", json.dumps(arguments)))
+def call(registry: Registry, call_id: str = "call_1", **arguments: str) -> str:
+    tools, ctx = registry
+    return tools.execute(ctx, ToolCall(call_id, "generate_image", json.dumps(arguments)))
 
 
 def test_an_image_is_made_kept_and_sent_as_a_photo() -> None:

@@ -114,7 +114,7 @@ def test_a_record_that_cannot_be_read_falls_back_to_could_not_process(
         raise StorageError("DynamoSessionStore.load: DynamoDB was busy")
 
     monkeypatch.setattr(bot.sessions, "load", unreachable)
-    bot.service.give_up(message("hi"))
+    bot.give_up(message("hi"))
 
     assert bot.said == ["Hello!", COULD_NOT_PROCESS]
 
@@ -124,7 +124,7 @@ def test_a_turn_saved_before_its_job_failed_tells_the_chat_nothing() -> None:
     the answer and the session holds it."""
     bot = Bot(ScriptedModel(text("Hello!")))
     bot.process(message("hi"))
-    bot.service.give_up(message("hi"))
+    bot.give_up(message("hi"))
 
     assert bot.said == ["Hello!"]
     assert bot.sessions.recent[SESSION] == ("update-800000001",)
@@ -135,6 +135,6 @@ def test_a_continuation_is_judged_by_the_turn_it_carries() -> None:
     bot.sessions.append_failures.append(BUSY)
     with pytest.raises(StorageError):
         bot.process(message("hi"))
-    bot.service.give_up(ContinuationJob(job=message("hi"), part=2))
+    bot.give_up(ContinuationJob(job=message("hi"), part=2))
 
     assert bot.said == ["Hello!", NOT_SAVED]

@@ -8,7 +8,6 @@ import pytest
 
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.model import ToolCall
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.files import (
     MAX_GREP_FILES,
     MAX_GREP_LINE_CHARS,
@@ -17,6 +16,7 @@ from nanobot_lambda.tools.files import (
     file_tools,
 )
 from tests.support.fakes import MemoryWorkspace
+from tests.support.job_context import JobTools, job_context
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def workspace() -> MemoryWorkspace:
 
 
 def grep(workspace: MemoryWorkspace, **arguments: object) -> str:
-    registry = ToolRegistry(file_tools(workspace))
+    registry = JobTools(file_tools(), workspace)
     return registry.execute(ToolCall("call_1", "grep", json.dumps(arguments)))
 
 
@@ -226,7 +226,7 @@ def test_an_overlong_pattern_is_refused() -> None:
     assert result.startswith("Error: invalid arguments for grep")
     # Through the tool's own check too (the schema is the model's first line of defence).
     with pytest.raises(ToolError, match="longer than"):
-        Grep(MemoryWorkspace()).run("b" * (MAX_PATTERN_CHARS + 1))
+        Grep().run(job_context(), "b" * (MAX_PATTERN_CHARS + 1))
 
 
 def test_open_ended_repetitions_search_the_whole_line() -> None:
@@ -258,8 +258,8 @@ class StepClock:
 
 def test_a_search_past_its_time_limit_stops_with_what_it_found() -> None:
     files: dict[str, str | bytes] = {f"notes/{n:02d}.md": "needle\n" * 5 for n in range(20)}
-    tool = Grep(MemoryWorkspace(files), time_limit=12, clock=StepClock())
-    result = tool.run("needle")
+    tool = Grep(time_limit=12, clock=StepClock())
+    result = tool.run(job_context(MemoryWorkspace(files)), "needle")
     lines = result.splitlines()
     assert lines[0] == "notes/00.md:1: needle"
     assert 0 < len(lines) - 1 < 100  # some matches, not all of them

@@ -8,7 +8,9 @@ import json
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.tools import ToolRegistry
-from nanobot_lambda.tools.chat import CurrentTurn, MessageTool, TurnScope
+from nanobot_lambda.tools.chat import MessageTool
+from nanobot_lambda.tools.context import JobContext
+from tests.support.job_context import job_context
 from tests.unit.test_generate_image import Outbox
 
 OWNER = 111111111
@@ -25,15 +27,19 @@ class TextOutbox(Outbox):
         return True
 
 
-def message_tool(origin: str) -> tuple[ToolRegistry, TextOutbox]:
-    current, outbox = CurrentTurn(), TextOutbox()
-    current.scope = TurnScope(OWNER, None, origin, outbox)  # type: ignore[arg-type]
+Registry = tuple[ToolRegistry[JobContext], JobContext]
+
+
+def message_tool(origin: str) -> tuple[Registry, TextOutbox]:
+    outbox = TextOutbox()
+    ctx = job_context(chat_id=OWNER, origin=origin, outbox=outbox)  # type: ignore[arg-type]
     allow = AllowList.parse(f"{OWNER},{OTHER}")
-    return ToolRegistry([MessageTool(current, allow, OWNER)]), outbox
+    return (ToolRegistry([MessageTool(allow, OWNER)]), ctx), outbox
 
 
-def send(registry: ToolRegistry, **arguments: object) -> str:
-    return registry.execute(ToolCall("c1", "message", json.dumps(arguments)))
+def send(registry: Registry, **arguments: object) -> str:
+    tools, ctx = registry
+    return tools.execute(ctx, ToolCall("c1", "message", json.dumps(arguments)))
 
 
 def test_an_event_s_task_messages_its_own_chat_only() -> None:

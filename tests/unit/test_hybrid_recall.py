@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -17,6 +19,7 @@ from nanobot_lambda.core.hybrid_recall import (
     index_quietly,
 )
 from nanobot_lambda.core.memory import HISTORY_FILE, MEMORY_FILE
+from nanobot_lambda.core.ports import Embedder
 from nanobot_lambda.core.recall import HistoryRecall
 from nanobot_lambda.core.recall_index import IndexUpdate, decode, make_chunk, quantize
 from nanobot_lambda.core.scopes import OWNER, Scope
@@ -40,6 +43,31 @@ GARDEN = "[2026-10-09 07:05] Discussed the garden: tomatoes go in the south bed.
 PARAPHRASE = "When do I see someone about my teeth?"  # no word of DENTIST's
 
 
+class InScope:
+    """A `HybridRecall` as a job in `scope` uses it: that scope's workspace, that embedder."""
+
+    def __init__(
+        self,
+        workspace: MemoryWorkspace,
+        scope: Scope,
+        indexes: ScopeIndexes,
+        embedder: Embedder,
+        limits: RecallLimits | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.recall = HybridRecall(indexes, limits, clock=clock)
+        self.workspace, self.scope, self.embedder = workspace, scope, embedder
+
+    def search(self, query: str, shown: str = "") -> list[str]:
+        return self.recall.search(
+            query, shown, workspace=self.workspace, scope=self.scope, embedder=self.embedder
+        )
+
+    def prepare(self) -> None:
+        self.recall.prepare(self.workspace, self.scope)
+
+
 def history(*entries: str) -> str:
     return "# History\n\n" + "".join(f"{entry}\n\n" for entry in entries)
 
@@ -52,8 +80,8 @@ class Setup:
         self.scope = scope
         self.indexes = ScopeIndexes(self.objects, MODEL)
         self.indexer = RecallIndexer(self.indexes, self.embedder, clock=lambda: NOW)
-        self.recall = HybridRecall(
-            self.workspace, lambda: self.scope, self.indexes, self.embedder, clock=lambda: NOW
+        self.recall = InScope(
+            self.workspace, self.scope, self.indexes, self.embedder, clock=lambda: NOW
         )
 
     def index(self) -> None:
@@ -62,7 +90,7 @@ class Setup:
 
 def test_a_paraphrase_bm25_misses_is_recalled_by_meaning() -> None:
     setup = Setup()
-    assert HistoryRecall(setup.workspace).search(PARAPHRASE) == []  # no shared word
+    assert HistoryRecall().search(setup.workspace, PARAPHRASE) == []  # no shared word
     setup.index()
     assert setup.recall.search(PARAPHRASE)[0] == DENTIST
 
@@ -148,8 +176,8 @@ def test_the_newer_of_two_equal_entries_ranks_first() -> None:
 def test_the_budget_bounds_what_is_recalled() -> None:
     setup = Setup()
     setup.index()
-    setup.recall = HybridRecall(
-        setup.workspace, lambda: OWNER, setup.indexes, setup.embedder, RecallLimits(3, 60)
+    setup.recall = InScope(
+        setup.workspace, OWNER, setup.indexes, setup.embedder, RecallLimits(3, 60)
     )
     found = setup.recall.search(PARAPHRASE)
     assert sum(len(text) for text in found) <= 60 and found[0].endswith("…")
@@ -191,12 +219,12 @@ def test_embeddings_are_priced_and_stop_at_a_spending_limit() -> None:
     limits = SpendLimits(person_daily=Decimal("0.0002"))
     meter = UsageMeter(store, RecordingMetrics(), limits=limits, clock=lambda: datetime.now(UTC))
     embedder = StandInEmbedder(MODEL, cost_per_call=0.0001)
-    metered = meter.metered_embedder(embedder)
-    assert metered is not None
     setup = Setup()
     setup.index()
-    recall = HybridRecall(setup.workspace, lambda: OWNER, setup.indexes, metered)
-    with meter.job(Subject(7, None, 7, OWNER)):
+    with meter.job(Subject(7, None, 7, OWNER)) as job:
+        metered = job.metered_embedder(embedder)
+        assert metered is not None
+        recall = InScope(setup.workspace, OWNER, setup.indexes, metered)
         assert recall.search(PARAPHRASE)[0] == DENTIST
         assert recall.search(PARAPHRASE)[0] == DENTIST  # the second call reaches the limit
         calls = len(embedder.calls)
@@ -211,9 +239,7 @@ def test_embeddings_are_priced_and_stop_at_a_spending_limit() -> None:
 def test_a_warm_turn_with_an_unchanged_index_reads_no_bytes_again() -> None:
     setup = Setup()
     setup.index()
-    fresh = HybridRecall(
-        setup.workspace, lambda: OWNER, ScopeIndexes(setup.objects, MODEL), setup.embedder
-    )
+    fresh = InScope(setup.workspace, OWNER, ScopeIndexes(setup.objects, MODEL), setup.embedder)
     fresh.search(PARAPHRASE)
     gets, bodies = setup.objects.gets, setup.objects.bodies_sent
     fresh.search(PARAPHRASE)
@@ -289,11 +315,9 @@ def test_a_scope_index_holds_only_its_own_text() -> None:
     indexer.index_scope(bob, bob_files)
     assert b"Moreau" in objects.objects[ana] and b"Lisbon" not in objects.objects[ana]
     assert b"Lisbon" in objects.objects[bob] and b"Moreau" not in objects.objects[bob]
-    current = {"scope": bob}
-    recall = HybridRecall(bob_files, lambda: current["scope"], indexes, embedder)
+    recall = InScope(bob_files, bob, indexes, embedder)
     assert recall.search(PARAPHRASE) == []  # Bob never sees Ana's appointment
-    current["scope"] = ana
-    ana_recall = HybridRecall(ana_files, lambda: current["scope"], indexes, embedder)
+    ana_recall = InScope(ana_files, ana, indexes, embedder)
     assert ana_recall.search(PARAPHRASE)[0] == DENTIST
 
 
@@ -307,11 +331,8 @@ def test_the_stand_in_embedding_relates_paraphrases_more_than_strangers() -> Non
 def test_prepare_builds_a_changed_index_off_the_reply_path() -> None:
     setup = Setup()
     setup.index()
-    recall = HybridRecall(
-        setup.workspace, lambda: OWNER, ScopeIndexes(setup.objects, MODEL), setup.embedder
-    )
     indexes = ScopeIndexes(setup.objects, MODEL)  # another container's
-    recall = HybridRecall(setup.workspace, lambda: OWNER, indexes, setup.embedder)
+    recall = InScope(setup.workspace, OWNER, indexes, setup.embedder)
     recall.prepare()
     current = indexes.current(OWNER)
     assert current is not None and current._scorer  # the vectors are packed already

@@ -35,7 +35,6 @@ import pytest
 
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.adapters.telegram.places import session_key_for
-from nanobot_lambda.adapters.telegram.subjects import subject_of
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,
     AnyJob,
@@ -50,9 +49,14 @@ from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.pairing import Asker, Person
 from nanobot_lambda.core.reactions_and_edits import Reaction
 from nanobot_lambda.core.scopes import Scope
-from nanobot_lambda.core.subjects import NoSubject
+from nanobot_lambda.core.subjects import NoSubject, Subject
 from nanobot_lambda.core.usage_counts import Tally
+from nanobot_lambda.functions.agent_turn import dispatch
+from nanobot_lambda.functions.agent_turn.kinds import subject_of
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
+from nanobot_lambda.functions.agent_turn.turn import run_turn
 from nanobot_lambda.operator.ops.webhook_admin import ALLOWED_UPDATES
+from nanobot_lambda.tools.context import JobContext
 from tests.conftest import album_updates, telegram_update
 from tests.support.fakes import (
     MemoryFeedbackBook,
@@ -418,6 +422,47 @@ def test_scope_memory_recall_spending_and_answer_follow_whose_it_is(row: Row, wh
         assert (told.chat_id, told.thread_id, group) == (who.chat, who.thread, who.session)
 
 
+# Who started each kind's turn (tools/context.py, TurnOrigin): a person's message, press or
+# edit, and the continuation of one, are "user".
+ORIGINS = {
+    "heartbeat": "heartbeat",
+    "cron_task": "cron",
+    "subagent": "subagent",
+    "announcement": "announcement",
+    "hook_event": "hook",
+}
+
+
+@pytest.mark.parametrize(("row", "who"), CASES)
+def test_the_job_s_context_holds_whose_it_is(
+    row: Row, who: Who, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The context the dispatcher makes for the job (tools/context.py), the one its turn and
+    every tool is given: that chat and topic, the person who wrote (none for a job made in a
+    group), that scope and its workspace, that chat's meter, its kind's origin and tools."""
+    made: list[JobContext] = []
+
+    def recorded(deps: Any, turn: Any, ctx: JobContext, remaining_ms: Any) -> None:
+        made.append(ctx)
+        run_turn(deps, turn, ctx, remaining_ms)
+
+    monkeypatch.setattr(dispatch, "run_turn", recorded)
+    deliver(prepared(row), row, who)
+    assert made, "a context for each job (a heartbeat outside the owner's chat declines later)"
+    person = who.sender if who.chat > 0 or row.updates or row.kind == "continuation" else None
+    thread = None if row.heartbeat else who.thread  # the heartbeat carries no topic
+    for ctx in made:  # an album's parts: one job each
+        assert ctx.subject == Subject(who.chat, thread, person, Scope(who.scope))
+        memory = ctx.workspace.read("memory/MEMORY.md")
+        assert memory is not None and memory.data.decode() == memory_of(who)
+        assert ctx.meter.chat_id == who.chat
+        assert ctx.origin == ORIGINS.get(row.kind, "user")
+        # A background task has the workspace tools only: no chat to act in, no task to start.
+        assert ("message" in ctx.tools.names) is (row.kind != "subagent")
+        assert "read_file" in ctx.tools.names
+        assert ctx.outbox is None and ctx.turn_id == ""  # its run's, once the turn starts
+
+
 @pytest.mark.parametrize(("row", "who"), CASES)
 def test_the_spend_check_is_that_chat_s_own(row: Row, who: Who) -> None:
     """With this chat's daily limit reached no model call is made; with every other chat's
@@ -487,7 +532,7 @@ def test_a_job_nobody_sent_now_stops_once_its_person_may_no_longer_talk_to_the_b
 @pytest.mark.parametrize("who", EVERYONE, ids=lambda who: who.name)
 def test_a_hook_event_is_the_subject_of_the_chat_it_was_made_in(who: Who) -> None:
     """What agent_turn derives for it: that chat, topic and scope."""
-    subject = subject_of(hook_event(who), OWNER.chat)
+    subject = subject_of(QueuedJob.of(hook_event(who)), OWNER.chat)
     assert (subject.chat_id, subject.thread_id) == (who.chat, who.thread)
     assert subject.scope == Scope(who.scope)
 

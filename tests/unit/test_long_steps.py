@@ -33,7 +33,7 @@ from nanobot_lambda.core.remote_tools import RemoteResult, RemoteTool
 from nanobot_lambda.core.sandbox import SandboxResult, SandboxRun
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.functions.agent_turn.agent_runner import TOOL_TIME_MARGIN_SECONDS
-from nanobot_lambda.tools.chat import CurrentTurn, TurnScope
+from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.images import GenerateImageTool
 from nanobot_lambda.tools.remote import remote_tool
@@ -46,6 +46,7 @@ from tests.support.fakes import (
     ScriptedModel,
     text,
 )
+from tests.support.job_context import job_context
 from tests.unit.test_turns import SESSION, Bot, message
 
 REQUEST = [{"role": "system", "content": "sys"}, {"role": "user", "content": "three, please"}]
@@ -124,11 +125,14 @@ class Photos:
         return True
 
 
-def image_tool(clock: Clock, ran: list[str]) -> Tool:
-    current = CurrentTurn()
-    current.scope = TurnScope(222, None, "user", Photos(), turn_id="turn-1")
+def image_tool(clock: Clock, ran: list[str]) -> Tool[JobContext]:
     # LLM_TIMEOUT_SECONDS' default: each image may take 120 s, and 15 more to keep and send it.
-    return GenerateImageTool(current, MemoryWorkspace(), Images(clock, ran, 120), timeout=120)
+    return GenerateImageTool(Images(clock, ran, 120), timeout=120)
+
+
+def turn_context() -> JobContext:
+    """A person's turn's, in a workspace of its own (the same for every run of the turn)."""
+    return job_context(MemoryWorkspace(), chat_id=222, outbox=Photos(), turn_id="turn-1")
 
 
 @dataclass
@@ -145,8 +149,8 @@ class Sandbox:
         return SandboxResult(exit_code=0, stdout="done\n", stderr="")
 
 
-def exec_tool(clock: Clock, ran: list[str]) -> Tool:
-    return ExecTool(Sandbox(clock, ran), MemoryWorkspace(), 10_000)
+def exec_tool(clock: Clock, ran: list[str]) -> Tool[JobContext]:
+    return ExecTool(Sandbox(clock, ran), 10_000)
 
 
 @dataclass
@@ -161,7 +165,7 @@ class Fetcher:
         return Fetched(url, 200, "text/plain", "utf-8", b"a page", False)
 
 
-def fetch_tool(clock: Clock, ran: list[str]) -> Tool:
+def fetch_tool(clock: Clock, ran: list[str]) -> Tool[JobContext]:
     return WebFetch(Fetcher(clock, ran))  # type: ignore[arg-type]
 
 
@@ -227,10 +231,11 @@ def run_turn(loop: AgentLoop, clock: Clock, timeout: float) -> Turn:
         records.append(json.loads(json.dumps(outcome.new_messages)))
         iterations = outcome.iterations
 
-    resume = None
+    resume, ctx = None, turn_context()
     for invocation in range(1, MAX_CONTINUATIONS + 2):
         clock.now = 0.0
         outcome = loop.run(
+            ctx,
             REQUEST,
             resume=resume,
             on_step=record,
@@ -328,7 +333,9 @@ def test_a_call_whose_result_was_lost_runs_again_and_the_recorded_ones_do_not() 
     shown: list[str] = []
     model = PacedModel(clock, text("Done."))
     loop = AgentLoop(model, ToolRegistry([kind.tool(clock, ran)]), max_iterations=5)
-    outcome = loop.run(REQUEST, resume=Resume(recorded, 1), on_progress=shown.append)
+    outcome = loop.run(
+        turn_context(), REQUEST, resume=Resume(recorded, 1), on_progress=shown.append
+    )
 
     assert ran == ["variation 2", "variation 3"]
     assert shown == []  # the step's text was shown before its first result was recorded
@@ -363,8 +370,8 @@ def test_results_keep_the_order_of_the_calls_whichever_answers_first() -> None:
         ToolCall(f"c{n}", "read_file", json.dumps({"path": f"f{n}.md"})) for n in (1, 2, 3)
     )
     model = ScriptedModel(ModelReply(None, reads), text("Read."))
-    loop = AgentLoop(model, ToolRegistry(file_tools(workspace)), max_iterations=5)
-    outcome = loop.run(REQUEST, on_iteration=record)
+    loop = AgentLoop(model, ToolRegistry(file_tools()), max_iterations=5)
+    outcome = loop.run(job_context(workspace), REQUEST, on_iteration=record)
 
     assert records == [["c3"], ["c2", "c3"], ["c1", "c2", "c3"]]
     assert [m["content"] for m in outcome.new_messages[1:4]] == [
@@ -447,7 +454,7 @@ def test_a_step_s_results_are_recorded_between_the_messages_its_other_calls_send
 def test_the_estimate_is_how_the_calls_run() -> None:
     """Independent calls run MAX_PARALLEL_TOOLS at a time: each group as long as its longest;
     calls run one after the other take the sum."""
-    registry = ToolRegistry(file_tools(MemoryWorkspace()))
+    registry = ToolRegistry(file_tools())
     reads = [ToolCall(f"c{n}", "read_file", '{"path": "a.md"}') for n in range(10)]
     each = registry.seconds_needed(reads[:1])
     assert registry.seconds_needed(reads) == 10 * each

@@ -30,12 +30,12 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.context import ContextBuilder, RuntimeContext
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import ToolCall, Transcript
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import AgentSettings, InputSettings
 from nanobot_lambda.tools.files import file_tools
 from tests.conftest import telegram_update
 from tests.support.documents import MIB, docx, docx_bomb, pdf, xlsx_bomb
 from tests.support.fakes import MemoryWorkspace
+from tests.support.job_context import JobTools
 from tests.support.settings import AGENT_ENV
 
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256)) * 8
@@ -419,7 +419,7 @@ def test_text_document_is_readable_with_read_file() -> None:
     )
     path = f"{MONTH}/AgADt1.txt"
     assert "read it with read_file" in content.saved_text and path in content.saved_text
-    tools = ToolRegistry(file_tools(workspace))
+    tools = JobTools(file_tools(), workspace)
     result = tools.execute(ToolCall("c1", "read_file", f'{{"path": "{path}"}}'))
     assert "- café" in result
 
@@ -567,12 +567,12 @@ def test_content_parts_get_the_runtime_block_as_first_text_part() -> None:
         {"type": "image_url", "image_url": {"url": data_url("image/png", PNG)}},
         {"type": "text", "text": "[image] (saved at x)"},
     ]
-    request = ContextBuilder(MemoryWorkspace()).messages([], parts_in, runtime.render())
+    request = ContextBuilder().messages(MemoryWorkspace(), [], parts_in, runtime.render())
     assert request[-1] == {
         "role": "user",
         "content": [{"type": "text", "text": runtime.render()}, *parts_in],
     }
-    text_request = ContextBuilder(MemoryWorkspace()).messages([], "hi", runtime.render())
+    text_request = ContextBuilder().messages(MemoryWorkspace(), [], "hi", runtime.render())
     assert text_request[-1]["content"] == f"{runtime.render()}\n\nhi"
 
 

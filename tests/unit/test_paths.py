@@ -9,10 +9,10 @@ import pytest
 
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.paths import PathError, normalize_path
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
 from tests.support.hostile_paths import NORMALISED, REFUSED, tool_calls
+from tests.support.job_context import JobTools
 
 ORIGINAL = {"AGENTS.md": "# Agents\n", "memory/MEMORY.md": "# Memory\n"}
 
@@ -33,7 +33,7 @@ def test_hostile_paths_are_refused(path: str, reason: str) -> None:
 def test_every_file_tool_refuses_hostile_paths_and_changes_nothing(path: str, reason: str) -> None:
     workspace = MemoryWorkspace(dict(ORIGINAL))
     before = dict(workspace.files)
-    registry = ToolRegistry(file_tools(workspace))
+    registry = JobTools(file_tools(), workspace)
     for name, arguments in tool_calls(path).items():
         result = registry.execute(ToolCall("c1", name, json.dumps(arguments)))
         if name in ("list_dir", "grep") and path.strip() in ("", ".", "./"):
@@ -51,7 +51,7 @@ def test_safe_paths_are_normalised(path: str, expected: str) -> None:
 @pytest.mark.parametrize(("path", "expected"), NORMALISED)
 def test_normalised_paths_are_written_where_they_say(path: str, expected: str) -> None:
     workspace = MemoryWorkspace()
-    registry = ToolRegistry(file_tools(workspace))
+    registry = JobTools(file_tools(), workspace)
     result = registry.execute(
         ToolCall("c1", "write_file", json.dumps({"path": path, "content": "x"}))
     )

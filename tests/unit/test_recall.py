@@ -6,6 +6,7 @@ import pytest
 
 from nanobot_lambda.core import recall
 from nanobot_lambda.core.memory import HISTORY_FILE
+from nanobot_lambda.core.ports import Workspace
 from nanobot_lambda.core.recall import Bm25, HistoryRecall, tokenize
 from tests.support.fakes import MemoryWorkspace
 
@@ -13,6 +14,17 @@ DENTIST = "[2024-03-05 18:40] Booked the dentist, Dr. Moreau, for April 3rd at 9
 LISBON = "[2024-03-02 09:15] Planned the trip to Lisbon with Ana; trains were rejected."
 GARDEN = "[2024-03-09 07:05] Discussed the garden: tomatoes go in the south bed."
 CAR = "[2024-03-12 20:30] The car needs new tyres before the trip to the mountains."
+
+
+class Finder:
+    """`HistoryRecall` over one workspace, as a job in its scope searches it."""
+
+    def __init__(self, workspace: Workspace, *, limit: int = 3, max_chars: int = 1200) -> None:
+        self.recall = HistoryRecall(limit=limit, max_chars=max_chars)
+        self.workspace = workspace
+
+    def search(self, query: str, shown: str = "") -> list[str]:
+        return self.recall.search(self.workspace, query, shown)
 
 
 def history(*entries: str) -> str:
@@ -61,20 +73,20 @@ def test_a_share_is_how_much_of_the_query_a_text_holds() -> None:
 
 
 def test_the_relevant_entry_ranks_first() -> None:
-    finder = HistoryRecall(workspace_with(LISBON, DENTIST, GARDEN, CAR), limit=3)
+    finder = Finder(workspace_with(LISBON, DENTIST, GARDEN, CAR), limit=3)
     found = finder.search("When is my dentist appointment?")
     assert found[0] == DENTIST
 
 
 def test_entries_are_returned_without_markers_best_first() -> None:
-    finder = HistoryRecall(workspace_with(LISBON, DENTIST, GARDEN, CAR), limit=5)
+    finder = Finder(workspace_with(LISBON, DENTIST, GARDEN, CAR), limit=5)
     found = finder.search("trip to Lisbon")
     assert found == [LISBON, CAR]  # both mention the trip; only one is about Lisbon
     assert all("<!--" not in text for text in found)
 
 
 def test_entries_the_request_already_shows_are_not_recalled_again() -> None:
-    finder = HistoryRecall(workspace_with(LISBON, DENTIST, GARDEN, CAR), limit=5)
+    finder = Finder(workspace_with(LISBON, DENTIST, GARDEN, CAR), limit=5)
     shown = f"[Runtime context: metadata, not instructions]\nTime: x\n- {LISBON}\n[/Runtime…"
     assert finder.search("trip to Lisbon", shown) == [CAR]
 
@@ -82,37 +94,37 @@ def test_entries_the_request_already_shows_are_not_recalled_again() -> None:
 def test_ties_prefer_the_newer_entry() -> None:
     older = "[2024-01-01 10:00] Talked about the bicycle."
     newer = "[2024-02-01 10:00] Talked about the bicycle."
-    finder = HistoryRecall(workspace_with(older, newer), limit=2)
+    finder = Finder(workspace_with(older, newer), limit=2)
     assert finder.search("bicycle") == [newer, older]
 
 
 def test_nothing_scores_nothing_is_returned() -> None:
-    finder = HistoryRecall(workspace_with(LISBON, DENTIST))
+    finder = Finder(workspace_with(LISBON, DENTIST))
     assert finder.search("quantum chromodynamics") == []
 
 
 def test_a_query_of_stopwords_returns_nothing_and_reads_nothing() -> None:
     workspace = workspace_with(LISBON, DENTIST)
-    finder = HistoryRecall(workspace)
+    finder = Finder(workspace)
     assert finder.search("hi, how are you?") == []
     assert workspace.reads == 0
 
 
 def test_no_history_returns_nothing() -> None:
-    assert HistoryRecall(MemoryWorkspace()).search("dentist") == []
-    assert HistoryRecall(MemoryWorkspace({HISTORY_FILE: "# History\n"})).search("dentist") == []
+    assert Finder(MemoryWorkspace()).search("dentist") == []
+    assert Finder(MemoryWorkspace({HISTORY_FILE: "# History\n"})).search("dentist") == []
 
 
 def test_limit_is_respected() -> None:
     entries = [f"[2024-03-{day:02d} 10:00] Walked the dog in the park." for day in range(1, 8)]
-    finder = HistoryRecall(workspace_with(*entries), limit=2)
+    finder = Finder(workspace_with(*entries), limit=2)
     assert len(finder.search("dog")) == 2
-    assert len(HistoryRecall(workspace_with(*entries), limit=5).search("dog")) == 5
+    assert len(Finder(workspace_with(*entries), limit=5).search("dog")) == 5
 
 
 def test_the_character_budget_is_respected_and_cut_text_ends_with_an_ellipsis() -> None:
     long_entry = "[2024-03-05 18:40] Dentist: " + "a long story about teeth. " * 30
-    finder = HistoryRecall(workspace_with(long_entry, DENTIST), limit=3, max_chars=200)
+    finder = Finder(workspace_with(long_entry, DENTIST), limit=3, max_chars=200)
     found = finder.search("dentist")
     # The short entry scores higher (BM25 length normalisation) and fits; the long one is cut.
     rest = 200 - len(DENTIST)
@@ -121,14 +133,14 @@ def test_the_character_budget_is_respected_and_cut_text_ends_with_an_ellipsis() 
 
 
 def test_entries_fitting_the_budget_are_whole() -> None:
-    finder = HistoryRecall(workspace_with(LISBON, DENTIST, CAR), limit=3, max_chars=10_000)
+    finder = Finder(workspace_with(LISBON, DENTIST, CAR), limit=3, max_chars=10_000)
     found = finder.search("trip dentist")
     assert sorted(found) == sorted([LISBON, DENTIST, CAR])
 
 
 def test_max_chars_zero_disables_recall() -> None:
     workspace = workspace_with(DENTIST)
-    assert HistoryRecall(workspace, max_chars=0).search("dentist") == []
+    assert Finder(workspace, max_chars=0).search("dentist") == []
     assert workspace.reads == 0
 
 
@@ -142,7 +154,7 @@ def test_archives_are_searched_too() -> None:
             HISTORY_FILE: history(DENTIST),
         }
     )
-    finder = HistoryRecall(workspace)
+    finder = Finder(workspace)
     assert finder.search("what is my cat called?") == [
         "[2023-11-01 10:00] Adopted a cat named Miso."
     ]
@@ -156,7 +168,7 @@ def test_a_binary_history_file_is_skipped() -> None:
             HISTORY_FILE: history(DENTIST),
         }
     )
-    assert HistoryRecall(workspace).search("dentist") == [DENTIST]
+    assert Finder(workspace).search("dentist") == [DENTIST]
 
 
 def test_the_index_is_cached_per_file_version(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,7 +186,7 @@ def test_the_index_is_cached_per_file_version(monkeypatch: pytest.MonkeyPatch) -
             HISTORY_FILE: history(DENTIST),
         }
     )
-    finder = HistoryRecall(workspace)
+    finder = Finder(workspace)
     assert finder.search("dentist") == [DENTIST]
     assert finder.search("Lisbon") == [LISBON]
     assert sorted(parsed) == sorted(["memory/history/2024-01-01_aaaaaaaaaaaa.md", HISTORY_FILE])

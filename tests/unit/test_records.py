@@ -9,6 +9,7 @@ import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from nanobot_lambda.core.jobs import AnyJob, TelegramUpdateJob
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.sqs_records import AFTER_DEATH_SECONDS, RecordRunner
 from nanobot_lambda.operator.local.runtime import LocalLambdaContext
 from tests.conftest import telegram_update
@@ -28,13 +29,13 @@ class Turns:
         self.processed: list[AnyJob] = []
         self.given_up: list[AnyJob] = []
 
-    def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None:
-        self.processed.append(job)
+    def process(self, queued: QueuedJob, remaining_ms: Callable[[], int] | None = None) -> None:
+        self.processed.append(queued.job)
         if self.fail:
             raise RuntimeError("the turn failed")
 
-    def give_up(self, job: AnyJob) -> None:
-        self.given_up.append(job)
+    def give_up(self, queued: QueuedJob) -> None:
+        self.given_up.append(queued.job)
 
 
 def record(receives: int = 1) -> SQSRecord:

@@ -17,8 +17,9 @@ from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.redaction import REDACTED, Redactor, redact
-from nanobot_lambda.core.tools import Tool, ToolRegistry
+from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.settings import AgentSettings, WebhookSettings
+from tests.support.job_context import JobTools
 from tests.support.settings import AGENT_ENV
 
 BOT_TOKEN = "123456:SECRET-bot-token-xyz"
@@ -235,7 +236,7 @@ class Leaky(Tool):
         "properties": {"fail": {"type": "boolean"}},
     }
 
-    def run(self, fail: bool = False) -> str:
+    def run(self, ctx: object, /, fail: bool = False) -> str:
         if fail:
             raise ToolError(f"could not fetch {FILE_URL}")
         return f"the key is {LLM_KEY} and the token {BOT_TOKEN}"
@@ -244,7 +245,7 @@ class Leaky(Tool):
 def test_tool_results_and_errors_are_redacted_before_the_model_sees_them(
     logs: io.StringIO,
 ) -> None:
-    registry = ToolRegistry([Leaky()])
+    registry = JobTools([Leaky()])
     result = registry.execute(ToolCall("c1", "leaky", "{}"))
     assert result == f"the key is {REDACTED} and the token {REDACTED}"
     failed = registry.execute(ToolCall("c2", "leaky", '{"fail": true}'))

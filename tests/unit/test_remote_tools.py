@@ -27,6 +27,7 @@ from nanobot_lambda.settings import McpSettings
 from nanobot_lambda.tools.files import file_tools
 from nanobot_lambda.tools.remote import RemoteToolbox, remote_tool
 from tests.support.fakes import MemoryWorkspace
+from tests.support.job_context import job_context
 
 OWNER = 111
 LISTED = 222  # in ALLOW_FROM
@@ -249,24 +250,25 @@ def test_a_tool_the_job_s_chat_may_not_use_is_refused_like_an_unknown_one() -> N
     server is never called; the next job of the owner has the tool again."""
     mail = FakeServer("mail", [RemoteTool("send", "S.")])
     toolbox = RemoteToolbox([mail], 100, AUDIENCE)
-    registry = ToolRegistry(file_tools(MemoryWorkspace()))
-    own_tools = registry.definitions()
+    own = ToolRegistry(file_tools())
+    own_tools = own.definitions()
+    ctx = job_context(MemoryWorkspace())
 
-    registry.offer(toolbox.tools_for(OWNER))
-    assert "mail_send" in registry.names
-    assert "\nsend({})\n</untrusted_web_content>" in registry.execute(
-        ToolCall("c1", "mail_send", "{}")
+    owners = own.with_tools(toolbox.tools_for(OWNER))
+    assert "mail_send" in owners.names
+    assert "\nsend({})\n</untrusted_web_content>" in owners.execute(
+        ctx, ToolCall("c1", "mail_send", "{}")
     )
 
-    registry.offer(toolbox.tools_for(STRANGER))
-    assert registry.definitions() == own_tools and "mail_send" not in registry.names
-    refused = registry.execute(ToolCall("c2", "mail_send", "{}"))
+    strangers = own.with_tools(toolbox.tools_for(STRANGER))
+    assert strangers.definitions() == own_tools and "mail_send" not in strangers.names
+    refused = strangers.execute(ctx, ToolCall("c2", "mail_send", "{}"))
     assert refused.startswith("Error: there is no tool named 'mail_send'. Available tools: ")
     assert "mail" not in refused.removeprefix("Error: there is no tool named 'mail_send'")
     assert mail.calls == ["send"]  # the owner's call only
 
-    registry.offer(toolbox.tools_for(OWNER))
-    assert registry.names[-1] == "mail_send"
+    assert own.with_tools(toolbox.tools_for(OWNER)).names[-1] == "mail_send"
+    assert "mail_send" not in own.names  # a registry is a value: the next job's is its own
 
 
 def test_header_secrets_are_read_by_reference_and_redacted_from_then_on() -> None:

@@ -16,7 +16,7 @@ from nanobot_lambda.core.scopes import (
     OWNER,
     Scope,
     ScopedWorkspace,
-    ScopeSwitch,
+    ScopeWorkspaces,
     SharedFileReadOnly,
     is_shared,
     scope_of_chat,
@@ -25,6 +25,7 @@ from nanobot_lambda.tools.files import file_tools
 from tests.conftest import telegram_update
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, text, tool
 from tests.support.hostile_paths import NORMALISED, REFUSED
+from tests.support.job_context import job_context
 from tests.unit.test_turns import ADA, Bot, decide, message
 
 BOB = 222222222
@@ -106,7 +107,8 @@ def test_listing_shows_the_shared_parts_and_the_scope_s_files_never_the_owner_s(
 
 def test_hostile_paths_through_the_file_tools_reach_nothing_of_the_owner() -> None:
     _, _, scoped = views()
-    tools = {tool_.name: tool_ for tool_ in file_tools(scoped)}
+    ctx = job_context(scoped, chat_id=BOB, scope=Scope("people/222222222"))
+    tools = {tool_.name: tool_ for tool_ in file_tools()}
     reaching = [
         *(path for path, _ in REFUSED),
         *(path for path, _ in NORMALISED),
@@ -119,23 +121,23 @@ def test_hostile_paths_through_the_file_tools_reach_nothing_of_the_owner() -> No
     ]
     for path in reaching:
         try:
-            result = tools["read_file"].run(path=path)
+            result = tools["read_file"].run(ctx, path=path)
         except ToolError:
             continue
         assert "4711" not in result and "Allergic" not in result, path
-    found = tools["grep"].run(pattern="safe code|cats|planned", path="")
+    found = tools["grep"].run(ctx, pattern="safe code|cats|planned", path="")
     assert found.startswith("No matches"), found
 
 
-def test_a_switch_follows_the_job_s_scope() -> None:
+def test_each_scope_has_its_own_view_kept_for_its_next_job() -> None:
     owner = MemoryWorkspace(dict(OWNER_FILES))
     made: dict[str, MemoryWorkspace] = {}
-    switch = ScopeSwitch(owner, lambda scope: made.setdefault(scope.name, MemoryWorkspace()))
-    switch.write("a.md", b"owner's")
-    switch.enter(Scope("people/222222222"))
-    switch.write("a.md", b"bob's")
-    switch.enter(OWNER)
-    assert switch.read("a.md").text == "owner's"  # type: ignore[union-attr]
+    scopes = ScopeWorkspaces(owner, lambda scope: made.setdefault(scope.name, MemoryWorkspace()))
+    bob = Scope("people/222222222")
+    scopes.of(OWNER).write("a.md", b"owner's")
+    scopes.of(bob).write("a.md", b"bob's")
+    assert scopes.of(OWNER) is owner and scopes.of(bob) is scopes.of(bob)
+    assert scopes.of(OWNER).read("a.md").text == "owner's"  # type: ignore[union-attr]
     assert made["people/222222222"].files["a.md"] == b"bob's"
 
 

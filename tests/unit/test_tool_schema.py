@@ -9,7 +9,8 @@ import pytest
 
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.tool_schema import ArgumentError, for_model, validate
-from nanobot_lambda.core.tools import Tool, ToolRegistry
+from nanobot_lambda.core.tools import Tool
+from tests.support.job_context import JobTools
 
 
 def problems(schema: dict[str, Any], value: Any) -> list[str]:
@@ -233,18 +234,18 @@ class Echo(Tool):
         "additionalProperties": False,
     }
 
-    def run(self, *args: Any, **arguments: Any) -> str:
+    def run(self, ctx: Any, /, *args: Any, **arguments: Any) -> str:
         return json.dumps(arguments, sort_keys=True)
 
 
 def test_registry_passes_cast_arguments_to_run() -> None:
-    registry = ToolRegistry([Echo()])
+    registry = JobTools([Echo()])
     result = registry.execute(ToolCall("1", "echo", '{"offset": "5", "tags": "[42, \\"b\\"]"}'))
     assert json.loads(result) == {"offset": 5, "tags": ["42", "b"]}
 
 
 def test_registry_reports_every_problem_in_one_result() -> None:
-    registry = ToolRegistry([Echo()])
+    registry = JobTools([Echo()])
     result = registry.execute(ToolCall("1", "echo", '{"tags": ["a", {}], "kind": "alarm"}'))
     assert result == (
         "Error: invalid arguments for echo: missing required argument 'offset'; "
@@ -296,12 +297,12 @@ class Named(Tool):
         "additionalProperties": False,
     }
 
-    def run(self, *args: Any, **arguments: Any) -> str:
+    def run(self, ctx: Any, /, *args: Any, **arguments: Any) -> str:
         return f"hello {arguments['name']}"
 
 
 def test_what_the_model_is_not_sent_is_still_enforced_on_each_call() -> None:
-    registry = ToolRegistry([Named()])
+    registry = JobTools([Named()])
     sent = registry.definitions()[0]["function"]["parameters"]
     assert sent == {
         "type": "object",

@@ -12,9 +12,10 @@ import pytest
 from nanobot_lambda.core import telemetry
 from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model import CompletionRequest, ModelReply, ToolCall
-from nanobot_lambda.core.tools import Tool, ToolRegistry
-from nanobot_lambda.core.usage import MeteredModel, UsageMeter
+from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.core.usage import JobMeter, MeteredModel, UsageMeter
 from tests.support.fakes import MemoryUsageStore, RecordingMetrics, ScriptedModel, outage
+from tests.support.job_context import JobTools
 from tests.unit.test_scheduler import service
 
 
@@ -66,17 +67,17 @@ class Echo(Tool):
     description = "Echo."
     parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
 
-    def run(self, **arguments: Any) -> str:
+    def run(self, ctx: Any, /, **arguments: Any) -> str:
         return "echoed"
 
 
 def test_model_and_tool_calls_get_subsegments(provider: RecordingProvider) -> None:
-    meter = UsageMeter(MemoryUsageStore(), RecordingMetrics())  # no job: nothing is written
+    meter = JobMeter(UsageMeter(MemoryUsageStore(), RecordingMetrics()), 1)  # never finished
     model = MeteredModel(ScriptedModel(ModelReply("hi"), outage()), meter)
     model.complete(CompletionRequest([], []))
     with pytest.raises(ModelError):
         model.complete(CompletionRequest([], []))
-    registry = ToolRegistry([Echo()])
+    registry = JobTools([Echo()])
     assert registry.execute(ToolCall("c1", "echo", "{}")) == "echoed"
     registry.execute(ToolCall("c2", "made_up", "{}"))
     assert [(s.name, s.annotations, s.failed) for s in provider.subsegments] == [
@@ -90,7 +91,7 @@ def test_model_and_tool_calls_get_subsegments(provider: RecordingProvider) -> No
 def test_a_disabled_tracer_traces_nothing() -> None:
     unused = RecordingProvider()
     telemetry.use(StandInTracer(disabled=True, provider=unused))
-    assert ToolRegistry([Echo()]).execute(ToolCall("c1", "echo", "{}")) == "echoed"
+    assert JobTools([Echo()]).execute(ToolCall("c1", "echo", "{}")) == "echoed"
     assert unused.subsegments == []
 
 

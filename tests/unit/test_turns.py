@@ -29,6 +29,7 @@ from nanobot_lambda.core.model import ModelReply
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.functions.agent_turn.dispatch import Dispatcher
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.turn_deps import Services, Stores, TurnPorts
 from nanobot_lambda.settings import AgentSettings
 from tests.conftest import telegram_update
@@ -143,7 +144,11 @@ class Bot:
             self.service = Dispatcher(settings, ports, environ=self.environ, clock=self.clock)
 
     def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None:
-        self.service.process(job, remaining_ms)
+        self.service.process(QueuedJob.of(job), remaining_ms)
+
+    def give_up(self, job: AnyJob) -> None:
+        """The job failed for the last time (sqs_records.py)."""
+        self.service.give_up(QueuedJob.of(job))
 
     @property
     def said(self) -> list[str]:
@@ -571,6 +576,6 @@ def test_the_announcement_is_told_by_the_chats_agent_and_saved_in_its_session() 
 
 def test_giving_up_tells_the_chat_once() -> None:
     bot = Bot(ScriptedModel())
-    bot.service.give_up(ContinuationJob(job=message("hi"), part=2))
+    bot.give_up(ContinuationJob(job=message("hi"), part=2))
 
     assert bot.said == [texts.load("could_not_process")]

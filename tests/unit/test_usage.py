@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from nanobot_lambda.adapters.aws.log_correlation import CORRELATION_KEYS, correlation_ids
+from nanobot_lambda.adapters.aws.log_correlation import CORRELATION_KEYS
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore, transaction_conflict
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.errors import StorageError
@@ -25,6 +26,8 @@ from nanobot_lambda.core.jobs import (
 from nanobot_lambda.core.model import Usage
 from nanobot_lambda.core.usage import describe
 from nanobot_lambda.core.usage_counts import Tally
+from nanobot_lambda.functions.agent_turn.kinds import job_ids
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 
 
 def test_a_calls_usage_becomes_a_tally() -> None:
@@ -122,8 +125,8 @@ PRESS = TelegramUpdateJob(
     ],
 )
 def test_correlation_ids_are_ids_only(job: Any, expected: dict[str, object]) -> None:
-    keys = correlation_ids(job, turn_id="m-1")
-    assert keys == {"turn_id": "m-1", **expected}
+    keys = job_ids(QueuedJob.of(job))
+    assert keys == expected
     assert set(keys) <= set(CORRELATION_KEYS)
 
 
@@ -165,22 +168,47 @@ def test_only_pure_conflicts_are_tried_again() -> None:
 
 
 def test_correlated_keys_last_as_long_as_the_job(capsys: pytest.CaptureFixture[str]) -> None:
+    """As agent_turn's handler has it (sqs_records.py, `correlate`): the record's ids while
+    its job is processed, the message id alone for a record that is not a job."""
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
     from nanobot_lambda.adapters.aws.log_correlation import correlated
+    from nanobot_lambda.functions.agent_turn.sqs_records import RecordRunner
 
     logger = Logger(service="correlation-test")
 
-    def record(body: str) -> SQSRecord:
-        return SQSRecord({"messageId": "m-7", "body": body, "attributes": {}})
+    class Turns:
+        def process(self, queued: QueuedJob, remaining_ms: Any = None) -> None:
+            logger.info("inside")
 
-    with correlated(logger, record(UPDATE.model_dump_json())):
-        logger.info("inside")
-    with correlated(logger, record("not a job")):
-        logger.info("unparsable")
+        def give_up(self, queued: QueuedJob) -> None: ...
+
+    class Queue:
+        def retry_after(self, receipt_handle: str, seconds: int) -> None:
+            logger.info("retried")
+
+    def record(body: str) -> SQSRecord:
+        attributes = {"ApproximateReceiveCount": "1"}
+        return SQSRecord(
+            {"messageId": "m-7", "receiptHandle": "r-7", "body": body, "attributes": attributes}
+        )
+
+    runner = RecordRunner(
+        Turns(),
+        Queue(),
+        max_receive_count=3,
+        backoff_seconds=10,
+        correlate=partial(correlated, logger),
+    )
+    runner.run(record(UPDATE.model_dump_json()))
+    with pytest.raises(ValueError):
+        runner.run(record("not a job"))
     logger.info("after")
-    inside, unparsable, after = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    lines = capsys.readouterr().out.splitlines()
+    inside, *unparsable, after = (json.loads(line) for line in lines if line.startswith("{"))
     assert (inside["turn_id"], inside["update_id"], inside["chat_id"]) == ("m-7", 42, -100)
-    assert unparsable["turn_id"] == "m-7" and "chat_id" not in unparsable
+    assert unparsable and all(
+        line["turn_id"] == "m-7" and "chat_id" not in line for line in unparsable
+    )
     assert not set(CORRELATION_KEYS) & set(after)

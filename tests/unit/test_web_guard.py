@@ -25,9 +25,9 @@ from nanobot_lambda.adapters.web.netguard import (
 )
 from nanobot_lambda.core.errors import ConfigError
 from nanobot_lambda.core.model import ToolCall
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.web import WebFetch, is_readable_type
+from tests.support.job_context import JobTools
 from tests.support.settings import AGENT_ENV
 
 # What the fake DNS knows. Public names resolve to documentation-free public addresses.
@@ -174,7 +174,7 @@ def test_hostile_url_is_refused_before_any_connection(
 def test_the_tool_reports_a_refusal_to_the_model(
     url: str, reason: str, no_connections: list[Any]
 ) -> None:
-    registry = ToolRegistry([WebFetch(fetcher())])
+    registry = JobTools([WebFetch(fetcher())])
     result = registry.execute(ToolCall("1", "web_fetch", json.dumps({"url": url})))
     assert result.startswith("Error: refused: ")
     assert reason in result

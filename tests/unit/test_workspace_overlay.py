@@ -9,10 +9,10 @@ import pytest
 from nanobot_lambda.core import workspace as workspace_module
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.skills import builtin_skill_files
-from nanobot_lambda.core.tools import ToolRegistry
 from nanobot_lambda.core.workspace import Entry, WithBuiltinFiles, replace_file, update_text
 from nanobot_lambda.tools.files import file_tools
 from tests.support.fakes import MemoryWorkspace
+from tests.support.job_context import JobTools
 
 BUILTINS = {
     "skills/weather/SKILL.md": b"# Weather\nUse wttr.in.\n",
@@ -191,7 +191,7 @@ def real_builtins() -> dict[str, bytes]:
 
 
 def call(view: WithBuiltinFiles, name: str, **arguments: object) -> str:
-    return ToolRegistry(file_tools(view)).execute(ToolCall("call_1", name, json.dumps(arguments)))
+    return JobTools(file_tools(), view).execute(ToolCall("call_1", name, json.dumps(arguments)))
 
 
 def test_read_file_of_a_builtin_skill(real_builtins: dict[str, bytes]) -> None:

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.budget import RequestFitter
@@ -50,7 +50,7 @@ from nanobot_lambda.core.ports import ChatModel
 from nanobot_lambda.core.reasoning import strip_thinking
 from nanobot_lambda.core.shorten import keep_head_and_tail
 from nanobot_lambda.core.spend import LimitReached, SpendLimitReached
-from nanobot_lambda.core.tools import ToolRegistry
+from nanobot_lambda.core.tools import C, ToolRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -174,11 +174,14 @@ class Resume:
         return None
 
 
-class AgentLoop:
+class AgentLoop(Generic[C]):
+    """One job's loop: its model, its tools (made for the job: functions/agent_turn/turn_deps.py,
+    `AgentLoops`), and how far it may go. `run` passes the job's context to every tool call."""
+
     def __init__(
         self,
         model: ChatModel,
-        tools: ToolRegistry,
+        tools: ToolRegistry[C],
         max_iterations: int,
         *,
         tool_result_max_chars: int = 16_000,
@@ -197,6 +200,7 @@ class AgentLoop:
 
     def run(
         self,
+        ctx: C,
         messages: list[dict[str, Any]],
         *,
         on_progress: Progress | None = None,
@@ -208,7 +212,8 @@ class AgentLoop:
         tool_time_left: TimeLeft | None = None,
         on_text: TextStream | None = None,
     ) -> TurnOutcome:
-        """Run one turn from `messages` (system, history, user). Returns what to send and save.
+        """Run one turn from `messages` (system, history, user), its tools called with `ctx`.
+        Returns what to send and save.
 
         `new_messages` are the assistant and tool messages the turn produced (including those
         of `resume`), ready to save after the user message. `on_progress` receives text to show
@@ -229,7 +234,7 @@ class AgentLoop:
         # model again; at least one of them, whatever it may take (see the module's docstring).
         at = open_step(outcome.new_messages)
         if at is not None and not self._step(
-            at, outcome, on_progress, on_iteration, tool_time_left, True
+            ctx, at, outcome, on_progress, on_iteration, tool_time_left, True
         ):
             return self._suspend(outcome)
         definitions = self._tools.definitions()
@@ -276,7 +281,7 @@ class AgentLoop:
             if on_step is not None:
                 on_step(outcome)  # before anything of the step is shown or done
             at = len(outcome.new_messages) - 1
-            if not self._step(at, outcome, on_progress, on_iteration, tool_time_left, False):
+            if not self._step(ctx, at, outcome, on_progress, on_iteration, tool_time_left, False):
                 return self._suspend(outcome)
 
         logger.warning("turn stopped at the tool iteration limit (%d)", self._max_iterations)
@@ -286,6 +291,7 @@ class AgentLoop:
 
     def _step(
         self,
+        ctx: C,
         at: int,
         outcome: TurnOutcome,
         on_progress: Progress | None,
@@ -322,7 +328,7 @@ class AgentLoop:
                 self._report_progress(step, calls, on_progress)
                 shown = True
             must_run = False
-            self._run_tools(list(zip(waiting, batch, strict=False)), finished)
+            self._run_tools(ctx, list(zip(waiting, batch, strict=False)), finished)
         if on_iteration is not None:
             on_iteration(outcome)
         return True
@@ -397,7 +403,7 @@ class AgentLoop:
             assistant["thinking_blocks"] = list(reply.thinking_blocks)
         return assistant
 
-    def _run_tools(self, calls: list[tuple[int, ToolCall]], finished: Finished) -> None:
+    def _run_tools(self, ctx: C, calls: list[tuple[int, ToolCall]], finished: Finished) -> None:
         """Run the (index, call) pairs, concurrently when the calls are independent, telling
         `finished` (in this thread) each one's index and result as it answers (those that
         answered meanwhile, together)."""
@@ -406,11 +412,11 @@ class AgentLoop:
         at_once = self._at_once([call for _, call in calls])
         if at_once == 1:
             for index, call in calls:
-                finished([(index, self._tools.execute(call))])
+                finished([(index, self._tools.execute(ctx, call))])
             return
         with ThreadPoolExecutor(max_workers=at_once) as pool:
             running: dict[Future[str], int] = {
-                pool.submit(self._tools.execute, call): index for index, call in calls
+                pool.submit(self._tools.execute, ctx, call): index for index, call in calls
             }
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)

@@ -125,22 +125,24 @@ def _cap(text: str, limit: int) -> str:
 
 
 class ContextBuilder:
+    """The request's messages, from the workspace each call names (a job's scope's): built once
+    per container, it keeps only the skills' rendered sections, by their files' versions."""
+
     def __init__(
         self,
-        workspace: Workspace,
         environ: Mapping[str, str] | None = None,
         which: Which = shutil.which,
         programs_line: Callable[[], str] | None = None,
     ) -> None:
-        self._workspace = workspace
         self._environ = environ or {}  # what skills' `requires.env` is checked against
         self._which = which  # what skills' `requires.bins` is checked against
         self._programs_line = programs_line  # the sandbox's programs, for the prompt
         # SKILL.md versions -> rendered sections, for the few scopes a container serves.
         self._skills_rendered: dict[tuple[object, ...], tuple[str, str]] = {}
 
-    def _read(self, path: str) -> str:
-        file = self._workspace.read(path)
+    @staticmethod
+    def _read(workspace: Workspace, path: str) -> str:
+        file = workspace.read(path)
         if file is None:
             return ""
         try:
@@ -148,33 +150,33 @@ class ContextBuilder:
         except NotText:
             return ""
 
-    def system_prompt(self) -> str:
+    def system_prompt(self, workspace: Workspace) -> str:
         sections = [texts.load("identity")]
         budget = MAX_BOOTSTRAP_CHARS
         for name in BOOTSTRAP_FILES:
-            content = self._read(name)
+            content = self._read(workspace, name)
             if not content or budget <= 0:
                 continue
             content = _cap(content, min(MAX_FILE_CHARS, budget))
             budget -= len(content)
             sections.append(f"## {name}\n\n{content}")
-        memory = self._read(MEMORY_FILE)
+        memory = self._read(workspace, MEMORY_FILE)
         if memory:
             sections.append(f"# Memory\n\n{_cap(memory, MAX_FILE_CHARS)}")
         programs = self._programs_line() if self._programs_line is not None else ""
         if programs:
             sections.append(f"# Sandbox\n\n{programs}")
-        sections += self._skills_sections(programs)
+        sections += self._skills_sections(workspace, programs)
         return SECTION_SEPARATOR.join(section for section in sections if section)
 
-    def _skills_sections(self, programs: str) -> tuple[str, str]:
+    def _skills_sections(self, workspace: Workspace, programs: str) -> tuple[str, str]:
         """The always-on skills and the summary, parsed and rendered again only when a
         SKILL.md's version (ETag) or the sandbox's programs (`programs`, the line that names
         what `which` finds there) changed: with hundreds of skills, doing it every turn made a
         warm turn's own time grow with their number (bench/warm_turn.py). The environment and
         PATH that skills' requirements are otherwise checked against are a container's own."""
-        files = self._workspace_skill_files()
-        off = self._workspace.read(OFF_FILE)
+        files = _workspace_skill_files(workspace)
+        off = workspace.read(OFF_FILE)
         versions = (
             programs,
             off.etag if off else "",
@@ -194,25 +196,15 @@ class ContextBuilder:
             self._skills_rendered[versions] = sections
         return sections
 
-    def _workspace_skill_files(self) -> list[WorkspaceFile]:
-        """The workspace's own `skills/<name>/SKILL.md` files."""
-        found = []
-        for entry in self._workspace.list_files(SKILLS_DIR):
-            parts = entry.path.split("/")
-            if len(parts) == 3 and parts[2] == SKILL_FILE:
-                file = self._workspace.read(entry.path)
-                if file is not None:
-                    found.append(file)
-        return found
-
     def messages(
         self,
+        workspace: Workspace,
         history: list[dict[str, Any]],
         user_content: str | list[dict[str, Any]],
         runtime: str,
     ) -> list[dict[str, Any]]:
-        """The request: system prompt, history (as first sent), and the user message headed by
-        `runtime`, the rendered runtime-context block (`RuntimeContext.render`).
+        """The request: system prompt (from `workspace`), history (as first sent), and the user
+        message headed by `runtime`, the rendered runtime-context block (`RuntimeContext.render`).
 
         The user message is text, or content parts (text and images); with parts, the
         runtime-context block is the first text part.
@@ -223,10 +215,22 @@ class ContextBuilder:
         else:
             content = [{"type": "text", "text": runtime}, *user_content]
         return [
-            {"role": "system", "content": self.system_prompt()},
+            {"role": "system", "content": self.system_prompt(workspace)},
             *(for_model(message) for message in history),
             {"role": "user", "content": content},
         ]
+
+
+def _workspace_skill_files(workspace: Workspace) -> list[WorkspaceFile]:
+    """The workspace's own `skills/<name>/SKILL.md` files."""
+    found = []
+    for entry in workspace.list_files(SKILLS_DIR):
+        parts = entry.path.split("/")
+        if len(parts) == 3 and parts[2] == SKILL_FILE:
+            file = workspace.read(entry.path)
+            if file is not None:
+                found.append(file)
+    return found
 
 
 _MODEL_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name")

@@ -176,7 +176,7 @@ class RecallIndexer:
         now = self._clock()
         memory = text_of(workspace, MEMORY_FILE)
         wanted = memory_chunks(memory, MEMORY_FILE, now)
-        _, entries = HistoryRecall(workspace).entries()
+        _, entries = HistoryRecall().entries(workspace)
         wanted += history_chunks(entries, now)
         current = self._indexes.current(scope)
         have = current.ids if current is not None else frozenset()
@@ -243,37 +243,40 @@ def index_quietly(run: Callable[[], Indexed]) -> Indexed | None:
 
 
 class HybridRecall:
-    """A turn's recall with embeddings: vector and BM25 rankings fused (see above)."""
+    """A turn's recall with embeddings: vector and BM25 rankings fused (see above), in the
+    scope each call names (its workspace, and the embedder the job's usage is metered by)."""
 
     def __init__(
         self,
-        workspace: Workspace,
-        scope: Callable[[], Scope],
         indexes: ScopeIndexes,
-        embedder: Embedder,
         limits: RecallLimits | None = None,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._workspace = workspace
-        self._scope = scope
         self._indexes = indexes
-        self._embedder = embedder
-        self._history = HistoryRecall(workspace)
+        self._history = HistoryRecall()
         self._limits = limits or RecallLimits()
         self._clock = clock
         self._terms: dict[str, Counter[str]] = {}  # each candidate text's terms, for BM25
         # BM25 over the last (index, history files' ETags) seen, rebuilt when either changes.
         self._bm25: tuple[RecallIndex | None, tuple[str, ...], Bm25, list[Chunk]] | None = None
 
-    def search(self, query: str, shown: str = "") -> list[str]:
+    def search(
+        self,
+        query: str,
+        shown: str = "",
+        *,
+        workspace: Workspace,
+        scope: Scope,
+        embedder: Embedder,
+    ) -> list[str]:
         """Like `HistoryRecall.search`: the best entries, within the budget, none of them
         already in `shown`."""
         if self._limits.max_chars <= 0 or not tokenize(query):
             return []
-        chosen = self.ranked(query)
+        chosen = self.ranked(query, workspace=workspace, scope=scope, embedder=embedder)
         # MEMORY.md's entries the system prompt shows already are not repeated.
-        memory = _flat(text_of(self._workspace, MEMORY_FILE)[:PROMPT_MEMORY_CHARS])
+        memory = _flat(text_of(workspace, MEMORY_FILE)[:PROMPT_MEMORY_CHARS])
         texts = (
             _shown(chunk)
             for chunk in chosen
@@ -282,38 +285,40 @@ class HybridRecall:
         )
         return fit_budget(texts, self._limits.entries, self._limits.max_chars)
 
-    def prepare(self) -> None:
-        """Read the current scope's index and build what a turn scores with, so that the next
-        turn finds it ready (after indexing, off the reply path). Never raises for storage."""
+    def prepare(self, workspace: Workspace, scope: Scope) -> None:
+        """Read the scope's index and build what a turn scores with, so that the next turn
+        finds it ready (after indexing, off the reply path). Never raises for storage."""
         try:
-            index = self._indexes.current(self._scope())
+            index = self._indexes.current(scope)
         except StorageError as error:
             logger.warning("recall index not read: %s", error)
             return
         if index is not None:
             index.scorer()
-        self._lexical(index)
+        self._lexical(workspace, index)
 
-    def ranked(self, query: str) -> list[Chunk]:
+    def ranked(
+        self, query: str, *, workspace: Workspace, scope: Scope, embedder: Embedder
+    ) -> list[Chunk]:
         """The candidates either ranking found for `query`, best first after fusion."""
-        scope = self._scope()
         try:
             index = self._indexes.current(scope)
         except StorageError as error:
             logger.warning("recall index not read: %s", error)
             index = None
-        candidates, bm25 = self._lexical(index)
+        candidates, bm25 = self._lexical(workspace, index)
         shares = {position: share for share, position in bm25.shares(query)[:CANDIDATES]}
         similarities = None
         if index is not None and index.chunks:
-            similarities = self._similarities(index, query)
+            similarities = self._similarities(embedder, index, query)
         return [candidates[position] for position in self._fuse(shares, similarities, candidates)]
 
-    def _similarities(self, index: RecallIndex, query: str) -> Similarities | None:
+    @staticmethod
+    def _similarities(embedder: Embedder, index: RecallIndex, query: str) -> Similarities | None:
         """The query's similarity with each of the index's chunks (the first of the
         candidates); None when the embedding failed."""
         try:
-            embeddings = self._embedder.embed([query])
+            embeddings = embedder.embed([query])
         except ModelError as error:
             logger.warning("query not embedded, recall by words only: %s", error)
             return None
@@ -321,10 +326,10 @@ class HybridRecall:
             return None
         return index.scorer().similarities(embeddings.vectors[0])
 
-    def _lexical(self, index: RecallIndex | None) -> tuple[list[Chunk], Bm25]:
+    def _lexical(self, workspace: Workspace, index: RecallIndex | None) -> tuple[list[Chunk], Bm25]:
         """The candidates: the index's chunks (in its order), then the history entries it does
         not hold yet; and their BM25 index."""
-        etags, entries = self._history.entries()
+        etags, entries = self._history.entries(workspace)
         held = self._bm25
         if held is None or held[0] is not index or held[1] != etags:
             chunks = list(index.chunks) if index is not None else []

@@ -29,7 +29,6 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.sessions import ChatPreferences
 
 if TYPE_CHECKING:
-    from nanobot_lambda.core.model import CompletionRequest, ModelReply
     from nanobot_lambda.core.ports import ChatModel, TokenCounter
 
 THINKING_LEVELS = ("off", "low", "medium", "high")
@@ -228,16 +227,13 @@ def _level(value: str | None) -> Thinking | None:
     return value if value in THINKING_LEVELS else None  # type: ignore[return-value]
 
 
-class ModelSwitch:
-    """The model of the job being run, as the agent loops see it: a `ChatModel` and a
-    `TokenCounter` that stand for the chat's choice (as `ScopeSwitch` stands for its workspace).
-    Each job starts on the default (`reset`); a turn in a session moves it to the session's
-    choice (`use`). Without `models` (no catalog: the unit tests' fakes) every job runs on
-    `default`."""
+class ModelOptions:
+    """The model each choice answers with: a pure function of the operator's menu and a chat's
+    choice (the job's context carries the choice, tools/context.py). The default choice, or no
+    catalog (the unit tests' fakes), answers with `default`."""
 
     def __init__(
         self,
-        menu: ModelMenu,
         models: ChatModels | None,
         default: ChatModel,
         default_tokens: TokenCounter,
@@ -245,48 +241,33 @@ class ModelSwitch:
         default_window: int | None = None,  # CONTEXT_WINDOW_TOKENS: LLM_MODEL's, if set
         reply_tokens: int,  # LLM_MAX_TOKENS: room kept for the reply
     ) -> None:
-        self._menu = menu
         self._models = models
         self._default = default
         self._default_tokens = default_tokens
         self._default_window = default_window
         self._reply_tokens = reply_tokens
-        self.choice = menu.choice(ChatPreferences())
 
-    def reset(self) -> None:
-        self.choice = self._menu.choice(ChatPreferences())
-
-    def use(self, preferences: ChatPreferences) -> None:
-        self.choice = self._menu.choice(preferences)
-
-    def _model(self) -> ChatModel:
-        if self._models is None or self.choice == ModelChoice():
+    def model(self, choice: ModelChoice) -> ChatModel:
+        """The model that answers `choice`."""
+        if self._models is None or choice == ModelChoice():
             return self._default
-        return self._models.chat_model(self.choice)
+        return self._models.chat_model(choice)
 
-    def complete(self, request: CompletionRequest) -> ModelReply:
-        return self._model().complete(request)
-
-    def _tokens(self) -> TokenCounter:
-        if self._models is None or self.choice.preset is None:
+    def tokens(self, choice: ModelChoice) -> TokenCounter:
+        """Token counts for `choice`'s model."""
+        if self._models is None or choice.preset is None:
             return self._default_tokens
-        return self._models.token_counter(self.choice)
+        return self._models.token_counter(choice)
 
-    @property
-    def context_window(self) -> int:
-        if self.choice.preset is None or self._models is None:
+    def context_window(self, choice: ModelChoice) -> int:
+        if choice.preset is None or self._models is None:
             return self._default_window or self._default_tokens.context_window
-        return self._tokens().context_window
+        return self.tokens(choice).context_window
 
-    def count(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> int:
-        return self._tokens().count(messages, tools)
-
-    def request_budget(self) -> int:
+    def request_budget(self, choice: ModelChoice) -> int:
         """The most input tokens a request to the chosen model may have: its window, less room
         for the reply and a margin for tokenizers that count a little differently."""
-        window = self.context_window
-        preset = self.choice.preset
+        window = self.context_window(choice)
+        preset = choice.preset
         reply = preset.max_tokens if preset and preset.max_tokens else self._reply_tokens
         return max(window // 2, int(window * 0.95) - reply)

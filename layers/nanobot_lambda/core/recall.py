@@ -122,22 +122,22 @@ def fit_budget(texts: Iterable[str], limit: int, max_chars: int) -> list[str]:
 
 
 class HistoryRecall:
-    """Per-container index of the history files, refreshed by ETag."""
+    """Per-container index of the history files of the workspace each call names (a job's
+    scope's), refreshed by ETag."""
 
-    def __init__(self, workspace: Workspace, *, limit: int = 3, max_chars: int = 1200) -> None:
-        self._workspace = workspace
+    def __init__(self, *, limit: int = 3, max_chars: int = 1200) -> None:
         self._limit = limit
         self._max_chars = max_chars
         self._files: dict[str, tuple[str, list[HistoryEntry]]] = {}  # path -> (etag, entries)
         self._bm25: tuple[tuple[str, ...], Bm25] | None = None  # (the files' ETags, index)
 
-    def entries(self) -> tuple[tuple[str, ...], list[HistoryEntry]]:
+    def entries(self, workspace: Workspace) -> tuple[tuple[str, ...], list[HistoryEntry]]:
         """(the history files' ETags, their entries oldest first); only a file whose ETag
         changed is read and split again."""
         etags: list[str] = []
         entries: list[HistoryEntry] = []
-        for path in history_files(self._workspace):
-            file = self._workspace.read(path)
+        for path in history_files(workspace):
+            file = workspace.read(path)
             if file is None:
                 continue
             cached = self._files.get(path)
@@ -151,12 +151,12 @@ class HistoryRecall:
             entries.extend(cached[1])
         return tuple(etags), entries
 
-    def search(self, query: str, shown: str = "") -> list[str]:
+    def search(self, workspace: Workspace, query: str, shown: str = "") -> list[str]:
         """The most relevant entries' texts, best first, within the character budget; an entry
         whose text is in `shown` (the runtime blocks the request already sends) is not repeated."""
         if self._max_chars <= 0 or not tokenize(query):
             return []
-        etags, entries = self.entries()
+        etags, entries = self.entries(workspace)
         if self._bm25 is None or self._bm25[0] != etags:
             self._bm25 = (etags, Bm25([entry.text for entry in entries]))
         texts = self._bm25[1].texts

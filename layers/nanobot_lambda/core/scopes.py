@@ -122,39 +122,20 @@ class ScopedWorkspace:
         )
 
 
-class ScopeSwitch:
-    """The workspace of the job being run: every part of agent_turn holds this one object,
-    and `enter` points it at a scope's view at the start of each job."""
+class ScopeWorkspaces:
+    """Each scope's view (the owner's workspace, or a `ScopedWorkspace`), made once per
+    container and kept, so that a scope's files stay cached from one of its jobs to the next.
+    A job's context holds its scope's view (tools/context.py): nothing is switched."""
 
     def __init__(self, owner: Workspace, private: Callable[[Scope], Workspace]) -> None:
         self._owner = owner
         self._private = private
         self._views: dict[Scope, Workspace] = {}
-        self._current: Workspace = owner
-        self.scope = OWNER
 
-    def enter(self, scope: Scope) -> None:
-        self.scope = scope
+    def of(self, scope: Scope) -> Workspace:
+        """The workspace a job in `scope` works in."""
         if scope.is_owner:
-            self._current = self._owner
-            return
+            return self._owner
         if scope not in self._views:
             self._views[scope] = ScopedWorkspace(self._owner, self._private(scope))
-        self._current = self._views[scope]
-
-    def refresh(self) -> None:
-        self._current.refresh()
-
-    def read(self, path: str, *, fresh: bool = False) -> WorkspaceFile | None:
-        return self._current.read(path, fresh=fresh)
-
-    def write(
-        self, path: str, data: bytes, *, if_match: str | None = None, if_none_match: bool = False
-    ) -> str:
-        return self._current.write(path, data, if_match=if_match, if_none_match=if_none_match)
-
-    def list_dir(self, path: str) -> list[Entry]:
-        return self._current.list_dir(path)
-
-    def list_files(self, path: str) -> list[Entry]:
-        return self._current.list_files(path)
+        return self._views[scope]

@@ -5,10 +5,15 @@ Whatever goes wrong in a tool call (bad JSON, unknown tool, invalid arguments, a
 comes back to the model as an `Error: …` result it can act on; the loop goes on. Every result
 passes through `redaction.redact` before the model sees it.
 
-While a call runs, `running_call()` is its id: a step's calls keep their ids when a later run
-of the turn runs them again (the step was recorded before they ran, core/agent.py), so a tool
-with a lasting effect of its own (a schedule, a background task) names it after the call and
-does not make it twice.
+A tool runs with the job's context as its first argument (`Tool.run(ctx, **arguments)`: the
+functions' `JobContext`, tools/context.py), made for the call (`for_call`): a step's calls keep
+their ids when a later run of the turn runs them again (the step was recorded before they ran,
+core/agent.py), so a tool with a lasting effect of its own (a schedule, a background task) names
+it after the call and does not make it twice.
+
+A registry is a value: a job's is the container's tools and those offered to the job's chat
+(`with_tools`: the remote servers' it may use); a tool it does not hold is unknown to the job, in
+the definitions the model is sent and when called.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ from __future__ import annotations
 import json
 import logging
 from abc import ABC, abstractmethod
-from contextvars import ContextVar
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from nanobot_lambda.core import telemetry
 from nanobot_lambda.core.errors import ToolError
@@ -29,15 +34,19 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TOOL_SECONDS = 10.0  # a tool's call that states no longest time of its own
 
-_RUNNING_CALL: ContextVar[str] = ContextVar("running_call", default="")
+
+class CallContext(Protocol):
+    """What a tool's call is given beside its arguments: the job's context (tools/context.py)."""
+
+    def for_call(self, call_id: str) -> Self:
+        """The context of one call, by its id (stable across runs of the turn)."""
+        ...
 
 
-def running_call() -> str:
-    """The id of the tool call being run in this thread ("" outside a call)."""
-    return _RUNNING_CALL.get()
+C = TypeVar("C", bound=CallContext)
 
 
-class Tool(ABC):
+class Tool(ABC, Generic[C]):
     name: ClassVar[str]
     description: ClassVar[str]
     parameters: ClassVar[dict[str, Any]]  # JSON schema of the arguments object
@@ -46,8 +55,9 @@ class Tool(ABC):
     mutates: ClassVar[bool] = False
 
     @abstractmethod
-    def run(self, *args: Any, **arguments: Any) -> str:
-        """Run with validated keyword arguments; raise ToolError for failures the model can fix."""
+    def run(self, ctx: C, /, *args: Any, **arguments: Any) -> str:
+        """Run for the job of `ctx` with validated keyword arguments; raise ToolError for
+        failures the model can fix."""
 
     def seconds_needed(self, arguments: dict[str, Any]) -> float:
         """The longest this call may take, in seconds: a step's calls that would outlast the
@@ -60,18 +70,18 @@ class Tool(ABC):
         return function_tool(self.name, self.description, for_model(self.parameters))
 
 
-class ToolRegistry:
-    def __init__(self, tools: list[Tool]) -> None:
-        self._own = {tool.name: tool for tool in tools}
-        self._tools = dict(self._own)
+class ToolRegistry(Generic[C]):
+    """The tools of a job, by name."""
 
-    def offer(self, tools: list[Tool]) -> None:
-        """The tools of this job beyond the registry's own, after them (the remote servers' tools
-        its chat may use). They replace the previous job's: a tool not offered now is unknown
-        to this job, in its definitions and when called."""
-        self._tools = dict(self._own)
-        for tool in tools:
-            self._tools.setdefault(tool.name, tool)
+    def __init__(self, tools: Iterable[Tool[C]] = ()) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    def with_tools(self, more: Iterable[Tool[C]]) -> ToolRegistry[C]:
+        """These tools and, after them, `more` (a name already held keeps its tool)."""
+        tools = dict(self._tools)
+        for tool in more:
+            tools.setdefault(tool.name, tool)
+        return ToolRegistry(tools.values())
 
     @property
     def names(self) -> list[str]:
@@ -97,17 +107,13 @@ class ToolRegistry:
     def definitions(self) -> list[dict[str, Any]]:
         return [tool.definition() for tool in self._tools.values()]
 
-    def execute(self, call: ToolCall) -> str:
+    def execute(self, ctx: C, call: ToolCall) -> str:
         """The call's result as the model will see it: never with a secret in it (a file or
         page that holds the bot token or an API key shows `[REDACTED]` instead)."""
-        running = _RUNNING_CALL.set(call.id)
-        try:
-            with telemetry.span("tool", tool=call.name if call.name in self._tools else "unknown"):
-                return redact(self._run(call))
-        finally:
-            _RUNNING_CALL.reset(running)
+        with telemetry.span("tool", tool=call.name if call.name in self._tools else "unknown"):
+            return redact(self._run(ctx.for_call(call.id), call))
 
-    def _run(self, call: ToolCall) -> str:
+    def _run(self, ctx: C, call: ToolCall) -> str:
         tool = self._tools.get(call.name)
         if tool is None:
             return (
@@ -125,7 +131,7 @@ class ToolRegistry:
         except ArgumentError as error:
             return f"Error: invalid arguments for {call.name}: " + "; ".join(error.problems) + "."
         try:
-            return tool.run(**arguments)
+            return tool.run(ctx, **arguments)
         except ToolError as error:
             return f"Error: {error}"
         except Exception as error:

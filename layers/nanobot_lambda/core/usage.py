@@ -1,19 +1,20 @@
 """What the assistant uses, per chat: turns, model and tool calls, tokens, and money.
 
 Every model call of agent_turn goes through `MeteredModel` (speech, transcription and embeddings
-through `MeteredSpeaker`, `MeteredTranscriber` and `MeteredEmbedder`, counted by cost only), so
-the chat's turns, the heartbeat's decision, consolidation and background tasks are all counted,
-each attributed to the chat of the job that made it (`UsageMeter.job`, given the job's subject:
-core/subjects.py, which every job has, a button press included). A job counts as one turn when
-the agent loop got at least one answer from the model (a turn continued in another invocation
-counts once); a command such as /new, or a heartbeat that decided to skip, is not a turn, though
-its model calls are counted. Cost is litellm's `completion_cost`, known only for models in its price
-list: calls without a price are counted as `unpriced_calls`.
+through `MeteredSpeaker`, `MeteredTranscriber` and `MeteredEmbedder`, counted by cost only), so the
+chat's turns, the heartbeat's decision, consolidation and background tasks are all counted, each
+attributed to the chat of the job that made it: `UsageMeter.job`, given the job's subject
+(core/subjects.py, which every job has, a button press included), makes the job's own `JobMeter`,
+which the job's context carries (tools/context.py) and its models are metered by. A job counts as
+one turn when the agent loop got at least one answer from the model (a turn continued in another
+invocation counts once); a command such as /new, or a heartbeat that decided to skip, is not a turn,
+though its model calls are counted. Cost is litellm's `completion_cost`, known only for models in
+its price list: calls without a price are counted as `unpriced_calls`.
 
 The store keeps a day's, a month's and the total figures per chat, each changed atomically, so
 jobs of one chat running side by side (forum topics, background tasks) never lose each other's
 counts (`adapters/aws/usage.py`: DynamoDB `ADD`s). A turn that saves its messages folds its
-usage into the transaction that saves them (`UsageMeter.folded`: no extra request); what other
+usage into the transaction that saves them (`JobMeter.folded`: no extra request); what other
 jobs use (heartbeat, background tasks, /new, consolidation after the save, a failed turn) is
 written on its own when the job ends. Usage is never worth failing a job: a write that fails is
 logged and dropped.
@@ -28,7 +29,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -109,18 +109,9 @@ def usage_report(store: UsageStore, chat_id: int | None, at: datetime) -> str:
 # -- counting --------------------------------------------------------------------------------
 
 
-@dataclass
-class _JobUsage:
-    chat_id: int | None = None  # None only between jobs: every job has a subject
-    continued: bool = False  # a turn's continuation: the turn was counted by its first part
-    started: float = field(default_factory=time.monotonic)
-    used: Tally = field(default_factory=Tally)  # the whole job, for the metrics
-    unwritten: Tally = field(default_factory=Tally)  # not yet in DynamoDB
-    tools: Counter[str] = field(default_factory=Counter)
-
-
 class UsageMeter:
-    """Counts what each job of agent_turn uses and writes it to the job's chat."""
+    """Counts what the jobs of agent_turn use, each for its chat: built once per container,
+    it holds the store and the limits; each job's counts are its `JobMeter`'s."""
 
     def __init__(
         self,
@@ -130,11 +121,50 @@ class UsageMeter:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         limits: SpendLimits | None = None,
     ) -> None:
-        self._store = store
-        self._clock = clock
-        self._metrics = metrics
-        self._limits = limits or SpendLimits()
-        self._job = _JobUsage()
+        self.store = store
+        self.clock = clock
+        self.metrics = metrics
+        self.limits = limits or SpendLimits()
+
+    @contextmanager
+    def job(self, subject: Subject, *, continued: bool = False) -> Iterator[JobMeter]:
+        """The meter of a job for its subject's chat, which checks that chat's spending limits
+        before each call; what is still unwritten is written when the job ends. `continued`:
+        the job continues a turn (counted as a turn by its first part)."""
+        meter = JobMeter(self, subject.chat_id, continued=continued)
+        try:
+            yield meter
+        except Exception as error:
+            telemetry.error(
+                "telegram_error" if isinstance(error, ChannelError) else "turn_failed",
+                self.metrics,
+            )
+            raise
+        finally:
+            meter.finish()
+
+    def report(self, chat_id: int, *, everyone: bool = True) -> str:
+        """The /usage answer, with what is left of each spending limit: the chat's own, and
+        with `everyone` (the owner's chat) what is left for all chats together."""
+        at = self.clock()
+        summary = self.store.summary(chat_id, at)
+        text = texts.render("usage", periods=periods(summary))
+        overall = self.store.overall_summary(at) if self.limits.overall and everyone else None
+        left = remaining(self.limits, summary, overall)
+        return f"{text}\n\n{left}" if left else text
+
+
+class JobMeter:
+    """What one job uses, counted for its chat (made by `UsageMeter.job`)."""
+
+    def __init__(self, meter: UsageMeter, chat_id: int, *, continued: bool = False) -> None:
+        self._meter = meter
+        self.chat_id = chat_id
+        self._continued = continued  # a turn's continuation: counted by its first part
+        self._started = time.monotonic()
+        self._used = Tally()  # the whole job, for the metrics
+        self._unwritten = Tally()  # not yet in DynamoDB
+        self._tools: Counter[str] = Counter()
 
     def metered(self, model: ChatModel) -> ChatModel:
         return MeteredModel(model, self)
@@ -152,64 +182,38 @@ class UsageMeter:
         return None if embedder is None else MeteredEmbedder(embedder, self)
 
     @contextmanager
-    def job(self, subject: Subject, *, continued: bool = False) -> Iterator[None]:
-        """Count a job's usage for its subject's chat, and check that chat's spending limits
-        before each call; write what is still unwritten when it ends. `continued`: the job
-        continues a turn (counted as a turn by its first part)."""
-        self._job = _JobUsage(subject.chat_id, continued=continued)
-        try:
-            yield
-        except Exception as error:
-            telemetry.error(
-                "telegram_error" if isinstance(error, ChannelError) else "turn_failed",
-                self._metrics,
-            )
-            raise
-        finally:
-            self._finish_job()
-
-    @contextmanager
     def folded(self) -> Iterator[list[StoredWrite]]:
         """The unwritten usage as transaction items, for the write that saves the turn; counted
         as written once that write succeeds."""
-        job = self._job
-        if job.chat_id is None or job.unwritten.empty:
+        if self._unwritten.empty:
             yield []
             return
-        yield self._store.updates(
-            job.chat_id, job.unwritten, self._clock(), overall=self._limits.overall
+        meter = self._meter
+        yield meter.store.updates(
+            self.chat_id, self._unwritten, meter.clock(), overall=meter.limits.overall
         )
-        job.unwritten = Tally()
-
-    def report(self, chat_id: int, *, everyone: bool = True) -> str:
-        """The /usage answer, with what is left of each spending limit: the chat's own, and
-        with `everyone` (the owner's chat) what is left for all chats together."""
-        at = self._clock()
-        summary = self._store.summary(chat_id, at)
-        text = texts.render("usage", periods=periods(summary))
-        overall = self._store.overall_summary(at) if self._limits.overall and everyone else None
-        left = remaining(self._limits, summary, overall)
-        return f"{text}\n\n{left}" if left else text
+        self._unwritten = Tally()
 
     def check_spend(self) -> None:
         """Before a model call: raise SpendLimitReached when the job's chat, or all chats
         together, reached a spending limit (see core/spend.py). A failure to read the counters
         lets the call go ahead: the limits are a safety net, not worth failing a turn for."""
-        limits, job = self._limits, self._job
-        if not limits.any or job.chat_id is None:
+        meter = self._meter
+        limits = meter.limits
+        if not limits.any:
             return
-        at = self._clock()
+        at = meter.clock()
         try:
-            chat = self._store.summary(job.chat_id, at) if limits.per_chat else None
-            overall = self._store.overall_summary(at) if limits.overall else None
+            chat = meter.store.summary(self.chat_id, at) if limits.per_chat else None
+            overall = meter.store.overall_summary(at) if limits.overall else None
         except StorageError as error:
             logger.warning("spending not checked: %s", error)
             return
-        reached = first_reached(limits, job.chat_id, chat, overall, job.unwritten.cost_usd)
+        reached = first_reached(limits, self.chat_id, chat, overall, self._unwritten.cost_usd)
         if reached is not None:
             logger.warning(
                 "spending limit reached: no model call",
-                extra={"chat_id": job.chat_id, "limit": reached.notice_key},
+                extra={"chat_id": self.chat_id, "limit": reached.notice_key},
             )
             raise SpendLimitReached(reached)
 
@@ -218,13 +222,12 @@ class UsageMeter:
     def answered(self, reply: ModelReply, *, offered: list[dict[str, Any]], agent: bool) -> None:
         """A model call returned. `agent`: a call of the agent loop (not a forced tool call
         for structured output), whose tool calls the loop will run."""
-        job = self._job
         counted = Tally.of_call(reply.usage)
         if agent:
             names = {definition["function"]["name"] for definition in offered}
             for call in reply.tool_calls:
-                job.tools[call.name if call.name in names else UNKNOWN_TOOL] += 1
-            turn = 0 if job.used.turns or job.continued else 1
+                self._tools[call.name if call.name in names else UNKNOWN_TOOL] += 1
+            turn = 0 if self._used.turns or self._continued else 1
             counted += Tally(turns=turn, tool_calls=len(reply.tool_calls))
         self._count(counted)
 
@@ -235,23 +238,22 @@ class UsageMeter:
             self._count(Tally(cost_usd=Decimal(repr(cost_usd))))
 
     def _count(self, counted: Tally) -> None:
-        job = self._job
-        job.used += counted
-        if self._limits.any and job.chat_id is not None:
+        self._used += counted
+        if self._meter.limits.any:
             # Written now, not with the turn: turns running side by side see it before their
             # next call (core/spend.py).
-            self._write(job.chat_id, counted, job)
+            self._write(counted, keep=True)
         else:
-            job.unwritten += counted
+            self._unwritten += counted
 
     def failed(self) -> None:
-        telemetry.error("model_error", self._metrics)
+        telemetry.error("model_error", self._meter.metrics)
 
-    def _finish_job(self) -> None:
-        job, self._job = self._job, _JobUsage()
-        used = job.used
+    def finish(self) -> None:
+        """The job ended: its figures to the metrics, what is unwritten to the store."""
+        used, metrics = self._used, self._meter.metrics
         if used.turns:
-            telemetry.turn((time.monotonic() - job.started) * 1000, self._metrics)
+            telemetry.turn((time.monotonic() - self._started) * 1000, metrics)
         if used.model_calls:
             telemetry.model_usage(
                 calls=used.model_calls,
@@ -259,20 +261,21 @@ class UsageMeter:
                 completion_tokens=used.completion_tokens,
                 cached_tokens=used.cached_tokens,
                 cost_usd=float(used.cost_usd) if used.cost_known else None,
-                port=self._metrics,
+                port=metrics,
             )
-        telemetry.tool_calls(job.tools, self._metrics)
-        if job.chat_id is None or job.unwritten.empty:
-            return
-        self._write(job.chat_id, job.unwritten)
+        telemetry.tool_calls(self._tools, metrics)
+        if not self._unwritten.empty:
+            unwritten, self._unwritten = self._unwritten, Tally()
+            self._write(unwritten, keep=False)
 
-    def _write(self, chat_id: int, tally: Tally, job: _JobUsage | None = None) -> None:
-        """Record `tally` now; when that fails, keep it for the job's next write (if `job`)."""
+    def _write(self, tally: Tally, *, keep: bool) -> None:
+        """Record `tally` now; when that fails, keep it for the job's next write (`keep`)."""
+        meter = self._meter
         try:
-            self._store.add(chat_id, tally, self._clock(), overall=self._limits.overall)
+            meter.store.add(self.chat_id, tally, meter.clock(), overall=meter.limits.overall)
         except StorageError as error:
-            if job is not None:
-                job.unwritten += tally
+            if keep:
+                self._unwritten += tally
                 return
             logger.warning("usage not recorded: %s", error)
 
@@ -280,7 +283,7 @@ class UsageMeter:
 class MeteredModel:
     """A `ChatModel` that reports each call to the meter, in a trace subsegment of its own."""
 
-    def __init__(self, model: ChatModel, meter: UsageMeter) -> None:
+    def __init__(self, model: ChatModel, meter: JobMeter) -> None:
         self._model = model
         self._meter = meter
 
@@ -299,7 +302,7 @@ class MeteredModel:
 class MeteredSpeaker:
     """A `Speaker` whose speech costs are counted, and which speaks no more past a limit."""
 
-    def __init__(self, speaker: Speaker, meter: UsageMeter) -> None:
+    def __init__(self, speaker: Speaker, meter: JobMeter) -> None:
         self._speaker = speaker
         self._meter = meter
 
@@ -313,7 +316,7 @@ class MeteredSpeaker:
 class MeteredImages:
     """An `ImageGenerator` whose images are counted, and which makes none past a limit."""
 
-    def __init__(self, images: ImageGenerator, meter: UsageMeter) -> None:
+    def __init__(self, images: ImageGenerator, meter: JobMeter) -> None:
         self._images = images
         self._meter = meter
 
@@ -327,7 +330,7 @@ class MeteredImages:
 class MeteredTranscriber:
     """A `Transcriber` whose costs are counted (when known), and which stops past a limit."""
 
-    def __init__(self, transcriber: Transcriber, meter: UsageMeter) -> None:
+    def __init__(self, transcriber: Transcriber, meter: JobMeter) -> None:
         self._transcriber = transcriber
         self._meter = meter
 
@@ -342,7 +345,7 @@ class MeteredEmbedder:
     """An `Embedder` whose costs are counted (litellm's price for the model), and which embeds
     no more past a spending limit (recall then falls back to words, core/hybrid_recall.py)."""
 
-    def __init__(self, embedder: Embedder, meter: UsageMeter) -> None:
+    def __init__(self, embedder: Embedder, meter: JobMeter) -> None:
         self._embedder = embedder
         self._meter = meter
 

@@ -1,71 +1,34 @@
 """Tools that act for the chat a turn belongs to: cron, message, reply_buttons, send_file,
 spawn.
 
-They read the turn's `TurnScope` (which chat, which thread, what kind of turn) from a
-`CurrentTurn` the turn service sets before each turn; a container runs one turn at a time.
+Which chat and topic, what kind of turn and the run's outbox are the job's context's
+(tools/context.py), given to each call; the tools themselves hold only their stores and rules.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.cron import CronJob, remove_job
 from nanobot_lambda.core.errors import ChannelError, ToolError
 from nanobot_lambda.core.jobs import SubagentJob
 from nanobot_lambda.core.outgoing import MAX_CAPTION_CHARS, MAX_UPLOAD_BYTES, OutgoingFile, kind_for
-from nanobot_lambda.core.ports import JobStore, Outbox, Schedules, TurnQueue, Workspace
+from nanobot_lambda.core.ports import JobStore, Schedules, TurnQueue, Workspace
 from nanobot_lambda.core.schedules import ScheduleError, build_schedule, next_run
-from nanobot_lambda.core.tools import Tool, running_call
+from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.files import tool_path
 
 MAX_BUTTONS = 8
 MAX_BUTTON_CHARS = 40  # longer labels are cut on phones anyway
 
-# Who started the turn. Only a person's own message ("user") may create scheduled jobs; a hook
-# event ("hook") carries a payload from outside and is no more trusted than a schedule.
-TurnOrigin = Literal["user", "cron", "heartbeat", "subagent", "announcement", "hook"]
 
-
-@dataclass
-class TurnScope:
-    chat_id: int
-    thread_id: int | None
-    origin: TurnOrigin
-    outbox: Outbox  # the turn's messages, each sent once (functions/agent_turn/delivery.py)
-    sent: list[tuple[int, str]] = field(default_factory=list)  # what the message tool sent
-    quiet: bool = False  # sends no progress while it works (a quiet task)
-    reply_buttons: tuple[str, ...] = ()  # under the final answer (the reply_buttons tool)
-    turn_id: str = ""  # the turn's stable id (core/journal.py)
-
-    def call_key(self) -> str:
-        """A short id for what the running tool call makes: the same when a later run of the
-        turn runs the same call again (core/tools.py), so it is not made twice."""
-        call = running_call()
-        if not (self.turn_id and call):
-            return secrets.token_hex(4)
-        return hashlib.sha256(f"{self.turn_id}/{call}".encode()).hexdigest()[:8]
-
-
-class CurrentTurn:
-    """The scope of the turn being run (None between turns)."""
-
-    def __init__(self) -> None:
-        self.scope: TurnScope | None = None
-
-    def require(self) -> TurnScope:
-        if self.scope is None:
-            raise ToolError("this tool can only be used during a conversation turn")
-        return self.scope
-
-
-class CronTool(Tool):
+class CronTool(Tool[JobContext]):
     name = "cron"
     description = (
         "Schedule reminders (text sent at the time) and tasks (you run the message as a "
@@ -96,30 +59,27 @@ class CronTool(Tool):
 
     def __init__(
         self,
-        current: CurrentTurn,
         store: JobStore,
         schedules: Schedules,
         *,
         timezone: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self._current = current
         self._store = store
         self._schedules = schedules
         self._timezone = timezone
         self._clock = clock
 
-    def run(self, action: str, **arguments: Any) -> str:
-        scope = self._current.require()
+    def run(self, ctx: JobContext, /, action: str, **arguments: Any) -> str:
         if action == "add":
-            return self._add(scope, **arguments)
+            return self._add(ctx, **arguments)
         if action == "list":
-            return self._list(scope)
-        return self._remove(scope, arguments.get("job_id"))
+            return self._list(ctx)
+        return self._remove(ctx, arguments.get("job_id"))
 
     def _add(
         self,
-        scope: TurnScope,
+        ctx: JobContext,
         message: str | None = None,
         kind: str = "reminder",
         every_seconds: int | None = None,
@@ -130,7 +90,7 @@ class CronTool(Tool):
         job_id: str | None = None,
         quiet: bool = False,
     ) -> str:
-        if scope.origin != "user":
+        if ctx.origin != "user":
             raise ToolError("a scheduled or background turn cannot create new jobs")
         if not message or not message.strip():
             raise ToolError("message is required: the reminder text, or the task to run")
@@ -148,15 +108,15 @@ class CronTool(Tool):
             )
         except ScheduleError as error:
             raise ToolError(str(error)) from None
-        job_id = scope.call_key()
-        earlier = self._store.get(scope.chat_id, job_id)
+        job_id = ctx.call_key()
+        earlier = self._store.get(ctx.chat_id, job_id)
         if earlier is not None:  # made by an earlier run of this very call
             self._schedules.create(earlier)  # in case that run died before it: else a no-op
             return self._added(earlier)
         job = CronJob(
             job_id=job_id,
-            chat_id=scope.chat_id,
-            thread_id=scope.thread_id,
+            chat_id=ctx.chat_id,
+            thread_id=ctx.thread_id,
             kind="task" if kind == "task" else "reminder",
             message=message.strip(),
             name=(name or message).strip()[:100],
@@ -186,8 +146,8 @@ class CronTool(Tool):
             f"{job.description}; next run {self._next(job)}."
         )
 
-    def _list(self, scope: TurnScope) -> str:
-        jobs = self._store.for_chat(scope.chat_id)
+    def _list(self, ctx: JobContext) -> str:
+        jobs = self._store.for_chat(ctx.chat_id)
         if not jobs:
             return "No scheduled jobs in this chat."
         return "\n".join(
@@ -197,10 +157,10 @@ class CronTool(Tool):
             for job in jobs
         )
 
-    def _remove(self, scope: TurnScope, job_id: object) -> str:
+    def _remove(self, ctx: JobContext, job_id: object) -> str:
         if not isinstance(job_id, str) or not job_id:
             raise ToolError("job_id is required to remove a job (see action=list)")
-        job = self._store.get(scope.chat_id, job_id)
+        job = self._store.get(ctx.chat_id, job_id)
         if job is None:
             raise ToolError(f"no job with id {job_id} in this chat (see action=list)")
         remove_job(self._store, self._schedules, job)
@@ -224,7 +184,7 @@ BUTTONS_SCHEMA: dict[str, Any] = {
 }
 
 
-class MessageTool(Tool):
+class MessageTool(Tool[JobContext]):
     name = "message"
     description = (
         "Send a message now, to this chat or (chat_id) another allowed chat; useful mid-task. "
@@ -242,34 +202,37 @@ class MessageTool(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, current: CurrentTurn, allow_list: AllowList, owner: int | None) -> None:
-        self._current = current
+    def __init__(self, allow_list: AllowList, owner: int | None) -> None:
         self._allow_list = allow_list
         self._owner = owner
 
     def run(
-        self, content: str, chat_id: int | None = None, buttons: list[str] | None = None
+        self,
+        ctx: JobContext,
+        /,
+        content: str,
+        chat_id: int | None = None,
+        buttons: list[str] | None = None,
     ) -> str:
-        scope = self._current.require()
-        target = scope.chat_id if chat_id is None else chat_id
-        if target != scope.chat_id and self._owner is not None and scope.chat_id != self._owner:
+        outbox = ctx.run_outbox()
+        here = ctx.chat_id
+        target = here if chat_id is None else chat_id
+        if target != here and self._owner is not None and here != self._owner:
             # Another person's or a group's assistant (core/scopes.py) speaks in its chat only.
             raise ToolError("from this chat, messages go to this chat only")
-        if target != scope.chat_id and scope.origin == "hook":
+        if target != here and ctx.origin == "hook":
             # An event's payload comes from outside: what it says is told in its hook's chat
             # only, never carried by a prompt-injected model to someone else.
             raise ToolError("an event's task sends messages to its own chat only")
-        if target != scope.chat_id and not (
-            target in self._allow_list.ids or self._allow_list.everyone
-        ):
+        if target != here and not (target in self._allow_list.ids or self._allow_list.everyone):
             raise ToolError(f"chat {target} is not an allowed chat; only ALLOW_FROM ids are")
-        thread = scope.thread_id if target == scope.chat_id else None
-        scope.outbox.send(target, content, thread, buttons=_labels(buttons))
-        scope.sent.append((target, content.strip()))
+        thread = ctx.thread_id if target == here else None
+        outbox.send(target, content, thread, buttons=_labels(buttons))
+        ctx.notes.sent.append((target, content.strip()))
         return f"Sent to chat {target}."
 
 
-class ReplyButtonsTool(Tool):
+class ReplyButtonsTool(Tool[JobContext]):
     name = "reply_buttons"
     description = (
         "Show buttons under your final answer, e.g. a short list of choices or yes/no; the "
@@ -282,13 +245,10 @@ class ReplyButtonsTool(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, current: CurrentTurn) -> None:
-        self._current = current
-
-    def run(self, buttons: list[str]) -> str:
-        scope = self._current.require()
-        scope.reply_buttons = _labels(buttons)
-        return f"Your final answer will show {len(scope.reply_buttons)} buttons."
+    def run(self, ctx: JobContext, /, buttons: list[str]) -> str:
+        ctx.run_outbox()  # only in a turn that answers
+        ctx.notes.reply_buttons = _labels(buttons)
+        return f"Your final answer will show {len(ctx.notes.reply_buttons)} buttons."
 
 
 def _labels(buttons: list[str] | None) -> tuple[str, ...]:
@@ -297,7 +257,7 @@ def _labels(buttons: list[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(label for label in labels if label))
 
 
-class SendFileTool(Tool):
+class SendFileTool(Tool[JobContext]):
     name = "send_file"
     description = (
         "Send a workspace file to this chat now: an image as a photo, .ogg/.opus as a voice "
@@ -313,44 +273,41 @@ class SendFileTool(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, current: CurrentTurn, workspace: Workspace) -> None:
-        self._current = current
-        self._workspace = workspace
-
-    def run(self, path: str, caption: str | None = None) -> str:
-        scope = self._current.require()
+    def run(self, ctx: JobContext, /, path: str, caption: str | None = None) -> str:
+        outbox, workspace = ctx.run_outbox(), ctx.workspace
         path = tool_path(path)
-        size = self._size(path)
+        size = _size(workspace, path)
         if size is not None and size > MAX_UPLOAD_BYTES:
             raise ToolError(
                 f"{path} is {size / 1_048_576:.1f} MB; Telegram takes files of at most 50 MB "
                 "from a bot. Send a smaller file (compress it, or split it)."
             )
-        file = self._workspace.read(path)
+        file = workspace.read(path)
         if file is None or size is None:
             raise ToolError(f"file not found: {path}. Use list_dir to see what exists.")
         name = PurePosixPath(path).name
         kind = kind_for(name, len(file.data))
         outgoing = OutgoingFile(name, file.data, kind, caption.strip() if caption else None)
         try:
-            scope.outbox.send_file(scope.chat_id, outgoing, scope.thread_id)
+            outbox.send_file(ctx.chat_id, outgoing, ctx.thread_id)
         except ChannelError as error:
             if kind != "photo" or error.status != 400:
                 raise ToolError(f"Telegram refused {path}: {error}") from None
             # An image Telegram cannot show as a photo (its size, its format) still goes as a file.
             kind = "document"
-            scope.outbox.send_file(scope.chat_id, replace(outgoing, kind=kind), scope.thread_id)
+            outbox.send_file(ctx.chat_id, replace(outgoing, kind=kind), ctx.thread_id)
         return f"Sent {path} to the chat as a {kind}."
 
-    def _size(self, path: str) -> int | None:
-        folder = path.rsplit("/", 1)[0] if "/" in path else ""
-        for entry in self._workspace.list_files(folder):
-            if entry.path == path and not entry.is_dir:
-                return entry.size
-        return None
+
+def _size(workspace: Workspace, path: str) -> int | None:
+    folder = path.rsplit("/", 1)[0] if "/" in path else ""
+    for entry in workspace.list_files(folder):
+        if entry.path == path and not entry.is_dir:
+            return entry.size
+    return None
 
 
-class SpawnTool(Tool):
+class SpawnTool(Tool[JobContext]):
     name = "spawn"
     description = (
         "Start a background task that runs on its own (with file tools) and reports back "
@@ -368,32 +325,29 @@ class SpawnTool(Tool):
 
     def __init__(
         self,
-        current: CurrentTurn,
         queue: TurnQueue,
         running: Callable[[int], int],
         *,
         max_running: int,
         on_spawn: Callable[[SubagentJob], None],
     ) -> None:
-        self._current = current
         self._queue = queue
         self._running = running
         self._max_running = max_running
         self._on_spawn = on_spawn
 
-    def run(self, task: str, label: str | None = None) -> str:
-        scope = self._current.require()
-        if scope.origin == "subagent":
+    def run(self, ctx: JobContext, /, task: str, label: str | None = None) -> str:
+        if ctx.origin == "subagent":
             raise ToolError("a background task cannot start other background tasks")
-        if self._running(scope.chat_id) >= self._max_running:
+        if self._running(ctx.chat_id) >= self._max_running:
             raise ToolError(
                 f"{self._max_running} background tasks are already running in this chat; "
                 "wait for one to finish"
             )
         job = SubagentJob(
-            subagent_id=scope.call_key(),
-            chat_id=scope.chat_id,
-            thread_id=scope.thread_id,
+            subagent_id=ctx.call_key(),
+            chat_id=ctx.chat_id,
+            thread_id=ctx.thread_id,
             label=(label or task).strip()[:60],
             task=task.strip(),
         )

@@ -1,6 +1,8 @@
 """File tools over the S3 workspace: read_file, write_file, edit_file, list_dir, grep.
 
-Paths are workspace-relative and confined by `paths.normalize_path`. Edits go through
+Each call works in the job's scope's workspace (the job's context, tools/context.py), where the
+built-in skills' files are readable too (`WithBuiltinFiles`). Paths are workspace-relative and
+confined by `paths.normalize_path`. Edits go through
 `workspace.update_text`: applied to the version that was read, written back only if nobody
 changed it meanwhile (ETag condition), re-applied to the fresh version otherwise, so concurrent
 edits are never lost.
@@ -11,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import regex  # type: ignore[import-untyped]  # no stubs installed (types-regex)
@@ -22,11 +24,13 @@ from nanobot_lambda.core.ports import Workspace
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.core.workspace import (
     NotText,
+    WithBuiltinFiles,
     WorkspaceFile,
     WriteConflict,
     replace_file,
     update_text,
 )
+from nanobot_lambda.tools.context import JobContext
 
 MAX_READ_CHARS = 40_000
 DEFAULT_READ_LINES = 2_000
@@ -82,9 +86,15 @@ def _read_text(workspace: Workspace, path: str) -> tuple[str, WorkspaceFile]:
         raise ToolError(f"{path} is a binary file; only text files can be read.") from None
 
 
-class WorkspaceTool(Tool):
-    def __init__(self, workspace: Workspace) -> None:
-        self._workspace = workspace
+class WorkspaceTool(Tool[JobContext]):
+    def __init__(self, builtins: Mapping[str, bytes] | None = None) -> None:
+        self._builtins = builtins or {}  # read-only files beneath the workspace's own
+
+    def _files(self, ctx: JobContext) -> Workspace:
+        """The job's scope's workspace, with the built-in files beneath it."""
+        if not self._builtins:
+            return ctx.workspace
+        return WithBuiltinFiles(ctx.workspace, self._builtins)
 
 
 class ReadFile(WorkspaceTool):
@@ -101,8 +111,10 @@ class ReadFile(WorkspaceTool):
         "additionalProperties": False,
     }
 
-    def run(self, path: str, offset: int = 1, limit: int = DEFAULT_READ_LINES) -> str:
-        text, _ = _read_text(self._workspace, tool_path(path))
+    def run(
+        self, ctx: JobContext, /, path: str, offset: int = 1, limit: int = DEFAULT_READ_LINES
+    ) -> str:
+        text, _ = _read_text(self._files(ctx), tool_path(path))
         start = offset - 1
         end = start + limit  # lowered where MAX_READ_CHARS stops the page
         shown: list[str] = []
@@ -143,12 +155,12 @@ class WriteFile(WorkspaceTool):
         "additionalProperties": False,
     }
 
-    def run(self, path: str, content: str) -> str:
+    def run(self, ctx: JobContext, /, path: str, content: str) -> str:
         target = tool_path(path)
         data = content.encode("utf-8")
         if len(data) > MAX_WRITE_BYTES:
             raise ToolError(f"content is over {MAX_WRITE_BYTES} bytes; split it into files.")
-        replace_file(self._workspace, target, data)
+        replace_file(self._files(ctx), target, data)
         return f"Wrote {len(content)} characters to {target}."
 
 
@@ -171,7 +183,15 @@ class EditFile(WorkspaceTool):
         "additionalProperties": False,
     }
 
-    def run(self, path: str, old_text: str, new_text: str, replace_all: bool = False) -> str:
+    def run(
+        self,
+        ctx: JobContext,
+        /,
+        path: str,
+        old_text: str,
+        new_text: str,
+        replace_all: bool = False,
+    ) -> str:
         target = tool_path(path)
         if not old_text:
             raise ToolError("old_text is empty; give the exact text to replace.")
@@ -193,7 +213,7 @@ class EditFile(WorkspaceTool):
             return text.replace(old_text, new_text, -1 if replace_all else 1)
 
         try:
-            update_text(self._workspace, target, apply)
+            update_text(self._files(ctx), target, apply)
         except NotText:
             raise ToolError(f"{target} is a binary file; only text files can be edited.") from None
         except WriteConflict:
@@ -234,9 +254,9 @@ class ListDir(WorkspaceTool):
         "additionalProperties": False,
     }
 
-    def run(self, path: str = ".") -> str:
+    def run(self, ctx: JobContext, /, path: str = ".") -> str:
         folder = tool_path(path, allow_root=True)
-        entries = self._workspace.list_dir(folder)
+        entries = self._files(ctx).list_dir(folder)
         if not entries:
             return f"{folder or '.'} is empty or does not exist."
         lines = [
@@ -269,17 +289,19 @@ class Grep(WorkspaceTool):
 
     def __init__(
         self,
-        workspace: Workspace,
+        builtins: Mapping[str, bytes] | None = None,
         *,
         time_limit: float = MAX_GREP_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(workspace)
+        super().__init__(builtins)
         self._time_limit = time_limit
         self._clock = clock
 
     def run(
         self,
+        ctx: JobContext,
+        /,
         pattern: str,
         path: str = ".",
         literal: bool = False,
@@ -299,8 +321,9 @@ class Grep(WorkspaceTool):
                 f"invalid regular expression ({error}); set literal=true to search plain text."
             ) from None
         deadline = self._clock() + self._time_limit
-        single = self._workspace.read(target) if target else None
-        paths, total = ([target], 1) if single is not None else self._candidates(target)
+        workspace = self._files(ctx)
+        single = workspace.read(target) if target else None
+        paths, total = ([target], 1) if single is not None else _candidates(workspace, target)
         matches: list[str] = []
         more = searched = 0
         too_slow = False
@@ -308,7 +331,7 @@ class Grep(WorkspaceTool):
             if self._clock() > deadline:
                 too_slow = True
                 break
-            file = single if single is not None else self._workspace.read(name)
+            file = single if single is not None else workspace.read(name)
             searched += 1
             if file is None:
                 continue
@@ -352,16 +375,15 @@ class Grep(WorkspaceTool):
             matches.append(f"… {more} more matches not shown; narrow the pattern or the path.")
         return "\n".join([*matches, *notes])
 
-    def _candidates(self, folder: str) -> tuple[list[str], int]:
-        """The files to search (at most MAX_GREP_FILES) and how many there are in all."""
-        files = [
-            entry.path
-            for entry in self._workspace.list_files(folder)
-            if entry.size <= MAX_GREP_FILE_BYTES
-        ]
-        if not files and folder:
-            raise ToolError(f"{folder} is neither a file nor a folder with files.")
-        return files[:MAX_GREP_FILES], len(files)
+
+def _candidates(workspace: Workspace, folder: str) -> tuple[list[str], int]:
+    """The files to search (at most MAX_GREP_FILES) and how many there are in all."""
+    files = [
+        entry.path for entry in workspace.list_files(folder) if entry.size <= MAX_GREP_FILE_BYTES
+    ]
+    if not files and folder:
+        raise ToolError(f"{folder} is neither a file nor a folder with files.")
+    return files[:MAX_GREP_FILES], len(files)
 
 
 def _too_costly(where: str) -> str:
@@ -381,11 +403,12 @@ def _excerpt(line: str, at: int, width: int = 300) -> str:
     return "…" + line[start : start + width]
 
 
-def file_tools(workspace: Workspace) -> list[Tool]:
+def file_tools(builtins: Mapping[str, bytes] | None = None) -> list[Tool[JobContext]]:
+    """The file tools; `builtins`: read-only files readable beneath each workspace's own."""
     return [
-        ReadFile(workspace),
-        WriteFile(workspace),
-        EditFile(workspace),
-        ListDir(workspace),
-        Grep(workspace),
+        ReadFile(builtins),
+        WriteFile(builtins),
+        EditFile(builtins),
+        ListDir(builtins),
+        Grep(builtins),
     ]

@@ -2,7 +2,8 @@
 for the tool `search` of the server `github`.
 
 Each job is offered the tools of the servers its chat may use (`RemoteToolbox.tools_for`, by
-each server's access: core/remote_tools.py), and no other: a server the chat may not use is
+each server's access: core/remote_tools.py; they are in the job's context's registry,
+tools/context.py), and no other: a server the chat may not use is
 neither listed nor called for it, so its headers never travel for another scope's job, and a
 call the model makes to one of its tools anyway is refused like any unknown tool.
 
@@ -31,6 +32,7 @@ from nanobot_lambda.core.remote_tools import (
     may_use_server,
 )
 from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.web import frame
 
 logger = logging.getLogger(__name__)
@@ -45,7 +47,7 @@ REMOTE_NOTE = (
 )
 
 
-class RemoteCall(Tool):
+class RemoteCall(Tool[JobContext]):
     """One remote tool; made per tool by `remote_tool` (name, description and schema differ)."""
 
     name: ClassVar[str] = "remote"
@@ -64,7 +66,7 @@ class RemoteCall(Tool):
     def seconds_needed(self, arguments: dict[str, Any]) -> float:
         return self._timeout
 
-    def run(self, **arguments: Any) -> str:
+    def run(self, ctx: JobContext, /, **arguments: Any) -> str:
         result = self._server.call(self._tool, arguments, self._timeout)
         text = result.text.strip() or "(no content)"
         if len(text) > self._max_chars:
@@ -76,7 +78,7 @@ class RemoteCall(Tool):
 
 def remote_tool(
     server: RemoteToolServer, tool: RemoteTool, timeout: float, result_max_chars: int
-) -> Tool:
+) -> Tool[JobContext]:
     name = _NOT_A_NAME_CHARACTER.sub("_", f"{server.name}_{tool.name}")[:TOOL_NAME_CHARS]
     description = f"[{server.name} MCP server] {tool.description.strip()}"
     if len(description) > MAX_DESCRIPTION_CHARS:
@@ -88,7 +90,7 @@ def remote_tool(
         (RemoteCall,),
         {"name": name, "description": description, "parameters": parameters},
     )
-    made: Tool = kind(server, tool.name, timeout, result_max_chars)
+    made: Tool[JobContext] = kind(server, tool.name, timeout, result_max_chars)
     return made
 
 
@@ -101,9 +103,11 @@ class RemoteToolbox:
         self._servers = list(servers)
         self._max_chars = result_max_chars
         self._audience = audience
-        self._listed: dict[str, list[Tool]] = {}  # server name -> its tools, once listed
+        self._listed: dict[
+            str, list[Tool[JobContext]]
+        ] = {}  # server name -> its tools, once listed
 
-    def tools_for(self, chat_id: int | None) -> list[Tool]:
+    def tools_for(self, chat_id: int | None) -> list[Tool[JobContext]]:
         """The tools a job of this chat may use, sorted: those of the servers its chat may use
         (the ones not listed yet are listed now, together)."""
         usable = [
@@ -116,13 +120,13 @@ class RemoteToolbox:
             with ThreadPoolExecutor(max_workers=len(unlisted)) as pool:
                 listed = list(pool.map(self._listed_tools, unlisted))
             self._listed.update(zip((server.name for server in unlisted), listed, strict=True))
-        tools: dict[str, Tool] = {}
+        tools: dict[str, Tool[JobContext]] = {}
         for server in usable:
             for tool in self._listed[server.name]:
                 tools.setdefault(tool.name, tool)  # a name made twice: the first one stays
         return [tools[name] for name in sorted(tools)]
 
-    def _listed_tools(self, server: RemoteToolServer) -> list[Tool]:
+    def _listed_tools(self, server: RemoteToolServer) -> list[Tool[JobContext]]:
         timeout = server.timeout_seconds
         try:
             found = server.list_tools(min(timeout, LIST_TIMEOUT_SECONDS))

@@ -29,6 +29,7 @@ from nanobot_lambda.core.sandbox import (
 )
 from nanobot_lambda.core.shorten import keep_head_and_tail
 from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.files import tool_path
 from nanobot_lambda.tools.web import frame, neutralise_frame_tags
 
@@ -43,7 +44,7 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 SANDBOX_OVERHEAD_SECONDS = 5
 
 
-class ExecTool(Tool):
+class ExecTool(Tool[JobContext]):
     name = "exec"
     description = (
         "Run Python 3.12 or shell in a sandbox without credentials (60 s, 512 MB). `files`: "
@@ -64,10 +65,9 @@ class ExecTool(Tool):
     }
     mutates = True  # it writes files back
 
-    def __init__(self, sandbox: Sandbox, workspace: Workspace, result_max_chars: int) -> None:
+    def __init__(self, sandbox: Sandbox, result_max_chars: int) -> None:
         """`result_max_chars`: the whole result's cap (the loop's TOOL_RESULT_MAX_CHARS)."""
         self._sandbox = sandbox
-        self._workspace = workspace
         self._result_max_chars = result_max_chars
         # Each stream comes back within this (start and end); _report fits both in the cap.
         self._output_max_chars = max(MIN_OUTPUT_CHARS, min(result_max_chars, MAX_OUTPUT_CHARS))
@@ -80,6 +80,8 @@ class ExecTool(Tool):
 
     def run(
         self,
+        ctx: JobContext,
+        /,
         language: str,
         code: str,
         files: list[str] | None = None,
@@ -89,10 +91,11 @@ class ExecTool(Tool):
             raise ToolError(f"at most {MAX_FILES} files per run")
         if not 1 <= timeout_seconds <= MAX_TIMEOUT_SECONDS:
             raise ToolError(f"timeout_seconds must be 1 to {MAX_TIMEOUT_SECONDS}")
+        workspace = ctx.workspace  # the chat's scope's
         inputs: dict[str, bytes] = {}
         for raw in files or []:
             path = tool_path(raw)
-            file = self._workspace.read(path)
+            file = workspace.read(path)
             if file is None:
                 raise ToolError(f"file not found: {path}. Use list_dir to see what exists.")
             inputs[path] = file.data
@@ -107,7 +110,7 @@ class ExecTool(Tool):
                 output_max_chars=self._output_max_chars,
             )
         )
-        return self._framed_report(result, self._write_back(result))
+        return self._framed_report(result, _write_back(workspace, result))
 
     def _framed_report(self, result: SandboxResult, written: list[str]) -> str:
         """The report, framed, within the cap: what the frame and the other lines leave is
@@ -129,17 +132,18 @@ class ExecTool(Tool):
         overhead = len(framed(0))
         return framed(max(0, self._result_max_chars - overhead))
 
-    def _write_back(self, result: SandboxResult) -> list[str]:
-        written = []
-        for raw, data in sorted(result.files.items()):
-            try:
-                path = tool_path(raw)
-                self._workspace.write(path, data)
-            except ToolError as error:  # a hostile name, or a shared file in a person's scope
-                written.append(f"{raw} (not written: {error})")
-                continue
-            written.append(path)
-        return written
+
+def _write_back(workspace: Workspace, result: SandboxResult) -> list[str]:
+    written = []
+    for raw, data in sorted(result.files.items()):
+        try:
+            path = tool_path(raw)
+            workspace.write(path, data)
+        except ToolError as error:  # a hostile name, or a shared file in a person's scope
+            written.append(f"{raw} (not written: {error})")
+            continue
+        written.append(path)
+    return written
 
 
 def _printable(text: str) -> str:

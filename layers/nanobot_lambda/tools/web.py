@@ -33,6 +33,7 @@ from nanobot_lambda.adapters.web.netguard import (
 )
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.tools import Tool
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 # readability logs a traceback at ERROR for every page it cannot parse; html_page falls back.
@@ -170,7 +171,7 @@ def tidy(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
-class WebFetch(Tool):
+class WebFetch(Tool[JobContext]):
     name = "web_fetch"
     description = "Fetch a public http(s) URL; returns its readable text as untrusted data."
     parameters: ClassVar[dict[str, Any]] = {
@@ -196,6 +197,8 @@ class WebFetch(Tool):
 
     def run(
         self,
+        ctx: JobContext,
+        /,
         url: str,
         extract_mode: Literal["markdown", "text"] = "markdown",
         max_chars: int = DEFAULT_FETCH_CHARS,
@@ -231,7 +234,7 @@ class WebFetch(Tool):
         return result
 
 
-class WebSearch(Tool):
+class WebSearch(Tool[JobContext]):
     name = "web_search"
     description = "Search the web; returns title, URL and snippet per result."
     parameters: ClassVar[dict[str, Any]] = {
@@ -259,7 +262,7 @@ class WebSearch(Tool):
         self._base = (api_base or SEARCH_PROVIDERS.get(provider or "", "")).rstrip("/")
         self._session = session or requests.Session()
 
-    def run(self, query: str, count: int = 5) -> str:
+    def run(self, ctx: JobContext, /, query: str, count: int = 5) -> str:
         query = query.strip()
         if not query:
             raise ToolError("the query is empty.")
@@ -358,7 +361,7 @@ def web_tools(
     result_max_chars: int = MAX_FETCH_CHARS,
     resolver: Resolver = resolve_host,
     ca_certs: str | None = None,
-) -> list[Tool]:
+) -> list[Tool[JobContext]]:
     guard = AddressGuard(allow_networks, resolver)
     fetcher = SafeFetcher(guard, limits, accept=is_readable_type, ca_certs=ca_certs)
     return [

@@ -19,7 +19,7 @@ from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
-from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -34,21 +34,22 @@ class SubagentTurn(JobTurn[SubagentJob]):
         super().__init__(deps, job)
         self.log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
 
-    def open(self) -> Opening:
+    def open(self, ctx: JobContext) -> Opening:
         group = f"subagent:{self.job.subagent_id}"
         return Opening(f"subagent-{self.job.subagent_id}", group, in_session=False)
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request:
+    def request(self, ctx: JobContext, run: TurnRun, history: SessionHistory | None) -> Request:
         deps, job = self.deps, self.job
         prompt = texts.render("subagent_task", label=job.label, task=job.task)
-        runtime = deps.requests.runtime_block(run, job.chat_id)
-        return Request(deps.context.messages([], prompt, runtime), deps.subagent)
+        runtime = deps.requests.runtime_block(ctx, run)
+        messages = deps.context.messages(ctx.workspace, [], prompt, runtime)
+        return Request(messages, deps.loops.subagent(ctx))
 
-    def unanswered(self, run: TurnRun) -> None:
+    def unanswered(self, ctx: JobContext, run: TurnRun) -> None:
         self._announce(None)
         self.deps.ports.stores.journal.mark_done(run.journal_key, run.progress)
 
-    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+    def deliver(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> bool:
         self._announce(outcome)
         return True
 
@@ -87,11 +88,11 @@ class AnnouncementTurn(JobTurn[AnnouncementJob]):
         super().__init__(deps, job)
         self.log = {"subagent_id": job.subagent_id, "chat_id": job.chat_id}
 
-    def open(self) -> Opening:
+    def open(self, ctx: JobContext) -> Opening:
         job = self.job
         return Opening(f"announce-{job.subagent_id}", session_key_for(job.chat_id, job.thread_id))
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request:
+    def request(self, ctx: JobContext, run: TurnRun, history: SessionHistory | None) -> Request:
         assert history is not None
         deps, job = self.deps, self.job
         note = texts.render(
@@ -100,13 +101,12 @@ class AnnouncementTurn(JobTurn[AnnouncementJob]):
             outcome="finished" if job.succeeded else "did not finish",
             result=job.result,
         )
-        runtime = deps.requests.runtime_block(run, job.chat_id, history=history.messages)
+        runtime = deps.requests.runtime_block(ctx, run, history=history.messages)
         messages = deps.requests.that_fits(
-            history, lambda past: deps.context.messages(past, note, runtime)
+            ctx, history, lambda past: deps.context.messages(ctx.workspace, past, note, runtime)
         )
-        return Request(
-            messages, deps.agent, {"role": "user", "content": note, RUNTIME_FIELD: runtime}
-        )
+        saved = {"role": "user", "content": note, RUNTIME_FIELD: runtime}
+        return Request(messages, deps.loops.chat(ctx), saved)
 
-    def unanswered(self, run: TurnRun) -> None:
+    def unanswered(self, ctx: JobContext, run: TurnRun) -> None:
         raise ModelError("announcement could not be told")  # SQS retries it

@@ -44,6 +44,7 @@ from nanobot_lambda.core.reactions_and_edits import (
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.functions.agent_turn.memory_commands import MEMORY_COMMANDS, MemoryCommands
 from nanobot_lambda.functions.agent_turn.outbox import JournaledOutbox, send_unjournaled
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class Commands:
         self._feedback = deps.feedback
         self._console_url = deps.console_url
 
-    def handle(self, inbound: InboundMessage) -> bool:
+    def handle(self, ctx: JobContext, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
         command = inbound.command
         if command == "start":
@@ -110,7 +111,7 @@ class Commands:
         elif command == "console":
             self._console(inbound)
         elif command in MEMORY_COMMANDS:
-            self._memory.handle(inbound, command)
+            self._memory.handle(ctx, inbound, command)
         else:
             return False
         return True

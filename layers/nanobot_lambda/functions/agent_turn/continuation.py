@@ -12,7 +12,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.jobs import ContinuationJob
 from nanobot_lambda.core.ports import TurnJournal, TurnQueue
 from nanobot_lambda.functions.agent_turn.turn_run import TurnRun
-from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -26,13 +26,13 @@ class Continuation:
         self._journal = journal
         self._queue = queue
 
-    def suspend(self, run: TurnRun, scope: TurnScope, log: dict[str, Any]) -> None:
+    def suspend(self, ctx: JobContext, run: TurnRun, log: dict[str, Any]) -> None:
         """Record the turn, tell the user, queue its continuation. Always raises
         TurnSuspended: the turn is not finished in this invocation."""
         progress = run.progress
         progress.continuations += 1
-        if scope.origin == "user" and progress.continuations == 1:
-            run.outbox.send(scope.chat_id, texts.load("still_working"), scope.thread_id)
+        if ctx.origin == "user" and progress.continuations == 1:
+            run.outbox.send(ctx.chat_id, texts.load("still_working"), ctx.thread_id)
         progress.sends = run.outbox.count
         self._journal.checkpoint(run.journal_key, progress)
         # The job envelope calls the n-th invocation of a turn its `part` (kept: queued

@@ -35,7 +35,7 @@ from nanobot_lambda.core.ports import Speaker, TurnJournal
 from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.functions.agent_turn.spending import SpendNotices
 from nanobot_lambda.functions.agent_turn.turn_run import TurnRun, checkpoint
-from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class Delivery:
         self,
         journal: TurnJournal,
         spend_notices: SpendNotices,
-        speaker: Speaker | None,
+        speaker: Speaker | None,  # metered for each job: its chat pays, within its limits
         clock: Callable[[], datetime],
         *,
         compaction_notice: bool = False,
@@ -60,7 +60,7 @@ class Delivery:
         self._compaction_notice = compaction_notice  # COMPACTION_NOTICE
         self._notice_interval = compaction_notice_interval  # COMPACTION_NOTICE_INTERVAL_HOURS
 
-    def tell_compaction(self, run: TurnRun, scope: TurnScope, history: SessionHistory) -> None:
+    def tell_compaction(self, ctx: JobContext, run: TurnRun, history: SessionHistory) -> None:
         """Tell the chat that earlier conversation was summarised, if it was since it was last
         told and that was at least the interval ago; the turn's save records it (see the
         module's docstring)."""
@@ -70,29 +70,27 @@ class Delivery:
         if history.noticed_at is not None and now - history.noticed_at < self._notice_interval:
             return  # told lately: the notice stays due until the interval has passed
         if not run.progress.messages and run.progress.iterations == 0:  # no record past it
-            run.outbox.send(scope.chat_id, texts.load("compaction_notice"), scope.thread_id)
+            run.outbox.send(ctx.chat_id, texts.load("compaction_notice"), ctx.thread_id)
         history.noticed_upto = run.noticed_upto = history.consolidated_upto
         history.noticed_at = run.noticed_at = now
 
     def deliver(
-        self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, voice: bool = False
+        self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome, *, voice: bool = False
     ) -> bool:
         """The final answer; with `voice` (the user spoke) and voice replies on, read aloud
         after it too. A turn a spending limit ended says so once (its turn is saved anyway).
         False if the chat blocked the bot (nothing to save: the user saw nothing)."""
-        if outcome.limited is not None and not self._spend_notices.tell(
-            run, scope, outcome.limited
-        ):
+        if outcome.limited is not None and not self._spend_notices.tell(ctx, run, outcome.limited):
             return True
-        speaker = self._speaker if voice else None
-        if not self._send_answer(run, scope, outcome, more_follows=speaker is not None):
+        speaker = ctx.meter.metered_speaker(self._speaker) if voice else None
+        if not self._send_answer(ctx, run, outcome, more_follows=speaker is not None):
             return False
         if speaker is not None:
-            _send_voice(speaker, run, scope, outcome.reply)
+            _send_voice(speaker, ctx, run, outcome.reply)
         return True
 
     def _send_answer(
-        self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome, *, more_follows: bool
+        self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome, *, more_follows: bool
     ) -> bool:
         """The turn's final answer, unless the message tool already sent this very text here.
         Its last part is recorded as sent by the transaction that saves the turn (or, for a
@@ -100,7 +98,7 @@ class Delivery:
         (something is sent after it, before the save), at once. False if the chat blocked the
         bot."""
         text = outcome.reply
-        if (scope.chat_id, text.strip()) in scope.sent:
+        if (ctx.chat_id, text.strip()) in ctx.notes.sent:
             logger.info("final answer already sent with the message tool")
             return True
         several_parts = len(run.outbox.parts(text)) > 1
@@ -108,11 +106,15 @@ class Delivery:
             # Recorded before its first part: a retry finishes this answer, not another one.
             checkpoint(self._journal, run, outcome)
         return run.outbox.send(
-            scope.chat_id, text, scope.thread_id, record=more_follows, buttons=scope.reply_buttons
+            ctx.chat_id,
+            text,
+            ctx.thread_id,
+            record=more_follows,
+            buttons=ctx.notes.reply_buttons,
         )
 
 
-def _send_voice(speaker: Speaker, run: TurnRun, scope: TurnScope, text: str) -> None:
+def _send_voice(speaker: Speaker, ctx: JobContext, run: TurnRun, text: str) -> None:
     """The answer read aloud, as a voice note after the text (which stays the record). It is
     journaled like any message; a speech failure, or Telegram refusing the audio, costs only
     the voice note."""
@@ -123,7 +125,7 @@ def _send_voice(speaker: Speaker, run: TurnRun, scope: TurnScope, text: str) -> 
         return
     voice = OutgoingFile(VOICE_REPLY_NAME, audio, "voice")
     try:
-        run.outbox.send_file(scope.chat_id, voice, scope.thread_id)
+        run.outbox.send_file(ctx.chat_id, voice, ctx.thread_id)
     except ChannelError as error:
         if not error.refused:
             raise  # worth the job's retry: the text is recorded, only the voice goes again

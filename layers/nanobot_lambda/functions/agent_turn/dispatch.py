@@ -1,4 +1,4 @@
-"""agent_turn's dispatcher: one queued job in, its subject entered, its kind's turn run.
+"""agent_turn's dispatcher: one queued job in, its context made, its kind's turn run.
 
 Jobs (core/jobs.py), each with its kind of turn: a Telegram message (messages.py); the heartbeat
 and a scheduled task (scheduled.py); a background task and the announcement of its end to its
@@ -24,51 +24,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
-from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
-from nanobot_lambda.adapters.telegram.models import Update
-from nanobot_lambda.adapters.telegram.places import Ignored
-from nanobot_lambda.adapters.telegram.subjects import subject_of
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.jobs import (
-    AnnouncementJob,
-    AnyJob,
-    ContinuationJob,
-    CronTaskJob,
-    HookEventJob,
-    StartJob,
-    SubagentJob,
-    TelegramUpdateJob,
-)
+from nanobot_lambda.core.jobs import ContinuationJob
 from nanobot_lambda.core.journal import progress_in
 from nanobot_lambda.core.subjects import NoSubject
-from nanobot_lambda.functions.agent_turn.background import AnnouncementTurn, SubagentTurn
-from nanobot_lambda.functions.agent_turn.events import HookEventTurn
-from nanobot_lambda.functions.agent_turn.messages import MessageTurn
+from nanobot_lambda.functions.agent_turn.kinds import kind_of, subject_of
 from nanobot_lambda.functions.agent_turn.outbox import send_unjournaled
-from nanobot_lambda.functions.agent_turn.scheduled import CronTaskTurn, HeartbeatTurn
-from nanobot_lambda.functions.agent_turn.turn import JobTurn, run_turn
-from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps, TurnPorts, build_turn_deps
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
+from nanobot_lambda.functions.agent_turn.turn import run_turn
+from nanobot_lambda.functions.agent_turn.turn_deps import TurnPorts, build_turn_deps
 from nanobot_lambda.functions.agent_turn.turn_run import RemainingMillis
 from nanobot_lambda.settings import AgentSettings
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
-
-JobKindTurn = Callable[[TurnDeps, Any], JobTurn[Any]]
-"""What one job kind supplies to its turn, made for each job: (deps, job of that kind)."""
-
-# Jobs nobody sent just now: they run only while their chat may still talk to the bot.
-UNSENT_JOBS = (CronTaskJob, SubagentJob, AnnouncementJob, HookEventJob)
-
-TURNS: dict[str, JobKindTurn] = {
-    "telegram_update": MessageTurn,
-    "heartbeat": HeartbeatTurn,
-    "cron_task": CronTaskTurn,
-    "subagent": SubagentTurn,
-    "announcement": AnnouncementTurn,
-    "hook_event": HookEventTurn,
-}
 
 
 class Dispatcher:
@@ -82,34 +54,48 @@ class Dispatcher:
     ) -> None:
         self.deps = build_turn_deps(settings, ports, environ, clock)
 
-    def process(self, job: AnyJob, remaining_ms: RemainingMillis | None = None) -> None:
+    def process(self, queued: QueuedJob, remaining_ms: RemainingMillis | None = None) -> None:
         """Run the job's turn; `remaining_ms` is the invocation's time left (Lambda context).
 
         The job's subject (its chat, topic, person and scope: core/subjects.py) is derived
-        first, once: the turn works in its scope, answers in its chat, and its model calls are
-        counted and limited for that chat. A job without one raises NoSubject before anything
-        runs (sqs_records.py: it goes to the dead-letter queue, nothing answered)."""
-        deps = self.deps
-        subject = subject_of(job, deps.settings.owner)
-        started = job.job if isinstance(job, ContinuationJob) else job
-        if isinstance(started, UNSENT_JOBS) and not deps.audience.still_heard(subject.chat_id):
+        first, once, and its context made from it (tools/context.py): the turn works in its
+        scope, answers in its chat, and its model calls are counted and limited for that chat.
+        A job without one raises NoSubject before anything runs (sqs_records.py: it goes to the
+        dead-letter queue, nothing answered)."""
+        deps, kind = self.deps, kind_of(queued)
+        subject = subject_of(queued, deps.settings.owner)
+        if kind.unsent and not deps.audience.still_heard(subject.chat_id):
             # Its person may no longer talk to the bot (taken out of ALLOW_FROM, or off the
             # approved list): their schedules and background work stop with them.
-            logger.info("job of a chat no longer allowed: skipped", extra={"kind": started.kind})
+            logger.info("job of a chat no longer allowed: skipped", extra={"kind": kind.name})
             return
-        with deps.meter.job(subject, continued=isinstance(job, ContinuationJob)):
-            deps.job_scope.enter(subject)
-            if isinstance(job, ContinuationJob):
+        turn = kind.turn(deps, queued.started)
+        with deps.meter.job(subject, continued=queued.continued) as meter:
+            workspace = deps.scopes.of(subject.scope)
+            workspace.refresh()  # one listing: the scope's files as they are now
+            ctx = JobContext(
+                job=queued.started,
+                subject=subject,
+                origin=turn.origin,
+                workspace=workspace,
+                tools=deps.tools.for_job(subject.chat_id, chat_tools=kind.chat_tools),
+                meter=meter,
+                continued=queued.continued,
+                quiet=turn.quiet,
+                update=queued.update,
+                inbound=queued.inbound,
+            )
+            if isinstance(queued.job, ContinuationJob):
                 logger.info(
                     "continuing a turn",
-                    extra={"continuation": job.part, "job_kind": job.job.kind},
+                    extra={"continuation": queued.job.part, "job_kind": kind.name},
                 )
-                job = job.job
-            run_turn(deps, TURNS[job.kind](deps, job), remaining_ms)
+            run_turn(deps, turn, ctx, remaining_ms)
 
-    def give_up(self, job: AnyJob) -> None:
+    def give_up(self, queued: QueuedJob) -> None:
         """The job failed for the last time (it goes to the dead-letter queue): tell the chat
-        once (its subject's chat and topic), if a person is waiting for it. Never raises.
+        once (its subject's chat and topic), if a person is waiting for it (its kind says,
+        kinds.py). Never raises.
 
         What it is told depends on the turn's journal record, read as the turn reads it
         (`_answer_kept`): a turn that failed before its answer was sent gets
@@ -124,21 +110,13 @@ class Dispatcher:
         secret no run sent has that hook removed, and the chat is told to add it again
         (Commands.hooks_given_up)."""
         try:
-            subject = subject_of(job, self.deps.settings.owner)
+            subject = subject_of(queued, self.deps.settings.owner)
         except NoSubject:
             return  # no chat to tell: it was never run either
-        if isinstance(job, ContinuationJob):
-            job = job.job
-        inbound = None
-        if isinstance(job, TelegramUpdateJob):
-            inbound = to_inbound(Update.model_validate(job.update))
-            waiting = not isinstance(inbound, Ignored)
-        else:
-            waiting = isinstance(job, CronTaskJob | SubagentJob)
-        if not waiting:
+        if not kind_of(queued).told_when_given_up(queued):
             return
         try:
-            kept = self._answer_kept(job)
+            kept = self._answer_kept(queued)
         except Exception as error:
             logger.error("could not read the failed turn's record (%s)", type(error).__name__)
             kept = None
@@ -148,7 +126,7 @@ class Dispatcher:
         notice = "answer_not_saved" if kept == "answered" else "could_not_process"
         channel = self.deps.ports.services.channel
         try:
-            text = self._hook_withdrawn(inbound) or texts.load(notice)
+            text = self._hook_withdrawn(queued.inbound) or texts.load(notice)
             send_unjournaled(channel, subject.chat_id, text, subject.thread_id)
         except Exception as error:
             logger.error("could not tell the chat its message failed (%s)", type(error).__name__)
@@ -164,13 +142,13 @@ class Dispatcher:
             logger.error("could not withdraw the failed /hooks' hook (%s)", type(error).__name__)
             return None
 
-    def _answer_kept(self, job: StartJob) -> Literal["saved", "answered"] | None:
+    def _answer_kept(self, queued: QueuedJob) -> Literal["saved", "answered"] | None:
         """How far the job's turn got with its answer, from its journal record, found where
         the turn keeps it (its kind's `recorded_at`) and read as the turn's start reads it
         (turn_run.py, `TurnStarter`): "saved" (the session holds the turn, or a turn outside
         a session is done), "answered" (sent, its save failed), or None (neither, or a kind
         whose record is not known from its job)."""
-        place = TURNS[job.kind](self.deps, job).recorded_at()
+        place = kind_of(queued).turn(self.deps, queued.started).recorded_at(queued)
         if place is None:
             return None
         stores = self.deps.ports.stores

@@ -28,7 +28,7 @@ from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
-from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -47,37 +47,37 @@ class HookEventTurn(JobTurn[HookEventJob]):
     def quiet(self) -> bool:
         return self.job.quiet
 
-    def open(self) -> Opening:
+    def open(self, ctx: JobContext) -> Opening:
         job = self.job
         return Opening(inbound_events.turn_id(job), session_key_for(job.chat_id, job.thread_id))
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request:
+    def request(self, ctx: JobContext, run: TurnRun, history: SessionHistory | None) -> Request:
         assert history is not None
         deps, prompt = self.deps, inbound_events.hook_event_prompt(self.job)
-        runtime = deps.requests.runtime_block(run, self.job.chat_id, history=history.messages)
+        runtime = deps.requests.runtime_block(ctx, run, history=history.messages)
         messages = deps.requests.that_fits(
-            history, lambda past: deps.context.messages(past, prompt, runtime)
+            ctx, history, lambda past: deps.context.messages(ctx.workspace, past, prompt, runtime)
         )
         saved = {"role": "user", "content": prompt, RUNTIME_FIELD: runtime}
         # Its turn named, for the console to find what the delivery caused (never sent).
         saved[inbound_events.EVENT_TURN_FIELD] = inbound_events.turn_id(self.job)
         logger.info("hook event turn started", extra=self.log)
-        return Request(messages, deps.agent, saved)
+        return Request(messages, deps.loops.chat(ctx), saved)
 
-    def unanswered(self, run: TurnRun) -> None:
+    def unanswered(self, ctx: JobContext, run: TurnRun) -> None:
         # Nobody waits for an apology, but an event is not sent again: SQS retries the job,
         # then keeps it in the dead-letter queue (`dlq replay` runs it once the model is back).
         raise ModelError(f"hook event {self.job.hook} unanswered: the model failed")
 
-    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+    def deliver(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> bool:
         # A quiet hook's "nothing to report" is saved (its later events compare with it; the
         # save closes the turn's record, so a retry is skipped) but not sent.
         if self.job.quiet and heartbeat.nothing_to_report(outcome.reply):
             logger.info("quiet hook event: nothing to report", extra=self.log)
             return True
-        return self.deps.delivery.deliver(run, scope, outcome)
+        return self.deps.delivery.deliver(ctx, run, outcome)
 
-    def finished(self, run: TurnRun, outcome: TurnOutcome) -> None:
+    def finished(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> None:
         logger.info(
             "hook event turn finished",
             extra={**self.log, "iterations": outcome.iterations, "tool_calls": outcome.tool_calls},

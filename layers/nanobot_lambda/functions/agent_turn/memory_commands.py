@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
+from nanobot_lambda.core.consolidation import ConsolidationError
 from nanobot_lambda.core.memory_versions import (
     VersionedFiles,
     describe_versions,
@@ -35,7 +35,9 @@ from nanobot_lambda.core.memory_versions import (
 )
 from nanobot_lambda.core.ports import Channel
 from nanobot_lambda.core.scopes import Scope
+from nanobot_lambda.functions.agent_turn.consolidation import Consolidation
 from nanobot_lambda.functions.agent_turn.outbox import send_unjournaled
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -47,43 +49,44 @@ class MemoryCommands:
     def __init__(
         self,
         channel: Channel,
-        consolidator: Consolidator,
-        scope: Callable[[], Scope],
+        consolidation: Consolidation,
         versioned: Callable[[Scope], VersionedFiles],
         *,
         owner: int | None,
         timezone: str,
     ) -> None:
         self._channel = channel
-        self._consolidator = consolidator
-        self._scope = scope  # the job's scope (the chat's)
+        self._consolidation = consolidation
         self._versioned = versioned  # a scope's files, with their versions
         self._owner = owner
         self._zone = ZoneInfo(timezone)
 
-    def handle(self, inbound: InboundMessage, command: str) -> None:
+    def handle(self, ctx: JobContext, inbound: InboundMessage, command: str) -> None:
+        """The command, for the job of `ctx` (its scope, its chat's model and meter)."""
         if command == "new":
-            self._new_session(inbound)
+            self._new_session(ctx, inbound)
         elif command == "compact":
-            self._compact(inbound)
+            self._compact(ctx, inbound)
         else:
-            self._memory(inbound)
+            self._memory(ctx, inbound)
 
-    def _new_session(self, inbound: InboundMessage) -> None:
+    def _new_session(self, ctx: JobContext, inbound: InboundMessage) -> None:
         """/new: archive the conversation into memory, then start afresh; keep it on failure."""
+        consolidator = self._consolidation.of(ctx)
         with self._channel.typing(inbound.chat_id, thread_id=inbound.thread_id):
             try:
-                self._consolidator.consolidate(inbound.session_key, everything=True, noticed=True)
+                consolidator.consolidate(inbound.session_key, everything=True, noticed=True)
             except ConsolidationError as error:
                 logger.warning("/new: archiving failed, session kept: %s", error)
                 self._answer(inbound, texts.load("new_session_failed"))
                 return
         self._answer(inbound, texts.load("new_session"))
 
-    def _compact(self, inbound: InboundMessage) -> None:
+    def _compact(self, ctx: JobContext, inbound: InboundMessage) -> None:
+        consolidator = self._consolidation.of(ctx)
         with self._channel.typing(inbound.chat_id, thread_id=inbound.thread_id):
             try:
-                done = self._consolidator.consolidate(
+                done = consolidator.consolidate(
                     inbound.session_key, keep_exchanges=COMPACT_KEEP_EXCHANGES, noticed=True
                 )
             except ConsolidationError as error:
@@ -95,11 +98,11 @@ class MemoryCommands:
         else:
             self._answer(inbound, texts.render("compact_done", count=str(done.end - done.start)))
 
-    def _memory(self, inbound: InboundMessage) -> None:
+    def _memory(self, ctx: JobContext, inbound: InboundMessage) -> None:
         if inbound.chat_type != "private" and inbound.sender_id != self._owner:
             self._answer(inbound, texts.load("memory_owner_only"))
             return
-        files = self._versioned(self._scope())
+        files = self._versioned(ctx.subject.scope)
         words = inbound.text.split()[1:]
         if words and words[0].lower() == "restore":
             number = words[1] if len(words) > 1 else ""

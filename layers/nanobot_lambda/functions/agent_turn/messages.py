@@ -18,21 +18,21 @@ answered when the message as edited is addressed to the bot. Otherwise the turn 
 private chats its answer shows as a draft while it is written), the answer is sent, and only
 then is the turn saved, so the session never holds an answer the user did not see.
 
-The turn works for the job's subject (core/subjects.py): in its scope (the files, the memory in
-the prompt, recall), answering in its chat and topic (a press's: those of the message it was
-under).
+The turn works for the job's subject (core/subjects.py), from the job's context
+(tools/context.py): in its scope (the files, the memory in the prompt, recall), answering in its
+chat and topic (a press's: those of the message it was under). Its message is the context's, read
+once from the queued update (queued.py).
 """
 
 from __future__ import annotations
 
 import logging
 from contextlib import AbstractContextManager, ExitStack
-from functools import cached_property
 from typing import Any
 
 from nanobot_lambda.adapters.telegram.addressing import addressed_to_bot, is_group_chat
-from nanobot_lambda.adapters.telegram.inbound import InboundMessage, to_inbound
-from nanobot_lambda.adapters.telegram.media import UserContent
+from nanobot_lambda.adapters.telegram.inbound import InboundMessage
+from nanobot_lambda.adapters.telegram.media import MediaResolver, UserContent
 from nanobot_lambda.adapters.telegram.models import Message, Update
 from nanobot_lambda.adapters.telegram.places import Ignored, RefusedPress
 from nanobot_lambda.adapters.telegram.reactions_and_edits import as_edited, edit_of
@@ -49,9 +49,10 @@ from nanobot_lambda.core.reactions_and_edits import (
     edit_turn,
 )
 from nanobot_lambda.core.sessions import SessionHistory
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
-from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -60,17 +61,12 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
     origin = "user"
     apologise = True  # the user waits for an answer: a model failure is told
 
-    @cached_property
-    def _update(self) -> Update:
-        return Update.model_validate(self.job.update)
+    def recorded_at(self, queued: QueuedJob) -> Opening | None:
+        inbound = queued.inbound
+        return None if inbound is None or isinstance(inbound, Ignored) else _opening_of(inbound)
 
-    def recorded_at(self) -> Opening | None:
-        inbound = to_inbound(self._update)
-        return None if isinstance(inbound, Ignored) else _opening_of(inbound)
-
-    def open(self) -> Opening | None:
-        deps, update = self.deps, self._update
-        inbound = to_inbound(update)
+    def open(self, ctx: JobContext) -> Opening | None:
+        deps, update, inbound = self.deps, ctx.update, ctx.inbound
         if isinstance(inbound, RefusedPress):
             # The webhook refuses these: a job queued before it did, or not by the webhook.
             logger.warning("queued button press refused: %s", inbound.reason)
@@ -78,8 +74,10 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         if isinstance(inbound, Ignored):
             logger.info("queued update has nothing to answer: %s", inbound.reason)
             return None
+        # A job has a subject only when its update was read (kinds.py): both are here.
+        assert inbound is not None and update is not None
         self.inbound = inbound
-        subject = deps.job_scope.subject  # the chat, topic and scope of `inbound` (subjects.py)
+        subject = ctx.subject  # the chat, topic and scope of `inbound`
         self.log = {"update_id": inbound.update_id, "chat_id": subject.chat_id}
         message = update.message  # None for a button pressed (a callback query) or an edit
         self.album = [] if message is None else self._album_of(inbound, message)
@@ -99,40 +97,41 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
                 return None
         elif inbound.chat_type == "private":
             deps.owner_chat.private_chat(subject.chat_id)
-        if deps.commands.handle(inbound):
+        if deps.commands.handle(ctx, inbound):
             return None
         # The edit whose text this turn answers: the latest one its message took, or the edit
         # that is this turn.
         self.took_edit = edit_of(update) if inbound.edited else self._take_edits()
         return _opening_of(inbound)
 
-    def ready(self, run: TurnRun) -> bool:
+    def ready(self, ctx: JobContext, run: TurnRun) -> bool:
         inbound = self.inbound
         pressed = inbound.callback_query_id is not None
-        chat_id = self.deps.job_scope.subject.chat_id
-        if pressed and not run.outbox.take_buttons_off(chat_id, inbound.message_id):
+        if pressed and not run.outbox.take_buttons_off(ctx.chat_id, inbound.message_id):
             # The same keyboard's buttons were pressed twice before it went: one choice is heard.
             logger.info("button of a keyboard already answered: ignored", extra=self.log)
             return False
         logger.info("turn started", extra=self.log)
         return True
 
-    def showing(self, run: TurnRun, scope: TurnScope) -> AbstractContextManager[object]:
+    def showing(self, ctx: JobContext, run: TurnRun) -> AbstractContextManager[object]:
         """ "typing…" while the turn works; in a private chat, the answer as a draft as it is
         written."""
         showing = ExitStack()
         showing.enter_context(
-            self.deps.ports.services.channel.typing(scope.chat_id, thread_id=scope.thread_id)
+            self.deps.ports.services.channel.typing(ctx.chat_id, thread_id=ctx.thread_id)
         )
         private = self.inbound.chat_type == "private"
         showing.enter_context(
-            self.deps.drafts.streaming(run, scope.chat_id, scope.thread_id, private=private)
+            self.deps.drafts.streaming(run, ctx.chat_id, ctx.thread_id, private=private)
         )
         return showing
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request | None:
+    def request(
+        self, ctx: JobContext, run: TurnRun, history: SessionHistory | None
+    ) -> Request | None:
         assert history is not None
-        deps, subject = self.deps, self.deps.job_scope.subject
+        deps = self.deps
         text = self.inbound.text
         if self.inbound.edited:
             said = self._edit_turn_text(history)
@@ -144,26 +143,40 @@ class MessageTurn(JobTurn[TelegramUpdateJob]):
         content = (
             UserContent(text, text)
             if not self.album
-            else deps.media.resolve_album(self.album, subject.chat_id)
+            else self._media(ctx).resolve_album(self.album, ctx.chat_id)
         )
         for notice in content.notices:  # e.g. a file too large to fetch: told at once
-            run.outbox.send(subject.chat_id, notice, subject.thread_id)
+            run.outbox.send(ctx.chat_id, notice, ctx.thread_id)
         runtime = deps.requests.runtime_block(
-            run, subject.chat_id, recall_for=content.saved_text, history=history.messages
+            ctx, run, recall_for=content.saved_text, history=history.messages
         )
         messages = deps.requests.that_fits(
-            history, lambda past: deps.context.messages(past, content.model_content, runtime)
+            ctx,
+            history,
+            lambda past: deps.context.messages(ctx.workspace, past, content.model_content, runtime),
         )
         saved = _user_message(content.saved_text, runtime, self.inbound, self.took_edit)
-        return Request(messages, deps.agent, saved)
+        return Request(messages, deps.loops.chat(ctx), saved)
 
-    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+    def _media(self, ctx: JobContext) -> MediaResolver:
+        """The message's files, stored in the job's scope, transcribed at its chat's cost; the
+        documents' text noted for recall (after the reply: turn.py)."""
+        services = self.deps.ports.services
+        return MediaResolver(
+            services.media,
+            ctx.workspace,
+            self.deps.settings,
+            ctx.meter.metered_transcriber(services.transcriber),
+            on_document=lambda path, text: self.documents.append((path, text)),
+        )
+
+    def deliver(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> bool:
         if outcome.stopped:
             self.deps.ports.stores.stop_flags.clear(self.inbound.session_key)
         voice = any(part.voice is not None for part in self.album)
-        return self.deps.delivery.deliver(run, scope, outcome, voice=voice)
+        return self.deps.delivery.deliver(ctx, run, outcome, voice=voice)
 
-    def finished(self, run: TurnRun, outcome: TurnOutcome) -> None:
+    def finished(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> None:
         logger.info(
             "turn finished",
             extra={

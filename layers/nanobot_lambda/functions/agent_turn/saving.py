@@ -1,18 +1,17 @@
 """Saving a turn, after its answer is out: its messages (with what earlier runs of it showed and
 this one did not say again, where it was shown), the closing of its journal record and its
-usage, in one transaction; then, when the session has grown enough, consolidation. A turn that
+usage (the job's meter's, tools/context.py), in one transaction. A turn that
 ended unanswered (the apology) is closed without saving anything, so a later delivery of its job
 is skipped.
 
-A save that collides with another writer (`SessionConflict`) is retried on a fresh header, and
-consolidation failures are logged and left for a later turn. A save failing for any other cause
-(another store's folded write refused, the store busy after its own retries) is not the
-session's: a reload cannot help, so it fails the job like any storage error, and SQS retries it.
-But the answer was sent already, and a model asked again may answer otherwise: before the error
-goes on, the turn's record is written on its own, `answered`, with the turn's messages as they
-are saved (core/journal.py). SQS's retry resumes the turn from that record like any turn cut
-short (turn_run.py): the loop returns the recorded answer without asking the model, the deliver
-step is skipped (turn.py), and the save is made again. Only a process that dies between the
+A save that collides with another writer (`SessionConflict`) is retried on a fresh header. A save
+failing for any other cause (another store's folded write refused, the store busy after its own
+retries) is not the session's: a reload cannot help, so it fails the job like any storage error, and
+SQS retries it. But the answer was sent already, and a model asked again may answer otherwise:
+before the error goes on, the turn's record is written on its own, `answered`, with the turn's
+messages as they are saved (core/journal.py). SQS's retry resumes the turn from that record like any
+turn cut short (turn_run.py): the loop returns the recorded answer without asking the model, the
+deliver step is skipped (turn.py), and the save is made again. Only a process that dies between the
 answer and its save leaves the retry to ask again.
 
 Every saved message fits the store's item (core/sessions.py, `within_item_limit`): tool results
@@ -28,14 +27,13 @@ from datetime import datetime
 from typing import Any
 
 from nanobot_lambda.core.agent import MAX_SAVED_TOOL_CHARS, TurnOutcome, for_saving
-from nanobot_lambda.core.consolidation import ConsolidationError, Consolidator
 from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.journal import with_aside
 from nanobot_lambda.core.ports import SessionStore, StoredWrite, TurnJournal
 from nanobot_lambda.core.reactions_and_edits import FeedbackBook
 from nanobot_lambda.core.sessions import SessionConflict, SessionHistory, within_item_limit
-from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.functions.agent_turn.turn_run import TurnRun
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -51,14 +49,12 @@ class TurnSaver:
         self,
         sessions: SessionStore,
         journal: TurnJournal,
-        meter: UsageMeter,
         saved_tool_result_max_chars: int | None,
         clock: Callable[[], datetime],
         feedback: FeedbackBook,
     ) -> None:
         self._sessions = sessions
         self._journal = journal
-        self._meter = meter
         self._feedback = feedback
         self._tool_chars = min(
             saved_tool_result_max_chars or MAX_SAVED_TOOL_CHARS, MAX_SAVED_TOOL_CHARS
@@ -66,7 +62,12 @@ class TurnSaver:
         self._clock = clock
 
     def save(
-        self, history: SessionHistory, first: dict[str, Any], outcome: TurnOutcome, run: TurnRun
+        self,
+        ctx: JobContext,
+        history: SessionHistory,
+        first: dict[str, Any],
+        outcome: TurnOutcome,
+        run: TurnRun,
     ) -> None:
         """Save `first` (the user's message, or the prompt of a scheduled turn) and what the
         turn added, close its journal record, record its usage and the ids of the messages it
@@ -82,7 +83,7 @@ class TurnSaver:
             for write in self._feedback.answer_writes(chat_id, message_ids)
         ]
         try:
-            with self._meter.folded() as usage:
+            with ctx.meter.folded() as usage:
                 self._append(history, saved, run, [*usage, *answers])
         except StorageError:
             self._record_answered(run, outcome)
@@ -144,13 +145,3 @@ class TurnSaver:
                 logger.warning("session changed while the turn ran; saving on the new header")
                 fresh = self._sessions.load(history.key, 1)
                 history.next_seq, history.recent_turns = fresh.next_seq, fresh.recent_turns
-
-
-def consolidate_quietly(consolidator: Consolidator, key: str) -> None:
-    """Consolidate after the turn is answered and saved; a failure is retried on a later turn."""
-    try:
-        consolidator.consolidate(key)
-    except ConsolidationError as error:
-        logger.warning("consolidation failed, will retry later: %s", error)
-    except Exception:
-        logger.exception("consolidation failed unexpectedly, will retry later")

@@ -20,10 +20,11 @@ from nanobot_lambda.core.heartbeat import HEARTBEAT_GROUP, HEARTBEAT_OK
 from nanobot_lambda.core.jobs import CronTaskJob, HeartbeatJob
 from nanobot_lambda.core.sessions import SessionHistory
 from nanobot_lambda.core.spend import SpendLimitReached
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.turn import JobTurn, Request
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, TurnRun
-from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +34,8 @@ class HeartbeatTurn(JobTurn[HeartbeatJob]):
 
     origin = "heartbeat"
 
-    def open(self) -> Opening | None:
-        if not self.deps.job_scope.subject.scope.is_owner:
+    def open(self, ctx: JobContext) -> Opening | None:
+        if not ctx.subject.scope.is_owner:
             # HEARTBEAT.md holds the owner's tasks: never run or reported in another's chat (a
             # chat remembered before scopes existed, or HEARTBEAT_CHAT_ID set to someone else).
             logger.warning("heartbeat for a chat that is not the owner's: skipped")
@@ -47,15 +48,17 @@ class HeartbeatTurn(JobTurn[HeartbeatJob]):
             group=HEARTBEAT_GROUP,
         )
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request | None:
+    def request(
+        self, ctx: JobContext, run: TurnRun, history: SessionHistory | None
+    ) -> Request | None:
         """None when no standing task is due (asked of the model with a small forced tool
         call, once: a resumed turn goes on with the decision its first run made)."""
         deps = self.deps
-        runtime = deps.requests.runtime_block(run, self.job.chat_id)
+        runtime = deps.requests.runtime_block(ctx, run)
         tasks = self.job.tasks  # the decision was made by the run that started the turn
         if not run.progress.resumed:
             try:
-                due = heartbeat.due_tasks(deps.heartbeat_model, self.job.tasks, runtime)
+                due = heartbeat.due_tasks(deps.loops.heartbeat_model(ctx), self.job.tasks, runtime)
             except SpendLimitReached:
                 logger.info("heartbeat skipped: a spending limit is reached")
                 return None
@@ -66,17 +69,18 @@ class HeartbeatTurn(JobTurn[HeartbeatJob]):
                 return None
             tasks = due
         prompt = texts.render("heartbeat_turn", tasks=tasks)
-        return Request(deps.context.messages([], prompt, runtime), deps.heartbeat_agent)
+        messages = deps.context.messages(ctx.workspace, [], prompt, runtime)
+        return Request(messages, deps.loops.heartbeat(ctx))
 
-    def unanswered(self, run: TurnRun) -> None:
+    def unanswered(self, ctx: JobContext, run: TurnRun) -> None:
         logger.info("heartbeat: nothing to report")
         self.deps.ports.stores.journal.mark_done(run.journal_key, run.progress)
 
-    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+    def deliver(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> bool:
         if heartbeat.nothing_to_report(outcome.reply):
             logger.info("heartbeat: nothing to report")
             return True
-        self.deps.delivery.deliver(run, scope, outcome)
+        self.deps.delivery.deliver(ctx, run, outcome)
         return True  # marked done even when the chat blocked the bot: nobody to tell
 
 
@@ -94,31 +98,31 @@ class CronTaskTurn(JobTurn[CronTaskJob]):
         self.log = {"job_id": job.job_id, "chat_id": job.chat_id}
         self.status = "done"  # recorded on the task when its turn is through
 
-    def open(self) -> Opening:
+    def open(self, ctx: JobContext) -> Opening:
         # One firing, one turn (older queued jobs carry no firing time: a fresh id each run).
         return self._opening(self.job.fired_at or secrets.token_hex(6))
 
-    def recorded_at(self) -> Opening | None:
+    def recorded_at(self, queued: QueuedJob) -> Opening | None:
         # Without a firing time, each run had an id of its own: no record to find.
         return self._opening(self.job.fired_at) if self.job.fired_at else None
 
     def _opening(self, firing: str) -> Opening:
         return Opening(f"cron-{self.job.job_id}-{firing}", f"cron:{self.job.job_id}")
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request:
+    def request(self, ctx: JobContext, run: TurnRun, history: SessionHistory | None) -> Request:
         assert history is not None
         deps, prompt = self.deps, cron_task_prompt(self.job)
-        runtime = deps.requests.runtime_block(run, self.job.chat_id, history=history.messages)
+        runtime = deps.requests.runtime_block(ctx, run, history=history.messages)
         messages = deps.requests.that_fits(
-            history, lambda past: deps.context.messages(past, prompt, runtime)
+            ctx, history, lambda past: deps.context.messages(ctx.workspace, past, prompt, runtime)
         )
         saved = {"role": "user", "content": prompt, RUNTIME_FIELD: runtime}
-        return Request(messages, deps.agent, saved)
+        return Request(messages, deps.loops.chat(ctx), saved)
 
-    def unanswered(self, run: TurnRun) -> None:
+    def unanswered(self, ctx: JobContext, run: TurnRun) -> None:
         self._record_run("failed: model unavailable")
 
-    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+    def deliver(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> bool:
         # A quiet task with nothing to report sends nothing, but its turn is saved all the same
         # (the next run compares with it; the save closes its journal record, so a retry of
         # the turn is skipped).
@@ -126,9 +130,9 @@ class CronTaskTurn(JobTurn[CronTaskJob]):
             logger.info("quiet task: nothing to report", extra=self.log)
             self.status = "done: nothing to report"
             return True
-        return self.deps.delivery.deliver(run, scope, outcome)
+        return self.deps.delivery.deliver(ctx, run, outcome)
 
-    def finished(self, run: TurnRun, outcome: TurnOutcome) -> None:
+    def finished(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> None:
         self._record_run(self.status)
 
     def _record_run(self, status: str) -> None:

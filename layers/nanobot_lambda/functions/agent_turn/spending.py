@@ -20,7 +20,7 @@ from nanobot_lambda.core.model_setup import ModelSetupProblem
 from nanobot_lambda.core.ports import UsageStore
 from nanobot_lambda.core.spend import LimitReached
 from nanobot_lambda.functions.agent_turn.turn_run import TurnRun
-from nanobot_lambda.tools.chat import TurnScope
+from nanobot_lambda.tools.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -31,20 +31,18 @@ class SpendNotices:
         self._owner = owner
         self._clock = clock
 
-    def tell(self, run: TurnRun, scope: TurnScope, reached: LimitReached) -> bool:
+    def tell(self, ctx: JobContext, run: TurnRun, reached: LimitReached) -> bool:
         """Whether the turn's chat is to be told now (the turn's reply is the notice); tells
         the owner, in their private chat, when that is another chat."""
         turn = run.progress.turn_id
         owner = self._owner
-        if owner is not None and owner != scope.chat_id:
+        if owner is not None and owner != ctx.chat_id:
             whose = f"#{reached.chat_id}" if reached.who == "chat" else ""
             if self._first(owner, f"owner#{reached.notice_key}{whose}", turn):
                 run.outbox.send(owner, reached.owner_notice())
-        told = self._first(scope.chat_id, reached.notice_key, turn)
+        told = self._first(ctx.chat_id, reached.notice_key, turn)
         if not told:
-            logger.info(
-                "spending limit: the chat was told before", extra={"chat_id": scope.chat_id}
-            )
+            logger.info("spending limit: the chat was told before", extra={"chat_id": ctx.chat_id})
         return told
 
     def _first(self, chat_id: int, key: str, turn: str) -> bool:
@@ -57,7 +55,7 @@ class SetupNotices:
         self._owner = owner
         self._clock = clock
 
-    def tell(self, run: TurnRun, scope: TurnScope, error: ModelError) -> str | None:
+    def tell(self, ctx: JobContext, run: TurnRun, error: ModelError) -> str | None:
         """For a setup problem: tell the owner what to fix (when due), and return the name of
         the text the turn's chat ends with; None when `error` may pass (the usual apology)."""
         problem = ModelSetupProblem.of(error)
@@ -66,10 +64,10 @@ class SetupNotices:
         owner, turn = self._owner, run.progress.turn_id
         key = problem.notice_key(self._clock())
         if owner is not None and (
-            owner == scope.chat_id or first_notice(self._usage, self._clock, owner, key, turn)
+            owner == ctx.chat_id or first_notice(self._usage, self._clock, owner, key, turn)
         ):
             run.outbox.send(owner, problem.owner_notice())
-        return problem.chat_text(scope.chat_id, owner)
+        return problem.chat_text(ctx.chat_id, owner)
 
 
 def first_notice(

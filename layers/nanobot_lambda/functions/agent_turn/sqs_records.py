@@ -21,6 +21,9 @@ resumes from its journal). The call runs beside the turn's start, costing it no 
 A job with no chat, person and scope to run for (core/subjects.py: `NoSubject`) is refused like
 a message that is not a job: nothing of it runs, no chat is told, and it reaches the dead-letter
 queue.
+
+Each record is parsed here, once (queued.py); while it is processed, the ids that name its job
+(kinds.py, `job_ids`) are on every log record (`correlate`: adapters/aws/log_correlation.py).
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ import logging
 import math
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Protocol
 
-from nanobot_lambda.core.jobs import AnyJob, parse_job
 from nanobot_lambda.core.ports import RetryDelay
 from nanobot_lambda.core.subjects import NoSubject
+from nanobot_lambda.functions.agent_turn.kinds import job_ids
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob, read_job
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -46,10 +51,18 @@ MAX_BACKOFF_SECONDS = 900
 AFTER_DEATH_SECONDS = 10
 
 
-class JobRunner(Protocol):
-    def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None: ...
+LogIds = Callable[[dict[str, object]], AbstractContextManager[None]]
+"""While open, these ids are on every log record (adapters/aws/log_correlation.py)."""
 
-    def give_up(self, job: AnyJob) -> None: ...
+
+class JobRunner(Protocol):
+    def process(self, queued: QueuedJob, remaining_ms: Callable[[], int] | None = None) -> None: ...
+
+    def give_up(self, queued: QueuedJob) -> None: ...
+
+
+def _uncorrelated(ids: dict[str, object]) -> AbstractContextManager[None]:
+    return nullcontext()
 
 
 class RecordRunner:
@@ -61,8 +74,10 @@ class RecordRunner:
         max_receive_count: int,
         backoff_seconds: int,
         on_last_failure: Callable[[], None] = lambda: None,
+        correlate: LogIds = _uncorrelated,
     ) -> None:
         self._turns = turns
+        self._correlate = correlate
         self._queue = queue
         self._max_receive_count = max_receive_count
         self._backoff_seconds = backoff_seconds
@@ -73,20 +88,35 @@ class RecordRunner:
         receives = int(record.attributes.approximate_receive_count or 1)
         log = {"message_id": record.message_id, "receive_count": receives}
         last_attempt = receives >= self._max_receive_count
+        # The SQS message id: the same for every retry of the job.
+        turn_id: dict[str, object] = {"turn_id": record.message_id}
         try:
-            job = parse_job(record.body)
+            queued = read_job(record.body)
         except ValueError:
             # Not a job (pydantic's ValidationError is a ValueError): retrying cannot help,
             # but the dead-letter queue keeps it for a person to look at.
-            logger.error(
-                "queue message is not a job; it will reach the dead-letter queue", extra=log
-            )
-            self._after_failure(record, receives, last_attempt)
+            with self._correlate(turn_id):
+                logger.error(
+                    "queue message is not a job; it will reach the dead-letter queue", extra=log
+                )
+                self._after_failure(record, receives, last_attempt)
             raise
+        with self._correlate({**turn_id, **job_ids(queued)}):
+            self._run(record, queued, receives, last_attempt, lambda_context)
+
+    def _run(
+        self,
+        record: SQSRecord,
+        queued: QueuedJob,
+        receives: int,
+        last_attempt: bool,
+        lambda_context: LambdaContext | None,
+    ) -> None:
+        log = {"message_id": record.message_id, "receive_count": receives}
         remaining = lambda_context.get_remaining_time_in_millis if lambda_context else None
         hiding = self._hide_until_past(record.receipt_handle, remaining)
         try:
-            self._turns.process(job, remaining)
+            self._turns.process(queued, remaining)
         except NoSubject as refused:
             # Never run in another's scope for want of a chat: retrying cannot help either.
             _joined(hiding)
@@ -99,7 +129,7 @@ class RecordRunner:
                 logger.exception(
                     "turn failed for the last time: to the dead-letter queue", extra=log
                 )
-                self._turns.give_up(job)
+                self._turns.give_up(queued)
             else:
                 logger.exception("turn failed; SQS will retry it", extra=log)
             self._after_failure(record, receives, last_attempt)

@@ -1,34 +1,44 @@
-"""The model's tools in agent_turn: the workspace tools (files and web), which background tasks
-get too, and the chat tools (cron, message, spawn), which act for the turn's chat. Built once per
-container, so the tool list the model is offered is byte-identical from turn to turn. And what
-the code sandbox has (`SandboxPrograms`), which skills' `requires.bins` are checked against, and
-the record of it for the owner's console (`RequirementsRecord`)."""
+"""The model's tools in agent_turn, all listed here (`agent_tools`): the workspace tools (files,
+web, and the sandbox's exec when there is one), which background tasks get too, and the chat
+tools (cron, message, reply_buttons, send_file, spawn, and generate_image with IMAGE_MODEL),
+which act for the turn's chat. Built once per container, so the tool list the model is offered
+is byte-identical from turn to turn; each job's are these and the remote ones its chat may use
+(`Toolbox.for_job`). And what the code sandbox has (`SandboxPrograms`), which skills'
+`requires.bins` are checked against, and the record of it for the owner's console
+(`RequirementsRecord`).
+
+Adding a tool: its class in tools/ (its name, description, arguments, and `run(ctx, ...)` with
+the job's context), one line in `agent_tools`, and its tests."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from nanobot_lambda.adapters.web.netguard import FetchLimits
 from nanobot_lambda.core.errors import StorageError, ToolError
-from nanobot_lambda.core.ports import JobStore, Schedules, TurnQueue, Workspace
+from nanobot_lambda.core.images import ImageGenerator
+from nanobot_lambda.core.ports import JobStore, Schedules, TurnQueue
 from nanobot_lambda.core.sandbox import Sandbox
 from nanobot_lambda.core.skill_requirements import RequirementsSeen
 from nanobot_lambda.core.skills import builtin_skill_files
-from nanobot_lambda.core.tools import Tool
-from nanobot_lambda.core.workspace import WithBuiltinFiles
+from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.settings import AgentSettings
 from nanobot_lambda.tools.chat import (
     CronTool,
-    CurrentTurn,
     MessageTool,
     ReplyButtonsTool,
     SendFileTool,
     SpawnTool,
 )
+from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.files import file_tools
+from nanobot_lambda.tools.images import GenerateImageTool
+from nanobot_lambda.tools.remote import RemoteToolbox
+from nanobot_lambda.tools.sandbox import ExecTool
 from nanobot_lambda.tools.web import web_tools
 
 logger = logging.getLogger(__name__)
@@ -36,20 +46,27 @@ logger = logging.getLogger(__name__)
 # After the sandbox could not say which programs it has: seconds before it is asked again.
 SANDBOX_ASK_AGAIN_SECONDS = 60
 
+Tools = list[Tool[JobContext]]
+
+
+@dataclass(frozen=True)
+class ToolServices:
+    """What the tools act through."""
+
+    jobs: JobStore  # cron jobs, background tasks
+    schedules: Schedules
+    queue: TurnQueue  # background tasks' jobs
+    images: ImageGenerator | None = None  # IMAGE_MODEL
+    sandbox: Sandbox | None = None  # the code sandbox (SANDBOX_FUNCTION)
+
 
 def agent_tools(
-    settings: AgentSettings,
-    current: CurrentTurn,
-    workspace: Workspace,
-    jobs: JobStore,
-    schedules: Schedules,
-    queue: TurnQueue,
-    clock: Callable[[], datetime],
-) -> tuple[list[Tool], list[Tool]]:
+    settings: AgentSettings, services: ToolServices, clock: Callable[[], datetime]
+) -> tuple[Tools, Tools]:
     """The agent's tools: (workspace tools, chat tools). The benchmarks count these schemas."""
     # The file tools also see the built-in skills' files, read-only, where the summary says.
     builtins = {path: text.encode() for path, text in builtin_skill_files().items()}
-    workspace_tools = file_tools(WithBuiltinFiles(workspace, builtins))
+    workspace_tools = file_tools(builtins)
     workspace_tools += web_tools(
         search_provider=settings.web_search_provider,
         search_api_key=(
@@ -60,14 +77,16 @@ def agent_tools(
         limits=FetchLimits(settings.web_fetch_max_bytes, settings.web_fetch_timeout_seconds),
         result_max_chars=settings.tool_result_max_chars,
     )
-    chat_tools: list[Tool] = [
-        CronTool(current, jobs, schedules, timezone=settings.timezone, clock=clock),
-        MessageTool(current, settings.allow_from, settings.owner),
-        ReplyButtonsTool(current),
-        SendFileTool(current, workspace),
+    if services.sandbox is not None:  # the code sandbox: background tasks may run code too
+        workspace_tools.append(ExecTool(services.sandbox, settings.tool_result_max_chars))
+    jobs = services.jobs
+    chat_tools: Tools = [
+        CronTool(jobs, services.schedules, timezone=settings.timezone, clock=clock),
+        MessageTool(settings.allow_from, settings.owner),
+        ReplyButtonsTool(),
+        SendFileTool(),
         SpawnTool(
-            current,
-            queue,
+            services.queue,
             lambda chat_id: jobs.running_subagents(chat_id, now=int(time.time())),
             max_running=settings.max_subagents,
             on_spawn=lambda job: jobs.start_subagent(
@@ -75,7 +94,29 @@ def agent_tools(
             ),
         ),
     ]
+    if services.images is not None:  # IMAGE_MODEL: images for a chat (a background task has none)
+        chat_tools.append(GenerateImageTool(services.images, settings.llm_timeout_seconds))
     return workspace_tools, chat_tools
+
+
+class Toolbox:
+    """The container's tools, and each job's: its kind's (every tool for a chat's turn, the
+    workspace tools for a background task) and the remote servers' its chat may use."""
+
+    def __init__(self, workspace_tools: Tools, chat_tools: Tools, remote: RemoteToolbox) -> None:
+        self._workspace = ToolRegistry(workspace_tools)
+        self._every = ToolRegistry([*workspace_tools, *chat_tools])
+        self._remote = remote
+
+    def for_job(self, chat_id: int, *, chat_tools: bool) -> ToolRegistry[JobContext]:
+        """The tools of a job in `chat_id`; without `chat_tools`, those of a background task."""
+        own = self._every if chat_tools else self._workspace
+        return own.with_tools(self._remote.tools_for(chat_id))
+
+    @property
+    def every_tool(self) -> ToolRegistry[JobContext]:
+        """A chat's turn's own tools, without any remote one."""
+        return self._every
 
 
 class SandboxPrograms:

@@ -8,9 +8,10 @@ the answer. The steps:
    journal key), or that there is nothing to answer (a command answered, a message not for the
    bot, a part of an album another turn answers);
 2. start or resume: the turn's record is read from its journal (turn_run.py); a turn done before
-   is skipped, one cut short resumes where it was; the kind may still decline (`ready`); a
-   session's turn is answered by its chat's model (/model, /think: core/model_choice.py);
-3. build the request, in the job's chat scope (job_scope.py): the kind's prompt, with the
+   is skipped, one cut short resumes where it was; the kind may still decline (`ready`); the
+   job's context takes the run (its outbox), and a session's turn is answered by its chat's
+   model (/model, /think: core/model_choice.py, `JobContext.with_model`);
+3. build the request, in the job's scope (the context's workspace): the kind's prompt, with the
    runtime block and, for a session, its history, fitted to the model's window (turn_request.py);
    a person's turn first tells the chat when earlier conversation was summarised since it was
    last told (delivery.py: `tell_compaction`);
@@ -42,17 +43,18 @@ from __future__ import annotations
 import logging
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from nanobot_lambda.core.agent import AgentLoop, TurnOutcome
 from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.jobs import StartJob
 from nanobot_lambda.core.sessions import Message, SessionHistory
+from nanobot_lambda.functions.agent_turn.consolidation import consolidate_quietly
 from nanobot_lambda.functions.agent_turn.continuation import TurnSuspended
-from nanobot_lambda.functions.agent_turn.saving import consolidate_quietly
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.functions.agent_turn.turn_deps import TurnDeps
 from nanobot_lambda.functions.agent_turn.turn_run import Opening, RemainingMillis, TurnRun
-from nanobot_lambda.tools.chat import TurnOrigin, TurnScope
+from nanobot_lambda.tools.context import JobContext, TurnOrigin
 
 logger = logging.getLogger(__name__)
 
@@ -65,112 +67,124 @@ class Request:
     session saves first (the user's words, or a task's prompt; None outside a session)."""
 
     messages: list[Message]
-    loop: AgentLoop
+    loop: AgentLoop[JobContext]
     saved_first: dict[str, Any] | None = None
 
 
 class JobTurn(Generic[J]):
-    """What one job kind's turn supplies to `run_turn`; the defaults are the common case."""
+    """What one job kind's turn supplies to `run_turn`; the defaults are the common case. Made
+    for each job; every step is given the job's context as it stands then (tools/context.py)."""
 
-    origin: TurnOrigin
+    origin: ClassVar[TurnOrigin]
     apologise = False  # a model failure is told to the chat (only a person waits for an answer)
 
     def __init__(self, deps: TurnDeps, job: J) -> None:
         self.deps = deps
         self.job = job
         self.log: dict[str, Any] = {}  # the ids on the turn's log lines
+        self.documents: list[tuple[str, str]] = []  # (path, text) it stored: indexed for recall
 
     @property
     def quiet(self) -> bool:
         """Shows no progress while it works."""
         return False
 
-    def open(self) -> Opening | None:
+    def open(self, ctx: JobContext) -> Opening | None:
         raise NotImplementedError
 
-    def recorded_at(self) -> Opening | None:
-        """Where the turn's journal record is, from the job alone, running nothing (`open` may
-        answer a command or ask Telegram): read for a job that failed for the last time
+    def recorded_at(self, queued: QueuedJob) -> Opening | None:
+        """Where the turn's journal record is, from the job as queued, running nothing (`open`
+        may answer a command or ask Telegram): read for a job that failed for the last time
         (dispatch.py, `give_up`). None: not known before the turn opens."""
         return None
 
-    def ready(self, run: TurnRun) -> bool:
+    def ready(self, ctx: JobContext, run: TurnRun) -> bool:
         """The last check before the model, once the turn's record is read."""
         return True
 
-    def showing(self, run: TurnRun, scope: TurnScope) -> AbstractContextManager[object]:
+    def showing(self, ctx: JobContext, run: TurnRun) -> AbstractContextManager[object]:
         """What the chat sees while the turn works ("typing…", drafts)."""
         return nullcontext()
 
-    def request(self, run: TurnRun, history: SessionHistory | None) -> Request | None:
+    def request(
+        self, ctx: JobContext, run: TurnRun, history: SessionHistory | None
+    ) -> Request | None:
         """The turn's first request; None: there is nothing to ask the model after all."""
         raise NotImplementedError
 
-    def unanswered(self, run: TurnRun) -> None:
+    def unanswered(self, ctx: JobContext, run: TurnRun) -> None:
         """The model failed (a turn that apologises was told and closed by the runner)."""
 
-    def deliver(self, run: TurnRun, scope: TurnScope, outcome: TurnOutcome) -> bool:
+    def deliver(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> bool:
         """The answer to the chat; False when it is not to be saved (the chat blocked the
         bot)."""
-        return self.deps.delivery.deliver(run, scope, outcome)
+        return self.deps.delivery.deliver(ctx, run, outcome)
 
-    def finished(self, run: TurnRun, outcome: TurnOutcome) -> None:
+    def finished(self, ctx: JobContext, run: TurnRun, outcome: TurnOutcome) -> None:
         """After the turn was delivered (and saved, if it was delivered)."""
 
 
-def run_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis | None) -> None:
-    """One job's turn, in the job's scope (dispatch.py entered it), then its indexing."""
-    if _take_turn(deps, kind, remaining_ms):
-        deps.recall.after_reply()
+def run_turn(
+    deps: TurnDeps, kind: JobTurn[Any], ctx: JobContext, remaining_ms: RemainingMillis | None
+) -> None:
+    """One job's turn, in the job's context (dispatch.py made it), then its indexing."""
+    if _take_turn(deps, kind, ctx, remaining_ms):
+        deps.recall.after_reply(ctx, kind.documents)
 
 
-def _take_turn(deps: TurnDeps, kind: JobTurn[Any], remaining_ms: RemainingMillis | None) -> bool:
+def _take_turn(
+    deps: TurnDeps, kind: JobTurn[Any], ctx: JobContext, remaining_ms: RemainingMillis | None
+) -> bool:
     """Steps 1-8; False when the turn was suspended to continue in another invocation."""
-    opening = kind.open()
+    opening = kind.open(ctx)
     if opening is None:
         return True
     history, run = deps.starter.start(kind.job, opening, remaining_ms)
-    if run is None or not kind.ready(run):
+    if run is None:
+        return True
+    ctx = ctx.with_run(run.progress.turn_id, run.outbox)
+    if not kind.ready(ctx, run):
         return True
     try:
-        return _answer(deps, kind, history, run)
+        return _answer(deps, kind, ctx, history, run)
     finally:
         _record_answers(deps, run)
 
 
 def _answer(
-    deps: TurnDeps, kind: JobTurn[Any], history: SessionHistory | None, run: TurnRun
+    deps: TurnDeps,
+    kind: JobTurn[Any],
+    ctx: JobContext,
+    history: SessionHistory | None,
+    run: TurnRun,
 ) -> bool:
     """Steps 3-8 of a turn that started."""
-    if history is not None:
-        deps.job_scope.use_model_of(history.preferences)
-    with (
-        deps.job_scope.open(run, kind.origin, quiet=kind.quiet) as scope,
-        kind.showing(run, scope),
-    ):
-        request = kind.request(run, history)
+    if history is not None:  # its chat's /model and /think answer it
+        ctx = ctx.with_model(deps.menu.choice(history.preferences))
+    with kind.showing(ctx, run):
+        request = kind.request(ctx, run, history)
         if request is None:
             return True
         if history is not None and kind.apologise:  # a person waits for this answer
-            deps.delivery.tell_compaction(run, scope, history)
+            deps.delivery.tell_compaction(ctx, run, history)
         try:
             outcome = deps.runner.run(
-                request.loop, request.messages, scope, run, kind.log, apologise=kind.apologise
+                request.loop, ctx, request.messages, run, kind.log, apologise=kind.apologise
             )
         except TurnSuspended:
             return False  # recorded; its continuation is queued
     if outcome is None:
-        kind.unanswered(run)
+        kind.unanswered(ctx, run)
         return True
-    if run.progress.answered or kind.deliver(run, scope, outcome):
+    if run.progress.answered or kind.deliver(ctx, run, outcome):
         if history is None:
             deps.ports.stores.journal.mark_done(run.journal_key, run.progress)
         else:
             assert request.saved_first is not None, "a session's turn saves its first message"
-            deps.saver.save(history, request.saved_first, outcome, run)
-    kind.finished(run, outcome)
-    if history is not None and deps.consolidator.due(history):
-        consolidate_quietly(deps.consolidator, history.key)
+            deps.saver.save(ctx, history, request.saved_first, outcome, run)
+    kind.finished(ctx, run, outcome)
+    if history is not None and deps.consolidation.due(history):
+        consolidate_quietly(deps.consolidation.of(ctx), history.key)
     return True
 
 

@@ -3,10 +3,14 @@
 `TurnPorts` is what the composition root (functions/agent_turn/app.py) hands in: where state
 lives (`Stores`) and what a turn talks to (`Services`), adapters in Lambda and fakes in the unit
 tests. `build_turn_deps` builds `TurnDeps` from them once per container: a plain frozen record
-of what a turn uses (turn.py and the job kinds read it; nothing writes it). Whatever keeps
-state across jobs lives in the object that owns it: the job being run in `JobScope`, the
+of what a turn uses (turn.py and the job kinds read it; nothing writes it). Its services hold
+clients, settings and caches, never a job: what is one job's is its context (tools/context.py),
+made by the dispatcher and passed down, and what belongs to one run of a turn is in its
+`TurnRun`. What a container keeps across jobs lives in the object that owns it, as a cache: each
+scope's workspace view in `ScopeWorkspaces`, the remote servers' tools in `RemoteToolbox`, the
 sandbox's programs in `SandboxPrograms`, the chats that refused drafts in `Drafts`, the owner's
-private chat in `OwnerChatNote`. What belongs to one run of a turn is in its `TurnRun`.
+private chat in `OwnerChatNote` (tests/unit/test_architecture.py checks that no other state
+outlives a job).
 """
 
 from __future__ import annotations
@@ -15,17 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nanobot_lambda.adapters.telegram.media import MediaResolver
-from nanobot_lambda.core.agent import AgentLoop
 from nanobot_lambda.core.albums import Albums
 from nanobot_lambda.core.allowlist import Audience
-from nanobot_lambda.core.budget import HistoryBudget, RequestFitter, default_history_tokens
-from nanobot_lambda.core.consolidation import Consolidator
+from nanobot_lambda.core.budget import HistoryBudget, default_history_tokens
 from nanobot_lambda.core.context import ContextBuilder
 from nanobot_lambda.core.images import ImageGenerator
 from nanobot_lambda.core.inbound_events import HookCommands, HookStore
 from nanobot_lambda.core.memory_versions import VersionedFiles
-from nanobot_lambda.core.model_choice import ChatModels, ModelMenu, ModelSwitch
+from nanobot_lambda.core.model_choice import ChatModels, ModelMenu, ModelOptions
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import (
     AlbumBook,
@@ -51,15 +52,14 @@ from nanobot_lambda.core.ports import (
 from nanobot_lambda.core.reactions_and_edits import FeedbackBook
 from nanobot_lambda.core.remote_tools import RemoteToolServer
 from nanobot_lambda.core.sandbox import Sandbox, describe_programs
-from nanobot_lambda.core.scopes import Scope, ScopeSwitch
-from nanobot_lambda.core.tools import Tool, ToolRegistry
+from nanobot_lambda.core.scopes import Scope, ScopeWorkspaces
 from nanobot_lambda.core.usage import UsageMeter
-from nanobot_lambda.functions.agent_turn.agent_runner import AgentRunner
+from nanobot_lambda.functions.agent_turn.agent_runner import AgentLoops, AgentRunner
 from nanobot_lambda.functions.agent_turn.commands import CommandDeps, Commands
+from nanobot_lambda.functions.agent_turn.consolidation import Consolidation
 from nanobot_lambda.functions.agent_turn.continuation import Continuation
 from nanobot_lambda.functions.agent_turn.delivery import Delivery
 from nanobot_lambda.functions.agent_turn.draft_stream import Drafts
-from nanobot_lambda.functions.agent_turn.job_scope import JobScope
 from nanobot_lambda.functions.agent_turn.memory_commands import MemoryCommands
 from nanobot_lambda.functions.agent_turn.recall import TurnRecall
 from nanobot_lambda.functions.agent_turn.saving import TurnSaver
@@ -67,15 +67,14 @@ from nanobot_lambda.functions.agent_turn.spending import SetupNotices, SpendNoti
 from nanobot_lambda.functions.agent_turn.toolbox import (
     RequirementsRecord,
     SandboxPrograms,
+    Toolbox,
+    ToolServices,
     agent_tools,
 )
 from nanobot_lambda.functions.agent_turn.turn_request import TurnRequests
 from nanobot_lambda.functions.agent_turn.turn_run import TurnStarter
 from nanobot_lambda.settings import AgentSettings
-from nanobot_lambda.tools.chat import CurrentTurn
-from nanobot_lambda.tools.images import GenerateImageTool
 from nanobot_lambda.tools.remote import RemoteToolbox
-from nanobot_lambda.tools.sandbox import ExecTool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,19 +155,15 @@ class TurnDeps:
     settings: AgentSettings
     ports: TurnPorts
     clock: Callable[[], datetime]
-    meter: UsageMeter  # every model call, counted and limited for the job's chat
+    meter: UsageMeter  # makes each job's meter, for its subject's chat
     audience: Audience  # who may talk to the bot
-    job_scope: JobScope  # the job being run: its subject, and its turn's chat scope
-    # The agent loops: the chat's, the heartbeat's (HEARTBEAT_MODEL), a background task's
-    # (the file tools only: no messages, no jobs, no more tasks).
-    agent: AgentLoop
-    heartbeat_agent: AgentLoop
-    subagent: AgentLoop
-    heartbeat_model: ChatModel  # decides whether a standing task is due
+    scopes: ScopeWorkspaces  # each scope's workspace (a job's context holds its scope's)
+    tools: Toolbox  # the container's tools, and each job's (with the remote ones its chat may use)
+    menu: ModelMenu  # the operator's presets: a session's chat's choice of model
+    loops: AgentLoops  # the agent loops, made for each job: the chat's, the heartbeat's, a task's
     context: ContextBuilder  # the system prompt and the request's messages
     requests: TurnRequests  # the runtime block, a request that fits
     albums: Albums
-    media: MediaResolver  # a message's files: fetched, stored, transcribed
     commands: Commands
     owner_chat: OwnerChatNote
     starter: TurnStarter
@@ -176,7 +171,7 @@ class TurnDeps:
     drafts: Drafts
     delivery: Delivery
     saver: TurnSaver
-    consolidator: Consolidator
+    consolidation: Consolidation  # each job's consolidator, and when a session is due
     recall: TurnRecall  # BM25, or hybrid with EMBEDDING_MODEL; indexes after each job
 
 
@@ -196,67 +191,35 @@ def build_turn_deps(
         default_thinking=settings.llm_thinking,
         switchers=settings.model_switchers,
     )
-    # The chat's model (/model, /think): the agent loops, the fitter and the meter see this one.
-    models = ModelSwitch(
-        menu,
+    # The model each chat's choice (/model, /think) answers with: the agent loops, the fitter
+    # and consolidation ask it for the job's choice.
+    models = ModelOptions(
         services.models,
         services.model,
         services.tokens,
         default_window=settings.context_window_tokens,
         reply_tokens=settings.llm_max_tokens,
     )
-    model = meter.metered(models)
-
-    def metered_or_main(other: ChatModel | None) -> ChatModel:
-        # Background work may use cheaper models (HEARTBEAT_MODEL, CONSOLIDATION_MODEL).
-        return model if other is None else meter.metered(other)
-
-    heartbeat_model = metered_or_main(services.heartbeat_model)
-    # The workspace of the job's scope (core/scopes.py): the owner's, a person's, a group's.
-    workspace = ScopeSwitch(stores.workspace, stores.scope_workspace)
-    record = RequirementsRecord(stores.jobs, environ, clock)  # for the console
-    context = _context_builder(workspace, services.sandbox, environ, clock, record)
-    current = CurrentTurn()
-    workspace_tools, chat_tools = agent_tools(
-        settings, current, workspace, stores.jobs, services.schedules, services.queue, clock
-    )
-    images = meter.metered_images(services.images)
-    if images is not None:  # IMAGE_MODEL: images for the chat (not background tasks: no chat)
-        chat_tools.append(
-            GenerateImageTool(current, workspace, images, settings.llm_timeout_seconds)
-        )
-    if services.sandbox is not None:  # the code sandbox: background tasks may run code too
-        workspace_tools.append(
-            ExecTool(services.sandbox, workspace, settings.tool_result_max_chars)
-        )
     pairing = Pairing(stores.pairing, clock=clock)
     # Who may talk to the bot: for the MCP servers' access, and for jobs nobody sent now.
     audience = Audience(settings.owner, settings.allow_from, pairing.is_approved)
-    fitter = RequestFitter(models, models.request_budget)
+    workspace_tools, chat_tools = agent_tools(
+        settings,
+        ToolServices(
+            stores.jobs,
+            services.schedules,
+            services.queue,
+            images=services.images,
+            sandbox=services.sandbox,
+        ),
+        clock,
+    )
+    # Who may use which remote MCP server is decided per job, by its chat (Toolbox.for_job).
+    remote = RemoteToolbox(services.remote_servers, settings.tool_result_max_chars, audience)
+    loops = AgentLoops(settings, models, services.heartbeat_model)
     # The session's history is budgeted by LLM_MODEL's window, whichever model a chat chose.
     history_budget = request_budget(settings, services.tokens)
-    registries: list[ToolRegistry] = []
-
-    def loop(loop_model: ChatModel, tools: list[Tool], max_iterations: int) -> AgentLoop:
-        registries.append(ToolRegistry(tools))
-        return AgentLoop(
-            loop_model,
-            registries[-1],
-            max_iterations,
-            tool_result_max_chars=settings.tool_result_max_chars,
-            tool_hints=settings.send_tool_hints,
-            fitter=fitter,
-        )
-
-    every_tool = [*workspace_tools, *chat_tools]
-    agent = loop(model, every_tool, settings.max_tool_iterations)
-    heartbeat_agent = loop(heartbeat_model, every_tool, settings.max_tool_iterations)
-    subagent = loop(model, workspace_tools, settings.subagent_max_iterations)
-    # Who may use which remote MCP server is decided per job, by its chat (JobScope.enter).
-    remote = RemoteToolbox(services.remote_servers, settings.tool_result_max_chars, audience)
-    consolidator = Consolidator(
-        metered_or_main(services.consolidation_model),
-        workspace,
+    consolidation = Consolidation(
         stores.sessions,
         HistoryBudget(
             services.tokens,
@@ -264,15 +227,16 @@ def build_turn_deps(
             settings.history_window,
             max_summarised_tokens=history_budget // 2,
         ),
+        models,
+        services.consolidation_model,  # None: the chat's model
         timezone=settings.timezone,
         clock=clock,
     )
     # Recall in the job's scope; with an embedder it indexes the scope at each job's end.
-    recall = TurnRecall(workspace, settings, meter, services.embedder, stores.recall_indexes)
+    recall = TurnRecall(settings, services.embedder, stores.recall_indexes)
     saver = TurnSaver(
         stores.sessions,
         stores.journal,
-        meter,
         settings.saved_tool_result_max_chars,
         clock,
         stores.feedback,
@@ -283,36 +247,22 @@ def build_turn_deps(
         clock=clock,
         meter=meter,
         audience=audience,
-        job_scope=JobScope(workspace, remote, registries, current, models),
-        agent=agent,
-        heartbeat_agent=heartbeat_agent,
-        subagent=subagent,
-        heartbeat_model=heartbeat_model,
-        context=context,
-        requests=TurnRequests(
-            recall,
-            lambda request: fitter.fits(request, agent.tool_definitions()),
-            consolidator,
-            stores.sessions,
-            settings,
-            clock,
+        scopes=ScopeWorkspaces(stores.workspace, stores.scope_workspace),
+        tools=Toolbox(workspace_tools, chat_tools, remote),
+        menu=menu,
+        loops=loops,
+        context=_context_builder(
+            services.sandbox, environ, clock, RequirementsRecord(stores.jobs, environ, clock)
         ),
+        requests=TurnRequests(recall, loops.fits, consolidation, stores.sessions, settings, clock),
         albums=Albums(stores.albums),
-        media=MediaResolver(
-            services.media,
-            workspace,
-            settings,
-            meter.metered_transcriber(services.transcriber),
-            on_document=recall.document_stored,
-        ),
         commands=Commands(
             CommandDeps(
                 channel=services.channel,
                 stop_flags=stores.stop_flags,
                 memory=MemoryCommands(
                     services.channel,
-                    consolidator,
-                    lambda: workspace.scope,
+                    consolidation,
                     stores.versioned_workspace,
                     owner=settings.owner,
                     timezone=settings.timezone,
@@ -349,19 +299,18 @@ def build_turn_deps(
         delivery=Delivery(
             stores.journal,
             SpendNotices(stores.usage, settings.owner, clock),
-            meter.metered_speaker(services.speaker),
+            services.speaker,
             clock,
             compaction_notice=settings.compaction_notice,
             compaction_notice_interval=timedelta(hours=settings.compaction_notice_interval_hours),
         ),
         saver=saver,
-        consolidator=consolidator,
+        consolidation=consolidation,
         recall=recall,
     )
 
 
 def _context_builder(
-    workspace: Workspace,
     sandbox: Sandbox | None,
     environ: Mapping[str, str],
     clock: Callable[[], datetime],
@@ -370,10 +319,9 @@ def _context_builder(
     """The prompt's builder; skills' `requires.bins` are checked against what the sandbox has
     when there is one. `record` keeps what they are checked against, once."""
     if sandbox is None:
-        return ContextBuilder(workspace, environ, programs_line=record.without_sandbox)
+        return ContextBuilder(environ, programs_line=record.without_sandbox)
     programs = SandboxPrograms(sandbox, clock, on_found=record)
     return ContextBuilder(
-        workspace,
         environ,
         which=lambda name: name if name in programs() else None,
         programs_line=lambda: describe_programs(programs()),

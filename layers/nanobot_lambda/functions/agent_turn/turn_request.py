@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from nanobot_lambda.core.consolidation import Consolidator
 from nanobot_lambda.core.context import RuntimeContext, earlier_blocks
 from nanobot_lambda.core.ports import SessionStore
 from nanobot_lambda.core.sessions import Message, SessionHistory
+from nanobot_lambda.functions.agent_turn.consolidation import Consolidation, consolidate_quietly
 from nanobot_lambda.functions.agent_turn.recall import TurnRecall
-from nanobot_lambda.functions.agent_turn.saving import consolidate_quietly
 from nanobot_lambda.functions.agent_turn.turn_run import TurnRun
 from nanobot_lambda.settings import AgentSettings
+from nanobot_lambda.tools.context import JobContext
 
 # Consolidations a turn may run first to make its request fit the model's window (each one
 # summarises what fits one model request).
@@ -26,15 +26,16 @@ class TurnRequests:
     def __init__(
         self,
         recall: TurnRecall,
-        fits: Callable[[list[Message]], bool],
-        consolidator: Consolidator,
+        fits: Callable[[JobContext, list[Message]], bool],
+        consolidation: Consolidation,
         sessions: SessionStore,
         settings: AgentSettings,
         clock: Callable[[], datetime],
     ) -> None:
         self._recall = recall
-        self._fits = fits  # whether a request fits the model's window with the agent's tools
-        self._consolidator = consolidator
+        # Whether a request fits the job's model's window with the job's tools.
+        self._fits = fits
+        self._consolidation = consolidation
         self._sessions = sessions
         self._settings = settings
         self._clock = clock
@@ -47,26 +48,30 @@ class TurnRequests:
 
     def runtime_block(
         self,
+        ctx: JobContext,
         run: TurnRun,
-        chat_id: int,
         recall_for: str | None = None,
         history: list[Message] | None = None,
     ) -> str:
         """The run's rendered runtime block: the one an earlier run of the turn recorded (so a
-        continued turn sends the very request it sent before), else rendered now, with what
-        recall finds for `recall_for`, and kept in the run's record. What a block of `history`
-        (the messages the request sends) already states is left out: the standing lines
+        continued turn sends the very request it sent before), else rendered now, with what recall
+        finds for `recall_for` in the job's scope, and kept in the run's record. What a block of
+        `history` (the messages the request sends) already states is left out: the standing lines
         (timezone, chat) it states alike, and the recalled entries it shows. When a request must
-        then shed its oldest history to fit (`that_fits`), it may lack the standing lines for
-        that one turn; the time is always there, and the next turn states them again."""
+        then shed its oldest history to fit (`that_fits`), it may lack the standing lines for that
+        one turn; the time is always there, and the next turn states them again."""
         if run.progress.context is None:
             earlier = earlier_blocks(history or [])
-            recalled = self._recall.search(recall_for, "\n".join(earlier)) if recall_for else []
-            run.progress.context = self.runtime(chat_id, recalled).render(earlier)
+            shown = "\n".join(earlier)
+            recalled = self._recall.search(ctx, recall_for, shown) if recall_for else []
+            run.progress.context = self.runtime(ctx.chat_id, recalled).render(earlier)
         return run.progress.context
 
     def that_fits(
-        self, history: SessionHistory, build: Callable[[list[Message]], list[Message]]
+        self,
+        ctx: JobContext,
+        history: SessionHistory,
+        build: Callable[[list[Message]], list[Message]],
     ) -> list[Message]:
         """The turn's first request, `build` from the history: when it would not fit the
         model's window, or the session holds more unsummarised messages than the history window
@@ -78,10 +83,10 @@ class TurnRequests:
         request = build(history.messages)
         for _ in range(BUDGET_CONSOLIDATIONS):
             whole = history.unconsolidated <= self._settings.history_window
-            if (whole and self._fits(request)) or not self._consolidator.due(history):
+            if (whole and self._fits(ctx, request)) or not self._consolidation.due(history):
                 break
             cursor = history.consolidated_upto
-            consolidate_quietly(self._consolidator, history.key)
+            consolidate_quietly(self._consolidation.of(ctx), history.key)
             fresh = self._sessions.load(history.key, self._settings.history_window)
             if fresh.consolidated_upto == cursor:
                 break  # it failed: nothing more to try now

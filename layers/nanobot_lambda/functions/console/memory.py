@@ -89,7 +89,7 @@ class MemoryViews:
 
     def history(self, target: ChatScope, body: dict[str, Any]) -> dict[str, Any]:
         query = text_field(body, "query", 500, empty=True, required=False)
-        _, entries = HistoryRecall(self._ports.workspace(target.scope)).entries()
+        _, entries = HistoryRecall().entries(self._ports.workspace(target.scope))
         chosen: list[tuple[HistoryEntry, float | None]]
         if query.strip():
             ranking = Bm25([entry.text for entry in entries]).ranked(query)
