@@ -14,6 +14,7 @@ from typing import Any
 
 from nanobot_lambda.operator.local.bot_api import BOT_USER
 from nanobot_lambda.operator.local.stack import LocalStack, LocalUser
+from tests.e2e.test_console_api import call, launch_of
 from tests.support.scripted_model import ScriptedModelServer
 
 OWNER = LocalUser().id
@@ -119,3 +120,15 @@ def test_a_group_is_admitted_by_its_start_command_and_nobody_else_makes_a_link(
     assert said_to(stack, GROUP)[-1] == "Only the owner can do that."
     assert "https://t.me/" not in json.dumps([m.plain_text for m in stack.bot_api.messages[-1:]])
     assert model_server.requests == []
+
+
+def test_a_person_an_invite_admitted_signs_in_to_the_console_in_their_own_scope(
+    stack: LocalStack,
+) -> None:
+    """With pairing off too: the console's sign-in hears whom the store admitted."""
+    bob = {"id": BOB, "first_name": "Bob"}
+    assert call(stack, "me", {}, launch_of(stack, bob))[0] == 403
+    token, _ = new_link(stack, "/invite 1")
+    assert person_says(stack, BOB, f"/start {token}", 930000001)["status"] == "admitted"
+    status, me = call(stack, "me", {}, launch_of(stack, bob))
+    assert status == 200 and me["scope"] == f"people/{BOB}" and me["is_owner"] is False
