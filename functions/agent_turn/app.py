@@ -60,6 +60,7 @@ from nanobot_lambda.adapters.aws.clients import (
     sqs_client,
 )
 from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
+from nanobot_lambda.adapters.aws.invites import DynamoInviteStore
 from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
 from nanobot_lambda.adapters.aws.log_correlation import correlated
@@ -147,6 +148,7 @@ def build_records(
         hooks=DynamoHookStore(settings.sessions_table, lambda: dynamodb),
         feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
         recall_indexes=S3RecallIndexObjects(settings.workspace_bucket, s3),
+        invites=DynamoInviteStore(settings.sessions_table, lambda: dynamodb),
     )
     model = LitellmChatModel(settings)
     services = Services(

@@ -578,6 +578,8 @@ class WebhookSettings(AllowListSettings, QueueSettings, SignOfLifeSettings):
     # on: a stranger's private message is answered with a code the owner may approve
     # (/approve CODE); approved people are heard like those in ALLOW_FROM (core/pairing.py).
     pairing: Literal["on", "off"] = Field(default="off", alias="PAIRING")
+    # Codes everyone together gets an hour (each person: one open code, 3 a day).
+    pairing_codes_per_hour: int = Field(default=100, alias="PAIRING_CODES_PER_HOUR", ge=1)
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # /stop flags
     # Updates already queued (Powertools Idempotency), so a re-sent update is queued once.
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=3)
