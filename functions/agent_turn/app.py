@@ -138,7 +138,11 @@ def build_records(
         workspace=S3Workspace(settings.workspace_bucket, s3, prefetch=prefetched),
         scope_workspace=scope_workspaces(settings.workspace_bucket, s3),
         versioned_workspace=any_scope_workspace(settings.workspace_bucket, s3),
-        sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
+        sessions=DynamoSessionStore(
+            settings.sessions_table,
+            dynamodb,
+            summarised_keep_days=settings.session_retention_days or None,
+        ),
         journal=DynamoTurnJournal(settings.sessions_table, dynamodb),
         jobs=DynamoJobStore(settings.jobs_table, dynamodb),
         usage=DynamoUsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone),

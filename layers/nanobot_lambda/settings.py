@@ -470,6 +470,9 @@ class LoopSettings(_Settings):
     compaction_notice_interval_hours: float = Field(
         default=24, alias="COMPACTION_NOTICE_INTERVAL_HOURS", ge=0, le=8760
     )
+    # Days a session's messages are kept once consolidation has summarised them (their content
+    # is in HISTORY.md, and the versioned bucket keeps that file's versions). 0: kept forever.
+    session_retention_days: int = Field(default=90, alias="SESSION_RETENTION_DAYS", ge=0, le=3650)
     # Seconds of the Lambda invocation kept back from model calls: when less remains, the
     # turn records where it is and continues in a new invocation.
     turn_time_reserve_seconds: float = Field(
