@@ -48,14 +48,16 @@ typecheck: $(DEV_STAMP)
 template: $(DEV_STAMP)
 	$(BIN)/cfn-lint infra/template.yaml
 
-# The tests run in one process per core (pytest-xdist), a file's tests in the same one, so a
-# file's shared fixtures (a local stack, the chaos soak's run) are made once. The suites are
-# named fast ones first: the workers take files in that order, so the progress moves from the
-# start (the unit tests' first) and the slow end-to-end files come last. One run packs the
-# workers better than a run per suite (about a minute less from a fresh clone).
+# The tests run in one process per core (pytest-xdist), with work stealing: each process starts
+# with its share of the tests in order and, once done, takes half of what another has left, so
+# both end together even when the slow end-to-end tests fall to one. A file's tests mostly stay
+# in one process (shares are runs of neighbouring tests), so a file's shared fixtures (a local
+# stack) are made once or twice; the chaos soak's run is made once (tests/e2e/test_chaos_soak.py).
+# The suites are named fast ones first, so the progress moves from the start. One run packs the
+# processes better than a run per suite.
 TEST_SUITES := unit contract integration e2e
 test: lint typecheck template chromium
-	$(BIN)/pytest -n auto --dist loadfile $(addprefix tests/,$(TEST_SUITES))
+	$(BIN)/pytest -n auto --dist worksteal $(addprefix tests/,$(TEST_SUITES))
 
 unit: $(DEV_STAMP)
 	$(BIN)/pytest tests/unit

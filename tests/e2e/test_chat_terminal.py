@@ -5,7 +5,8 @@ The prompt stays usable while a turn runs (/stop goes through the webhook as in 
 message that arrives on its own prints above the prompt and the prompt comes back with what was
 being typed, buttons are pressed with /press, sent files are saved and links show their address,
 `--state DIR` keeps the chat between runs, and `--local` lets the operator commands reach the
-running stack. Nothing below WARNING is logged without -v.
+running stack. Nothing below WARNING is logged without -v. The operator commands that reach it,
+and `chat -m`, run in this process (tests/support/cli.py).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from nanobot_lambda.core import inbound_events, texts
 from nanobot_lambda.operator.cli.live import PRESS_HINT
 from nanobot_lambda.operator.cli.local import STOP_SENT
 from nanobot_lambda.operator.local.stack import LocalUser
-from tests.e2e.test_cli import CLI, run_cli
 from tests.e2e.test_proactive import tool_results
+from tests.support.cli import CLI, clean_environ, run_cli
 from tests.support.screen import Screen
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -53,7 +54,6 @@ class ChatAtTerminal:
         default, whatever the suite inherited; SIG_IGN, as a script's `&` or nohup would)."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, COLUMNS, 0, 0))
-        clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
 
         def own_terminal() -> None:  # a session of its own, the pty its terminal: Ctrl-C works
             os.setsid()
@@ -66,7 +66,7 @@ class ChatAtTerminal:
             stdout=slave,
             stderr=slave,
             cwd=cwd,
-            env={**clean, "TERM": "xterm", **env},
+            env={**clean_environ(), "TERM": "xterm", **env},
             preexec_fn=own_terminal,
         )
         os.close(slave)

@@ -7,6 +7,7 @@ environment from the same file SAM deploys, so the two cannot drift.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,11 +41,18 @@ _SHORT_TAGS = {
 }
 
 
-class _TemplateLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (about 5 times faster), else PyYAML's own.
+try:
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:  # pragma: no cover - a PyYAML without libyaml
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
+
+
+class _TemplateLoader(_SafeLoader):
     """SafeLoader that turns CloudFormation short tags into their long (JSON) form."""
 
 
-def _construct_tag(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, Any]:
+def _construct_tag(loader: _SafeLoader, node: yaml.Node) -> dict[str, Any]:
     name = _SHORT_TAGS[node.tag]
     value: Any
     if isinstance(node, yaml.ScalarNode):
@@ -62,12 +70,23 @@ for _tag in _SHORT_TAGS:
     _TemplateLoader.add_constructor(_tag, _construct_tag)
 
 
+# Parsed templates by path, with the file's size and modification time when it was read: a
+# process that starts several stacks (`chat`'s parameters, then its stack; the tests) parses
+# the template once. Each caller gets its own copy.
+_parsed: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
 def load_template(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as handle:
-        loaded = yaml.load(handle, Loader=_TemplateLoader)  # noqa: S506 - SafeLoader subclass
-    if not isinstance(loaded, dict) or "Resources" not in loaded:
-        raise ValueError(f"{path} is not a CloudFormation template")
-    return loaded
+    stat = path.stat()
+    version = (stat.st_mtime_ns, stat.st_size)
+    cached = _parsed.get(path)
+    if cached is None or cached[0] != version:
+        with path.open(encoding="utf-8") as handle:
+            loaded = yaml.load(handle, Loader=_TemplateLoader)  # noqa: S506 - SafeLoader subclass
+        if not isinstance(loaded, dict) or "Resources" not in loaded:
+            raise ValueError(f"{path} is not a CloudFormation template")
+        cached = _parsed[path] = (version, loaded)
+    return copy.deepcopy(cached[1])
 
 
 def find_template(start: Path | None = None) -> Path:
