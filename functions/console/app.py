@@ -45,11 +45,10 @@ logger = Logger()
 settings = ConsoleSettings.from_env(fetch=fetch_secret)
 configure_logging(logger, settings.secret_values())  # secrets redacted from every log
 dynamodb = dynamodb_client()
-pairing_store = (
-    DynamoPairingStore(settings.sessions_table, lambda: dynamodb)
-    if settings.pairing == "on"
-    else None
-)
+# Who the owner approved or invited (core/pairing.py, core/invites.py): each may sign in to
+# their own scope whatever PAIRING says; the People section's codes are pairing's (PAIRING=on).
+people_store = DynamoPairingStore(settings.sessions_table, lambda: dynamodb)
+pairing_store = people_store if settings.pairing == "on" else None
 
 
 def welcome(user_id: int) -> None:
@@ -88,14 +87,9 @@ ports = ConsolePorts(
     welcome=welcome,
     dead_letters=dead_letter_queue(settings.turn_dlq_url) if settings.turn_dlq_url else None,
 )
-pairing = Pairing(pairing_store) if pairing_store is not None else None
 auth = ConsoleAuth(
     settings.telegram_bot_token.get_secret_value(),
-    Audience(
-        settings.owner,
-        settings.allow_from,
-        approved=pairing.is_approved if pairing is not None else (lambda _user_id: False),
-    ),
+    Audience(settings.owner, settings.allow_from, approved=Pairing(people_store).is_approved),
     max_age=timedelta(seconds=settings.console_launch_max_age_seconds),
     clock=lambda: datetime.now(UTC),
 )

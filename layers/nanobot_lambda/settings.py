@@ -470,6 +470,9 @@ class LoopSettings(_Settings):
     compaction_notice_interval_hours: float = Field(
         default=24, alias="COMPACTION_NOTICE_INTERVAL_HOURS", ge=0, le=8760
     )
+    # Days a session's messages are kept once consolidation has summarised them (their content
+    # is in HISTORY.md, and the versioned bucket keeps that file's versions). 0: kept forever.
+    session_retention_days: int = Field(default=90, alias="SESSION_RETENTION_DAYS", ge=0, le=3650)
     # Seconds of the Lambda invocation kept back from model calls: when less remains, the
     # turn records where it is and continues in a new invocation.
     turn_time_reserve_seconds: float = Field(
@@ -578,6 +581,8 @@ class WebhookSettings(AllowListSettings, QueueSettings, SignOfLifeSettings):
     # on: a stranger's private message is answered with a code the owner may approve
     # (/approve CODE); approved people are heard like those in ALLOW_FROM (core/pairing.py).
     pairing: Literal["on", "off"] = Field(default="off", alias="PAIRING")
+    # Codes everyone together gets an hour (each person: one open code, 3 a day).
+    pairing_codes_per_hour: int = Field(default=100, alias="PAIRING_CODES_PER_HOUR", ge=1)
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # /stop flags
     # Updates already queued (Powertools Idempotency), so a re-sent update is queued once.
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=3)

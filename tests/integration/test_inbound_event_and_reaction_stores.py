@@ -156,6 +156,18 @@ def test_the_bots_answers_are_told_apart_from_other_messages(resources: Template
     )
     assert [r.message_id for r in reactions_to_answers(book, 111111111)] == [11, 12]
 
+    # Each reaction and answer expires by the table's TTL, about 90 days on: a chat's
+    # feedback partition holds its last months, not its whole life.
+    items = boto3.client("dynamodb").query(
+        TableName=resources.refs["SessionsTable"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "feedback#111111111"}},
+    )["Items"]
+    assert len(items) == 6  # four answers, two reactions
+    for item in items:
+        left = int(item["expires_at"]["N"]) - datetime.now(UTC).timestamp()
+        assert timedelta(days=89) < timedelta(seconds=left) <= timedelta(days=90), item
+
 
 def test_reactions_and_edits_keep_the_newest_and_leave_the_session_alone(
     resources: TemplateContext,

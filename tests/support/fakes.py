@@ -21,6 +21,7 @@ from nanobot_lambda.core.albums import AlbumRecord
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
 from nanobot_lambda.core.inbound_events import DELIVERIES_KEPT, Delivery, Hook
+from nanobot_lambda.core.invites import Invite
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
@@ -32,7 +33,7 @@ from nanobot_lambda.core.model import (
     ToolCall,
 )
 from nanobot_lambda.core.outgoing import OutgoingFile
-from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
+from nanobot_lambda.core.pairing import Asker, AskRecord, PairingCode, Person
 from nanobot_lambda.core.ports import (
     Channel,
     ChatModel,
@@ -819,6 +820,40 @@ class MemoryPairingStore:
 
     def remove(self, user_id: int) -> bool:
         return self.persons.pop(user_id, None) is not None
+
+
+class MemoryInviteStore:
+    """InviteStore in a dict, admitting into a MemoryPairingStore's people as DynamoInviteStore
+    admits into the pairing partition: a use is counted only with its person, atomically."""
+
+    def __init__(self, people: MemoryPairingStore) -> None:
+        self.people = people
+        self.stored: dict[str, Invite] = {}
+
+    def make_invite(self, invite: Invite) -> None:
+        self.stored[invite.digest] = replace(
+            invite,
+            expires=_whole_seconds(invite.expires),
+            made_at=_whole_seconds(invite.made_at),
+        )
+
+    def invites(self) -> list[Invite]:
+        return [self.stored[digest] for digest in sorted(self.stored)]
+
+    def revoke_invite(self, invite_id: str) -> bool:
+        found = [digest for digest in self.stored if digest.startswith(invite_id)]
+        for digest in found:
+            del self.stored[digest]
+        return bool(found)
+
+    def use_invite(self, digest: str, admitted: Asker, at: datetime) -> bool:
+        self.people._check()
+        invite = self.stored.get(digest)
+        if invite is None or not invite.open(at) or admitted.user_id in self.people.persons:
+            return False
+        self.stored[digest] = replace(invite, uses=invite.uses + 1)
+        self.people.persons[admitted.user_id] = Person(admitted, _whole_seconds(at))
+        return True
 
 
 class MemoryLedger:

@@ -51,6 +51,10 @@ REFS = {
     "AgentTurnFunction": "nanobot-AgentTurnFunction-X",
     "SandboxFunction": "nanobot-sandbox",
     "SandboxLogGroup": "/aws/lambda/nanobot-sandbox",
+    "WebhookLogGroup": "/aws/lambda/nanobot-webhook",
+    "AgentTurnLogGroup": "/aws/lambda/nanobot-agent-turn",
+    "SchedulerLogGroup": "/aws/lambda/nanobot-scheduler",
+    "ConsoleLogGroup": "/aws/lambda/nanobot-console",
     "AlarmTopic": f"arn:aws:sns:{REGION}:{ACCOUNT}:nanobot-AlarmTopic-X",
     "CoreLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-core:1",
     "LlmLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-llm:1",
@@ -223,7 +227,9 @@ def test_agent_consumes_turn_queue_with_partial_batch_failures(template: dict[st
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["TurnQueue", "Arn"]}
     assert "ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", [])
     assert mapping.get("BatchSize") == 1
-    assert make_context(template).queue_mapping("AgentTurnFunction") == QueueMapping("TurnQueue", 1)
+    assert make_context(template).queue_mapping("AgentTurnFunction") == QueueMapping(
+        "TurnQueue", 1, 4
+    )
 
 
 def test_snapstart_is_off_by_default_and_then_the_queue_invokes_the_alias(
@@ -243,7 +249,62 @@ def test_snapstart_is_off_by_default_and_then_the_queue_invokes_the_alias(
         assert context.evaluate(agent["SnapStart"]) == {"ApplyOn": apply_on}
         # Snapshots exist for published versions only: with SnapStart, the alias is invoked.
         assert context.evaluate(mapping["FunctionName"]) == invoked
-        assert context.queue_mapping("AgentTurnFunction") == QueueMapping("TurnQueue", 1)
+        assert context.queue_mapping("AgentTurnFunction") == QueueMapping("TurnQueue", 1, 4)
+
+
+def test_concurrency_parameters_keep_the_webhook_answering_and_deploy_anywhere(
+    template: dict[str, Any],
+) -> None:
+    """Issue 41, Concurrency with intent: the turns (and with them their sandbox runs) are
+    capped by the queue's event source, so a burst cannot take the webhook's executions; the
+    reservations are 0 (none) by default, since Lambda refuses one that leaves an account fewer
+    than 100 unreserved executions (a new account has 10 in all)."""
+    parameters = template["Parameters"]
+    assert parameters["WebhookReservedConcurrency"]["Default"] == 0
+    assert parameters["SandboxReservedConcurrency"]["Default"] == 0
+    turns = parameters["AgentTurnMaxConcurrency"]
+    assert turns["MinValue"] == 2  # what Lambda accepts for MaximumConcurrency
+    # In a new account (10 executions): the turns and one sandbox run each leave the webhook some.
+    assert 2 * int(turns["Default"]) < 10
+    webhook, sandbox = "WebhookFunction", "SandboxFunction"
+    default = make_context(template)
+    for logical_id in (webhook, sandbox):
+        spec = default.evaluate(properties(template, logical_id))
+        assert spec.get("ReservedConcurrentExecutions", "") == "", logical_id  # NoValue: unset
+    reserved = make_context(
+        template, WebhookReservedConcurrency="20", SandboxReservedConcurrency="5"
+    )
+    assert reserved.evaluate(properties(template, webhook))["ReservedConcurrentExecutions"] == "20"
+    assert reserved.evaluate(properties(template, sandbox))["ReservedConcurrentExecutions"] == "5"
+    (mapping,) = event_source_mappings(template).values()
+    assert make_context(template, AgentTurnMaxConcurrency="50").evaluate(
+        mapping["ScalingConfig"]
+    ) == {"MaximumConcurrency": "50"}
+    assert make_context(template, AgentTurnMaxConcurrency="50").queue_mapping(
+        "AgentTurnFunction"
+    ) == QueueMapping("TurnQueue", 1, 50)
+
+
+def test_every_function_logs_to_a_log_group_with_a_retention(template: dict[str, Any]) -> None:
+    """Issue 41, Bounded growth: no log group keeps its logs forever. Each function writes to a
+    group the template makes, named as Lambda names it, kept LogRetentionDays."""
+    assert template["Parameters"]["LogRetentionDays"]["Default"] == 30
+    context = make_context(template, LogRetentionDays="7")
+    resources = template["Resources"]
+    functions = context.resources("AWS::Serverless::Function")
+    assert set(functions) >= {"WebhookFunction", "AgentTurnFunction", "SchedulerFunction"}
+    for logical_id, function in functions.items():
+        group_id = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        group = resources[group_id]
+        assert group["Type"] == "AWS::Logs::LogGroup", logical_id
+        assert group.get("Condition") == function.get("Condition"), logical_id
+        name = context.evaluate(function["Properties"]["FunctionName"])
+        assert context.evaluate(group["Properties"]) == {
+            "LogGroupName": f"/aws/lambda/{name}",
+            "RetentionInDays": "7",
+        }, logical_id
+    groups = context.resources("AWS::Logs::LogGroup")
+    assert len(groups) == len(functions)  # no other group, none without a retention
 
 
 def test_only_the_turn_queue_may_be_consumed(template: dict[str, Any]) -> None:

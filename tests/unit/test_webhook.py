@@ -14,6 +14,7 @@ from pydantic import SecretStr
 from nanobot_lambda.adapters.telegram.models import Message
 from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.functions.webhook import (
     MAX_BODY_BYTES,
     Webhook,
@@ -42,6 +43,7 @@ def make_webhook(
     ack_reaction: str = "",
     albums: MemoryAlbumBook | None = None,
     feedback: MemoryFeedbackBook | None = None,
+    pairing: Pairing | None = None,
 ) -> Webhook:
     return Webhook(
         SecretStr(SECRET),
@@ -51,6 +53,7 @@ def make_webhook(
             MemoryLedger(),
             flags or MemoryStopFlags(),
             MemoryAlbumBook() if albums is None else albums,
+            pairing=pairing,
             feedback=MemoryFeedbackBook() if feedback is None else feedback,
         ),
         RecordingMetrics(),

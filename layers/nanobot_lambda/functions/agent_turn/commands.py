@@ -2,8 +2,8 @@
 core/reactions_and_edits.py), /model and /think (the chat's model and how hard it thinks,
 core/model_choice.py); /new, /compact and /memory (memory_commands.py); /console (a button
 that opens the console, the Mini App: in a private chat only, where Telegram shows one); and the
-owner's /approve, /deny and /people (pairing, see core/pairing.py) and /hooks (event hooks,
-core/inbound_events.py).
+owner's /approve, /deny and /people (pairing, see core/pairing.py), /invite (invite links,
+core/invites.py) and /hooks (event hooks, core/inbound_events.py).
 
 Their answers are not journaled: answering a command twice is harmless. /hooks is the
 exception: the answer to `/hooks add` shows the new hook's secret, once, and SQS may run its
@@ -33,6 +33,7 @@ from nanobot_lambda.core import texts
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.inbound_events import HookCommands
+from nanobot_lambda.core.invites import Invites
 from nanobot_lambda.core.model_choice import ModelMenu
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import Channel, SessionStore, StopFlags, TurnJournal
@@ -67,6 +68,7 @@ class CommandDeps:
     journal: TurnJournal  # where /hooks records what it sent
     feedback: FeedbackBook  # the reactions /usage shows
     console_url: str | None = None  # the console's page (CONSOLE_URL); None: not deployed
+    invites: Invites | None = None  # /invite (core/invites.py); None: no invite links
 
 
 class Commands:
@@ -83,6 +85,7 @@ class Commands:
         self._journal = deps.journal
         self._feedback = deps.feedback
         self._console_url = deps.console_url
+        self._invites = deps.invites
 
     def handle(self, ctx: JobContext, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -104,6 +107,8 @@ class Commands:
             self._answer(inbound, f"{report}\n\n{reactions}")
         elif command in PAIRING_COMMANDS:
             self._pairing_command(inbound, command)
+        elif command == "invite" and self._invites is not None:
+            self._answer(inbound, self._invite(inbound, self._invites))
         elif command in ("model", "think"):
             self._choose(inbound, command)
         elif command == "hooks":
@@ -134,6 +139,17 @@ class Commands:
             self._answer(inbound, self._pairing.remove(" ".join(words[1:])))
         else:
             self._answer(inbound, self._pairing.people())
+
+    def _invite(self, inbound: InboundMessage, invites: Invites) -> str:
+        """/invite: the owner's, in their private chat (core/invites.py decides)."""
+        private = inbound.chat_type == "private"
+        return invites.command(
+            " ".join(inbound.text.split()[1:]),
+            sender_id=inbound.sender_id,
+            owner=self._owner,
+            private=private,
+            bot_username=lambda: self._channel.get_me().username,
+        )
 
     def _choose(self, inbound: InboundMessage, command: str) -> None:
         """/model and /think: the chat's choice, kept with its session (core/model_choice.py).

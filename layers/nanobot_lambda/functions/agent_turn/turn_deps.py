@@ -25,6 +25,7 @@ from nanobot_lambda.core.budget import HistoryBudget, default_history_tokens
 from nanobot_lambda.core.context import ContextBuilder
 from nanobot_lambda.core.images import ImageGenerator
 from nanobot_lambda.core.inbound_events import HookCommands, HookStore
+from nanobot_lambda.core.invites import Invites, InviteStore
 from nanobot_lambda.core.memory_versions import VersionedFiles
 from nanobot_lambda.core.model_choice import ChatModels, ModelMenu, ModelOptions
 from nanobot_lambda.core.pairing import Pairing
@@ -95,6 +96,7 @@ class Stores:
     hooks: HookStore  # the owner's event hooks (/hooks)
     feedback: FeedbackBook  # reactions and edits, recorded by the webhook
     recall_indexes: RecallIndexObjects | None = None  # each scope's recall index (hybrid recall)
+    invites: InviteStore | None = None  # the owner's invite links (/invite); None: no /invite
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,6 +278,11 @@ def build_turn_deps(
                 console_url=settings.console_url,
                 journal=stores.journal,
                 feedback=stores.feedback,
+                invites=(
+                    Invites(stores.invites, stores.pairing, clock=clock)
+                    if stores.invites is not None
+                    else None
+                ),
             )
         ),
         owner_chat=OwnerChatNote(stores.jobs, settings.owner),

@@ -111,10 +111,13 @@ SQS_DEFAULT_BATCH_SIZE = 10
 
 @dataclass(frozen=True)
 class QueueMapping:
-    """An SQS event source mapping: which queue (logical id) feeds a function, how many at once."""
+    """An SQS event source mapping: which queue (logical id) feeds a function, how many
+    messages an invocation gets, and how many invocations may run at once (its ScalingConfig's
+    MaximumConcurrency; None: as many as Lambda scales to)."""
 
     queue: str
     batch_size: int
+    maximum_concurrency: int | None = None
 
 
 @dataclass
@@ -218,7 +221,9 @@ class TemplateContext:
             if not queues:
                 raise UnresolvedValue(f"event source {properties['EventSourceArn']}")
             batch_size = int(properties.get("BatchSize", SQS_DEFAULT_BATCH_SIZE))
-            return QueueMapping(queues[0], batch_size)
+            scaling = properties.get("ScalingConfig") or {}
+            maximum = scaling.get("MaximumConcurrency")
+            return QueueMapping(queues[0], batch_size, None if maximum is None else int(maximum))
         raise UnresolvedValue(f"no event source mapping invokes {function}")
 
     def _ref_value(self, name: str) -> str | list[str]:

@@ -332,7 +332,8 @@ class LocalStack:
         finally:
             logging.disable(logging.NOTSET)
         self._attach_log_sink()
-        # The template's event source mapping: which queue feeds agent_turn, how many at once.
+        # The template's event source mapping: which queue feeds agent_turn, how many at once
+        # (one invocation at a time here: within its MaximumConcurrency, whatever it is).
         mapping = self.template.queue_mapping(FUNCTIONS["agent_turn"])
         self.poller = QueuePoller(
             boto3.client("sqs"),
