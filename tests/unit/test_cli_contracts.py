@@ -26,6 +26,8 @@ from nanobot_lambda.core.jobs import (
     SubagentJob,
     TelegramUpdateJob,
 )
+from nanobot_lambda.functions.agent_turn.kinds import job_ids
+from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.operator.cli import build_parser, main
 from nanobot_lambda.operator.cli.common import describe_failure
 from nanobot_lambda.operator.local.cfn import load_template
@@ -231,3 +233,15 @@ def test_dead_letters_are_described_by_ids_never_text(job: AnyJob, expected: str
     description = describe(job)
     assert description == expected
     assert SECRET not in description
+
+
+@pytest.mark.parametrize(("job", "expected"), JOBS, ids=lambda value: getattr(value, "kind", ""))
+def test_a_dead_letter_is_named_by_the_ids_its_log_records_carry(
+    job: AnyJob, expected: str
+) -> None:
+    """One declaration of what names a job (core/jobs.py, each envelope's `ids`): the listing
+    shows every id agent_turn's log records carry for it (functions/agent_turn/kinds.py)."""
+    ids = job_ids(QueuedJob.of(job))
+    assert ids.pop("job_kind") == job.kind
+    for name, value in ids.items():
+        assert f"{name.removesuffix('_id') if name == 'chat_id' else name} {value}" in expected

@@ -72,9 +72,7 @@ def describe(job: AnyJob) -> str:
         chat = f" chat {message.chat.id}" if message else ""
         return f"telegram_update {update.kind} update_id {update.update_id}{chat}"
     ids = [f"chat {job.chat_id}"]
-    for name in ("job_id", "subagent_id", "hook", "delivery_id"):
-        if hasattr(job, name):
-            ids.append(f"{name} {getattr(job, name)}")
+    ids += [f"{name} {getattr(job, name)}" for name in job.ids]
     return f"{job.kind} {' '.join(ids)}"
 
 
