@@ -56,6 +56,7 @@ def test_an_ordinary_turn_never_asks() -> None:
 def test_the_defaults_ask_the_owner_before_what_cannot_be_taken_back() -> None:
     assert rule(mcp("create_issue", title="x")) == ("ask", "mcp_write", OWNER)
     assert rule(Call("message", {"content": "hi", "chat_id": ADA})) == ("ask", "other_chat", OWNER)
+    assert rule(Call("message", {"content": "hi", "chat_id": OWNER}), ADA)[0] == "allow"
     for path in ("SOUL.md", "AGENTS.md", "skills/tea/SKILL.md", "./TOOLS.md"):
         assert rule(Call("edit_file", {"path": path})) == ("ask", "shared_file", OWNER), path
     # In Ada's own chat an MCP tool is still the owner's to allow; in a group, everything is.
@@ -130,3 +131,9 @@ def test_button_data_names_the_approval_and_the_decision() -> None:
     assert parse_callback(callback_data("Zx9_-abcdEFGH1234", "o")) == ("Zx9_-abcdEFGH1234", "once")
     for forged in ("b0", "apv:short:o", "apv:Zx9_-abcdEFGH1234:x", "apv:Zx9 abcdEFGH1234:d", None):
         assert parse_callback(forged) is None
+
+
+def test_a_shared_file_asks_only_where_it_may_be_written() -> None:
+    """Another scope's file tools refuse the shared files anyway: nothing to ask there."""
+    assert rule(Call("write_file", {"path": "SOUL.md"}), ADA)[0] == "allow"
+    assert rule(Call("write_file", {"path": "SOUL.md"}), OWNER)[0] == "ask"

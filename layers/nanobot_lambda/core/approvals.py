@@ -12,7 +12,7 @@ then `mcp:<server>`, then the tool's name. Otherwise the defaults a careful owne
 - an MCP tool asks, unless its server says `readOnlyHint: true` in the tool's annotations;
 - a message to a chat other than the turn's own asks;
 - a write to the files shared by every scope (AGENTS.md, SOUL.md, TOOLS.md, IDENTITY.md,
-  skills/) asks;
+  skills/) asks (only the owner's scope may write them at all);
 - after untrusted content entered the turn (a fetched page, a search result, a document, an
   MCP result, a hook's payload), a call that carries data out to a host or chat not already
   part of the conversation asks: web_fetch to a new host with a path or query, an MCP tool that
@@ -34,7 +34,8 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from nanobot_lambda.core.paths import PathError, normalize_path
@@ -76,9 +77,7 @@ def parse_rules(text: str) -> dict[str, Policy]:
             raise RulesError("APPROVALS must be a JSON object")
         pairs = loaded.items()
     else:
-        pairs = [
-            tuple(part.split("=", 1)) if "=" in part else (part, "") for part in text.split(",")
-        ]
+        pairs = [(key, policy) for key, _, policy in (p.partition("=") for p in text.split(","))]
     rules: dict[str, Policy] = {}
     for key, policy in pairs:
         key, policy = str(key).strip(), str(policy).strip().lower()
@@ -88,7 +87,7 @@ def parse_rules(text: str) -> dict[str, Policy]:
             )
         if policy not in POLICIES:
             raise RulesError(f"APPROVALS: {key} must be allow, ask or deny, not {policy!r}")
-        rules[key] = policy  # type: ignore[assignment] - checked above
+        rules[key] = POLICIES[POLICIES.index(policy)]
     return rules
 
 
@@ -168,9 +167,12 @@ def default_reason(call: Call, turn: TurnFacts) -> Reason:
         return "untrusted_out"
     if call.server is not None:
         return "" if call.read_only else "mcp_write"
-    if call.tool == "message" and _other_chat(arguments, turn.chat_id):
+    # Only the owner's chat may message another chat, or write the shared files: elsewhere
+    # the tools refuse it anyway (tools/chat.py, core/scopes.py), and nothing is asked.
+    owners = turn.owner is None or turn.chat_id == turn.owner
+    if call.tool == "message" and owners and _other_chat(arguments, turn.chat_id):
         return "other_chat"
-    if call.tool in ("write_file", "edit_file") and _shared_path(arguments.get("path")):
+    if call.tool in ("write_file", "edit_file") and owners and _shared_path(arguments.get("path")):
         return "shared_file"
     return ""
 
@@ -200,6 +202,21 @@ def approver_of(turn: TurnFacts, *, shared: bool) -> int | None:
     if not shared and turn.chat_id > 0 and (turn.owner is None or turn.chat_id != turn.owner):
         return turn.chat_id
     return turn.owner
+
+
+def target_of(call: Call) -> str:
+    """What the call acts on, in words for the question: an MCP server, a chat, a host, a
+    file (empty when its tool names none)."""
+    arguments = call.arguments
+    if call.server is not None:
+        return f"the MCP server {call.server}"
+    if call.tool == "message":
+        target = arguments.get("chat_id")
+        return f"chat {target}" if isinstance(target, int) else "this chat"
+    if call.tool == "web_fetch" and isinstance(arguments.get("url"), str):
+        return urlsplit(str(arguments["url"]).strip()).netloc or str(arguments["url"])
+    path = arguments.get("path")
+    return path if isinstance(path, str) else ""
 
 
 def _shared_path(path: object) -> bool:
@@ -236,3 +253,89 @@ def parse_callback(data: str | None) -> tuple[str, Decision] | None:
     if decision is None or not APPROVAL_ID.match(approval_id):
         return None
     return approval_id, decision
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A call waiting for a person, as the turn's journal records it (core/journal.py): which
+    call, the approval's random id, who decides, until when (ISO 8601, UTC), the action and the
+    scope a standing permission would be for, and once decided, how, by whom and when."""
+
+    call_id: str
+    approval_id: str
+    approver: int
+    deadline: str
+    action: str
+    scope: str
+    reason: str = ""  # the default's (Reason), shown in the question
+    decision: Decision | None = None
+    decided_by: int | None = None
+    decided_at: str | None = None
+
+    def as_record(self) -> dict[str, Any]:
+        return {key: value for key, value in vars(self).items() if value is not None}
+
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any]) -> Pending:
+        return cls(**{key: record[key] for key in cls.__dataclass_fields__ if key in record})
+
+
+@dataclass(frozen=True)
+class Approval:
+    """What a press or the deadline is checked against (the webhook and the scheduler read it,
+    the turn writes it when it asks): the turn waiting, its queue group, who decides and until
+    when (epoch seconds), the message that asks (once known), and the turn's job as queued
+    (JSON), which the resume job carries."""
+
+    approval_id: str
+    session_key: str
+    turn_id: str
+    chat_id: int  # the turn's chat
+    approver: int  # also the private chat the question was sent to
+    deadline: int
+    job: str
+    message_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Permission:
+    """A standing permission: `action` runs without asking in `scope` (its name: "" for the
+    owner's), granted by a press of "Always allow here"."""
+
+    scope: str
+    action: str
+    granted_by: int
+    granted_at: str
+
+
+class ApprovalBook(Protocol):
+    """The approvals asked for, and the standing permissions (adapters/aws/approvals.py)."""
+
+    def put(self, approval: Approval) -> None:
+        """Record an approval asked for; one recorded before (by an earlier run) is kept."""
+        ...
+
+    def get(self, approval_id: str) -> Approval | None: ...
+
+    def note_message(self, approval_id: str, message_id: int) -> None:
+        """The message that asks, once it was sent."""
+        ...
+
+    def allow_always(self, permission: Permission) -> None: ...
+
+    def allowed(self, scope: str, action: str) -> bool: ...
+
+    def permissions(self) -> list[Permission]:
+        """Every standing permission, in the order `/approvals` lists them."""
+        ...
+
+    def revoke(self, scope: str, action: str) -> None: ...
+
+
+class ApprovalDeadlines(Protocol):
+    """A one-time schedule at an approval's deadline, which queues its "timed out" resume
+    (adapters/aws/schedules.py)."""
+
+    def set(self, approval_id: str, at: datetime) -> None:
+        """Schedule it; one that exists already (an earlier run's) is not an error."""
+        ...

@@ -84,11 +84,17 @@ class Dispatcher:
                 quiet=turn.quiet,
                 update=queued.update,
                 inbound=queued.inbound,
+                approval=queued.approval,
             )
             if isinstance(queued.job, ContinuationJob):
                 logger.info(
                     "continuing a turn",
                     extra={"continuation": queued.job.part, "job_kind": kind.name},
+                )
+            elif queued.approval is not None:
+                logger.info(
+                    "resuming a turn that waited for an approval",
+                    extra={"decision": queued.approval.decision, "job_kind": kind.name},
                 )
             run_turn(deps, turn, ctx, remaining_ms)
 

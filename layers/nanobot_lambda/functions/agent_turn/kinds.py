@@ -168,8 +168,12 @@ def subject_of(queued: QueuedJob, owner: int | None) -> Subject:
 
 
 def job_ids(queued: QueuedJob) -> Ids:
-    """What names the job (ids only, never text): its kind, and its kind's ids."""
-    return {"job_kind": queued.job.kind, **kind_of(queued).ids(queued)}
+    """What names the job (ids only, never text): its kind, and its kind's ids (an approval's
+    resume: the approval's id too)."""
+    ids = {"job_kind": queued.job.kind, **kind_of(queued).ids(queued)}
+    if queued.approval is not None:
+        ids["approval_id"] = queued.approval.approval_id
+    return ids
 
 
 def describe(queued: QueuedJob) -> str:
@@ -185,6 +189,9 @@ def describe(queued: QueuedJob) -> str:
     said = f"{label} {words}" if words else label
     if isinstance(queued.job, ContinuationJob):
         return f"{said} (continuation, part {queued.job.part})"
+    if queued.approval is not None:
+        approval = queued.approval
+        return f"{said} (approval {approval.approval_id}: {approval.decision})"
     return said
 
 
