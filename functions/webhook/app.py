@@ -15,6 +15,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
+from nanobot_lambda.adapters.aws.approvals import DynamoApprovalBook
 from nanobot_lambda.adapters.aws.clients import dynamodb_client, sqs_client
 from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
 from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
@@ -55,6 +56,7 @@ webhook = Webhook(
             else None
         ),
         feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
+        approvals=DynamoApprovalBook(settings.sessions_table, lambda: dynamodb),
     ),
     EMF,
 )

@@ -270,6 +270,7 @@ class Pending:
     reason: str = ""  # the default's (Reason), shown in the question
     decision: Decision | None = None
     decided_by: int | None = None
+    decided_by_name: str | None = None
     decided_at: str | None = None
 
     def as_record(self) -> dict[str, Any]:

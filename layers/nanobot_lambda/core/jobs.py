@@ -129,6 +129,16 @@ def _job_adapter() -> TypeAdapter[AnyJob]:
     return TypeAdapter(TurnJob)
 
 
+@cache
+def _start_job_adapter() -> TypeAdapter[StartJob]:
+    return TypeAdapter(Annotated[StartJob, Field(discriminator="kind")])
+
+
+def parse_start_job(body: str) -> StartJob:
+    """A turn's job as an approval keeps it (core/approvals.py); raises ValidationError."""
+    return _start_job_adapter().validate_json(body)
+
+
 def parse_job(body: str) -> AnyJob:
     """Parse a queue message body; raises pydantic.ValidationError for anything else."""
     return _job_adapter().validate_json(body)

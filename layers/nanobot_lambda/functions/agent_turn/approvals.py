@@ -124,7 +124,9 @@ class Approvals:
                 decision = self._answer(ctx, pending)
                 if decision is None:
                     return Held()  # still waiting
-                pending = self._decide(ctx, run, call, pending, decision)
+                pending = self._decide(run, pending, decision)
+            if ctx.approval is not None and ctx.approval.approval_id == pending.approval_id:
+                self._tell(ctx, run, call, pending)  # again if a run died before it did
             if pending.decision in ALLOWED:
                 return None
             assert pending.decision is not None
@@ -193,20 +195,14 @@ class Approvals:
             answer.decision, answer.decided_by, answer.decided_by_name, answer.decided_at
         )
 
-    def _decide(
-        self,
-        ctx: JobContext,
-        run: TurnRun,
-        call: ToolCall,
-        pending: Pending,
-        answer: ApprovalAnswer,
-    ) -> Pending:
-        """Record the decision before the call runs (at most once), the standing permission
-        it gives, and edit the question to say who decided and when."""
+    def _decide(self, run: TurnRun, pending: Pending, answer: ApprovalAnswer) -> Pending:
+        """Record the decision before the call runs (at most once), and the standing
+        permission it gives."""
         decided = replace(
             pending,
             decision=answer.decision,
             decided_by=answer.decided_by,
+            decided_by_name=answer.name,
             decided_at=answer.decided_at,
         )
         run.progress.pending = decided
@@ -217,21 +213,24 @@ class Approvals:
             self._book.allow_always(
                 Permission(decided.scope, decided.action, answer.decided_by, answer.decided_at)
             )
-        approval = self._book.get(pending.approval_id)
-        if approval is not None and approval.message_id is not None:
-            outcome = texts.render(
-                f"approval_outcome_{answer.decision}",
-                person=texts.literal(answer.name or str(answer.decided_by)),
-            )
-            at = datetime.fromisoformat(answer.decided_at).astimezone(UTC)
-            text = texts.render(
-                "approval_decided",
-                request=self._question(ctx, call, decided),
-                outcome=outcome,
-                time=at.strftime("%Y-%m-%d %H:%M UTC"),
-            )
-            run.outbox.edit(approval.approver, approval.message_id, text)
         return decided
+
+    def _tell(self, ctx: JobContext, run: TurnRun, call: ToolCall, pending: Pending) -> None:
+        """Edit the question to say who decided and when (through the outbox: once)."""
+        assert pending.decision is not None and pending.decided_at is not None
+        approval = self._book.get(pending.approval_id)
+        if approval is None or approval.message_id is None:
+            return  # its message id was never noted (the run died right after sending it)
+        person = pending.decided_by_name or str(pending.decided_by)
+        outcome = texts.render(f"approval_outcome_{pending.decision}", person=texts.literal(person))
+        at = datetime.fromisoformat(pending.decided_at).astimezone(UTC)
+        text = texts.render(
+            "approval_decided",
+            request=self._question(ctx, call, pending),
+            outcome=outcome,
+            time=at.strftime("%Y-%m-%d %H:%M UTC"),
+        )
+        run.outbox.edit(approval.approver, approval.message_id, text)
 
     def ask(self, ctx: JobContext, run: TurnRun) -> None:
         """The turn waits for a person: record the approval (for the press and the deadline to

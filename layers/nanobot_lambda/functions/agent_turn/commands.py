@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.approvals import ApprovalBook, Permission
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.inbound_events import HookCommands
@@ -65,6 +66,7 @@ class CommandDeps:
     hooks: HookCommands  # /hooks
     journal: TurnJournal  # where /hooks records what it sent
     feedback: FeedbackBook  # the reactions /usage shows
+    approvals: ApprovalBook  # the standing permissions /approvals lists
 
 
 class Commands:
@@ -80,6 +82,7 @@ class Commands:
         self._hooks = deps.hooks
         self._journal = deps.journal
         self._feedback = deps.feedback
+        self._approvals = deps.approvals
 
     def handle(self, ctx: JobContext, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -105,6 +108,8 @@ class Commands:
             self._choose(inbound, command)
         elif command == "hooks":
             self._hooks_command(inbound)
+        elif command == "approvals":
+            self._approvals_command(inbound)
         elif command in MEMORY_COMMANDS:
             self._memory.handle(ctx, inbound, command)
         else:
@@ -129,6 +134,32 @@ class Commands:
             self._answer(inbound, self._pairing.remove(" ".join(words[1:])))
         else:
             self._answer(inbound, self._pairing.people())
+
+    def _approvals_command(self, inbound: InboundMessage) -> None:
+        """/approvals lists the standing permissions ("Always allow here", core/approvals.py),
+        numbered; /approvals revoke N takes one back. The owner's private chat only."""
+        if inbound.chat_type != "private" or inbound.sender_id != self._owner:
+            self._answer(inbound, texts.load("approvals_owner_only"))
+            return
+        permissions = self._approvals.permissions()
+        words = inbound.text.split()[1:]
+        if words and words[0].lower() == "revoke":
+            number = words[1] if len(words) > 1 else ""
+            if not number.isdigit() or not 1 <= int(number) <= len(permissions):
+                self._answer(inbound, texts.load("approvals_revoke_usage"))
+                return
+            taken = permissions[int(number) - 1]
+            self._approvals.revoke(taken.scope, taken.action)
+            self._answer(inbound, texts.render("approvals_revoked", line=_permission_line(taken)))
+            return
+        if not permissions:
+            self._answer(inbound, texts.load("approvals_none"))
+            return
+        lines = "\n".join(
+            f"{number}. {_permission_line(permission)}"
+            for number, permission in enumerate(permissions, start=1)
+        )
+        self._answer(inbound, texts.render("approvals_list", lines=lines))
 
     def _choose(self, inbound: InboundMessage, command: str) -> None:
         """/model and /think: the chat's choice, kept with its session (core/model_choice.py).
@@ -221,6 +252,17 @@ class Commands:
 
     def _answer(self, inbound: InboundMessage, text: str) -> None:
         send_unjournaled(self._channel, inbound.chat_id, text, inbound.thread_id)
+
+
+def _permission_line(permission: Permission) -> str:
+    """A standing permission in words: its action, where, since when."""
+    where = "your own chat" if not permission.scope else permission.scope
+    return texts.render(
+        "approvals_line",
+        action=texts.literal(permission.action),
+        where=texts.literal(where),
+        since=texts.literal(permission.granted_at[:16].replace("T", " ")),
+    )
 
 
 def _hooks_record(inbound: InboundMessage) -> tuple[str, str]:

@@ -279,6 +279,7 @@ def build_turn_deps(
                 hooks=HookCommands(stores.hooks, settings.hooks_url, clock),
                 journal=stores.journal,
                 feedback=stores.feedback,
+                approvals=stores.approvals,
             )
         ),
         owner_chat=OwnerChatNote(stores.jobs, settings.owner),
