@@ -619,6 +619,7 @@ class SchedulerSettings(TelegramBotSettings, QueueSettings, JobSettings):
     purpose: ClassVar[str] = "the scheduler function"
     workspace_bucket: str = Field(alias="WORKSPACE_BUCKET", min_length=3)
     heartbeat_chat_id: int | None = Field(default=None, alias="HEARTBEAT_CHAT_ID")
+    sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # approvals' deadlines
 
 
 class OperatorSettings(_Settings):

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.approvals import parse_callback
 from nanobot_lambda.operator.local.bot_api import SentMessage
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory
@@ -239,3 +241,34 @@ def test_an_injected_page_sending_the_owners_memory_to_a_new_host_is_stopped_at_
     finally:
         site.stop()
         collector.stop()
+
+
+def test_an_unanswered_question_is_denied_at_its_deadline(
+    stack: LocalStack, model_server: ScriptedModelServer, mcp: McpServerProcess
+) -> None:
+    """ApprovalTimeoutMinutes (60): the one-time schedule at the deadline queues the turn's
+    "timed out" resume; the model is told, nothing runs, and a later press does nothing."""
+    asked = ask_for_an_issue(stack, model_server)
+    assert approvals_fired(stack) == []  # not yet
+    model_server.reply("Nobody allowed it in time, so I did not file it.")
+    fired = approvals_fired(stack, datetime.now(UTC) + timedelta(minutes=61))
+    assert fired == [f"approval-{asked_id(asked)}"]
+    stack.process_queue()
+    assert issues(mcp) == 0
+    assert last_tool_result(model_server) == texts.render("approval_timed_out", minutes=60)
+    assert stack.bot_api.messages[-1].plain_text.startswith("Nobody allowed it in time")
+    assert "Not answered in time" in stack.bot_api.text_edits[-1].plain_text
+
+    assert stack.bot_api.text_edits[-1].keyboard == ()  # nothing left to press
+    assert issues(mcp) == 0 and not model_server.unexpected
+
+
+def asked_id(message: SentMessage) -> str:
+    data = message.keyboard[0][0][1]
+    parsed = parse_callback(data)
+    assert parsed is not None
+    return parsed[0]
+
+
+def approvals_fired(stack: LocalStack, at: datetime | None = None) -> list[str]:
+    return [name for name, _ in stack.fire_due_schedules(at) if name.startswith("approval-")]

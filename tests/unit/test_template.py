@@ -715,6 +715,7 @@ EXPECTED_DATA_ACCESS = {
         (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat
         (JOBS_ARN, "dynamodb:UpdateItem"),  # claim_firing, release_firing, record_run
         (JOBS_ARN, "dynamodb:DeleteItem"),  # a one-time job after it fired
+        (SESSIONS_ARN, "dynamodb:GetItem"),  # an approval at its deadline (approval#* only)
     },
 }
 DATA_SERVICES = ("s3:", "sqs:", "dynamodb:")
