@@ -272,3 +272,20 @@ def asked_id(message: SentMessage) -> str:
 
 def approvals_fired(stack: LocalStack, at: datetime | None = None) -> list[str]:
     return [name for name, _ in stack.fire_due_schedules(at) if name.startswith("approval-")]
+
+
+def test_a_new_message_while_a_call_waits_denies_it_and_is_then_answered(
+    stack: LocalStack, model_server: ScriptedModelServer, mcp: McpServerProcess
+) -> None:
+    asked = ask_for_an_issue(stack, model_server)
+    model_server.reply("I left the issue unfiled.").reply("It is a quarter past ten.")
+    say(stack, "never mind, what time is it?")
+    assert issues(mcp) == 0
+    assert model_server.requests[1]["messages"][-1]["content"] == texts.load("approval_moved_on")
+    said = [message.plain_text for message in stack.bot_api.messages[-2:]]
+    assert said == ["I left the issue unfiled.", "It is a quarter past ten."]
+    assert "the conversation went on" in stack.bot_api.text_edits[-1].plain_text
+    # The question's buttons are gone; a press delivered anyway does nothing.
+    assert stack.bot_api.text_edits[-1].message_id == asked.message_id
+    assert stack.bot_api.text_edits[-1].keyboard == ()
+    assert not model_server.unexpected and stack.poller.failures == 0

@@ -103,3 +103,21 @@ def test_always_allow_records_a_standing_permission_and_the_next_turn_does_not_a
     assert bot.workspace.files["SOUL.md"] == b"Be kinder."
     assert bot.said[-1] == "Done again."
     assert len(bot.approvals.approvals) == 1  # no second question
+
+
+def test_a_new_message_while_a_call_waits_denies_it_then_is_answered() -> None:
+    """The person moved on: the waiting turn finishes first, its call denied and the model
+    told, then the new message gets its own answer."""
+    bot = soul_bot(text("Left SOUL.md as it is."), text("It is 21 °C."))
+    bot.process(message("be kinder"))
+    asked(bot)
+    bot.process(message("what is the weather?", update_id=800000002))
+
+    assert "SOUL.md" not in bot.workspace.files or bot.workspace.files["SOUL.md"] != b"Be kinder."
+    denied = bot.model.requests[1][0][-1]
+    assert denied["role"] == "tool" and denied["content"] == texts.load("approval_moved_on")
+    assert bot.said[-2:] == ["Left SOUL.md as it is.", "It is 21 °C."]
+    assert "the conversation went on" in bot.channel.edits[-1][2]
+    users = [m["content"] for m in bot.saved() if m["role"] == "user"]
+    assert len(users) == 2 and "weather" in str(users[1])
+    assert bot.journal.records == {}

@@ -15,6 +15,10 @@ call runs (so it runs at most once, and a press that comes again finds it decide
 permission is recorded for "Always allow here", and the question is edited to say who decided
 and when. A denial, a deadline passed or a conversation that went on gives the model the reason
 as the call's result. A resume for another approval than the one the turn waits on does nothing.
+
+A new message in the conversation while a call waits: the waiting turn is finished first, its
+call denied as "the person moved on" (the model is told, the question edited), then the new
+message is answered (`AnotherTurnWaits`, turn.py and dispatch.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -292,6 +296,25 @@ class Approvals:
             where=where,
             minutes=int(self._timeout.total_seconds() // 60),
         )
+
+
+class AnotherTurnWaits(Exception):
+    """A person's new message found an earlier turn of their conversation waiting for an
+    approval: that turn is finished first, its call denied ("the person moved on"), then the
+    message is answered (dispatch.py)."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__("another turn of the conversation waits for an approval")
+        self.approval_id = approval_id
+
+
+def waiting_turn(open_turns: Mapping[str, TurnProgress], own_turn_id: str) -> str | None:
+    """The approval another turn of the conversation waits on, if one does."""
+    for turn_id, progress in open_turns.items():
+        pending = progress.pending
+        if turn_id != own_turn_id and pending is not None and pending.decision is None:
+            return pending.approval_id
+    return None
 
 
 class ApprovalAnswer:
