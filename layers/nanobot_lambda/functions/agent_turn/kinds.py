@@ -8,6 +8,12 @@ records while it runs, and in the dead-letter queue's listing). The dispatcher (
 job's context from it), its `give_up`, log correlation and `nanobot-lambda dlq list` all read it
 from here.
 
+Two jobs go on with a turn another job started, and are that job's kind here: a continuation
+(the turn ran out of time) and an approval's resume (`ApprovalJob`: a call of the turn waited for a
+person, functions/agent_turn/approvals.py). Each carries the job it goes on with, so its subject,
+its turn and its ids are that job's (with the approval's id added, `job_ids`, and its decision in
+the dead-letter listing, `describe`); the isolation table has their rows.
+
 Adding a job kind: its envelope in core/jobs.py (what goes on the queue), its turn in a module of
 its own (as scheduled.py's), and its `JobKind` here; then its rows in the isolation table
 (tests/unit/test_isolation.py fails until it has them).
