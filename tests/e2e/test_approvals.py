@@ -289,3 +289,20 @@ def test_a_new_message_while_a_call_waits_denies_it_and_is_then_answered(
     assert stack.bot_api.text_edits[-1].message_id == asked.message_id
     assert stack.bot_api.text_edits[-1].keyboard == ()
     assert not model_server.unexpected and stack.poller.failures == 0
+
+
+def test_a_message_to_another_chat_asks_the_owner_first(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    ada = 111111111
+    model_server.call_tool("message", {"content": "Dinner at eight?", "chat_id": ada})
+    say(stack, "ask Ada about dinner")
+    asked = question(stack)
+    assert "chat 111111111" in asked.plain_text.replace("\u2060", "")
+    assert all(message.chat_id != ada for message in stack.bot_api.messages)
+    model_server.reply("Asked her.")
+    assert press(stack, asked, "Allow once") == "queued"
+    stack.process_queue()
+    sent = [(m.chat_id, m.plain_text) for m in stack.bot_api.messages if m.chat_id == ada]
+    assert sent == [(ada, "Dinner at eight?")]
+    assert stack.bot_api.messages[-1].plain_text == "Asked her."
