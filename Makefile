@@ -9,7 +9,7 @@ RUN_STAMP := $(VENV)/.run-installed
 DEV_STAMP := $(VENV)/.dev-installed
 UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes --no-header
 
-.PHONY: chat cli test lint typecheck template unit integration contract e2e soak bench lock build build-check clean
+.PHONY: chat cli test lint typecheck template unit integration contract e2e soak bench lock build build-check clean chromium
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,14 +48,16 @@ typecheck: $(DEV_STAMP)
 template: $(DEV_STAMP)
 	$(BIN)/cfn-lint infra/template.yaml
 
-# The tests run in one process per core (pytest-xdist), a file's tests in the same one, so a
-# file's shared fixtures (a local stack, the chaos soak's run) are made once. The suites are
-# named fast ones first: the workers take files in that order, so the progress moves from the
-# start (the unit tests' first) and the slow end-to-end files come last. One run packs the
-# workers better than a run per suite (about a minute less from a fresh clone).
+# The tests run in one process per core (pytest-xdist), with work stealing: each process starts
+# with its share of the tests in order and, once done, takes half of what another has left, so
+# both end together even when the slow end-to-end tests fall to one. A file's tests mostly stay
+# in one process (shares are runs of neighbouring tests), so a file's shared fixtures (a local
+# stack) are made once or twice; the chaos soak's run is made once (tests/e2e/test_chaos_soak.py).
+# The suites are named fast ones first, so the progress moves from the start. One run packs the
+# processes better than a run per suite.
 TEST_SUITES := unit contract integration e2e
-test: lint typecheck template
-	$(BIN)/pytest -n auto --dist loadfile $(addprefix tests/,$(TEST_SUITES))
+test: lint typecheck template chromium
+	$(BIN)/pytest -n auto --dist worksteal $(addprefix tests/,$(TEST_SUITES))
 
 unit: $(DEV_STAMP)
 	$(BIN)/pytest tests/unit
@@ -67,8 +69,16 @@ integration: $(DEV_STAMP)
 contract: $(DEV_STAMP)
 	$(BIN)/pytest tests/contract
 
-e2e: $(DEV_STAMP)
+e2e: $(DEV_STAMP) chromium
 	$(BIN)/pytest tests/e2e
+
+# The console's browser tests drive Debian's chromium (tests/support/browser.py), never a
+# browser of Playwright's: installed here when missing and this runs as root (as CI does);
+# otherwise those tests fail, saying how to install it.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] \
+		|| { echo "installing Debian's chromium for the console's browser tests"; \
+		     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # The chaos soak at size (tests/soak/, issue 25): per seed, a fresh local stack, agent_turn in a
 # worker process killed at journal boundaries, one figure line; `make test` runs a small slice.

@@ -5,8 +5,8 @@ no site-packages (`-S -s`) and only `build/layers/CoreLayer/python`, `build/laye
 and `build/runtime/python` (boto3, which the runtime provides) on its path, and every connection
 beyond 127.0.0.1 refused. In it:
 
-- the three handlers (`functions/*/app.py`, as SAM deploys them) are imported: everything they
-  import at start-up is in the layers;
+- the handlers (`functions/*/app.py`, as SAM deploys them) are imported: everything they
+  import at start-up is in the layers (the console's page too: its files are the package's);
 - a completion WITH tools goes through `LitellmChatModel` to the scripted OpenAI-compatible
   stand-in (tests/support/scripted_model.py, served on 127.0.0.1 by this interpreter): the tool
   call and then the reply must parse;
@@ -40,7 +40,7 @@ from tests.support.scripted_model import ScriptedModelServer  # noqa: E402
 from tests.support.settings import AGENT_ENV  # noqa: E402
 
 BUILD = ROOT / "build"
-FUNCTIONS = ("webhook", "scheduler", "agent_turn", "sandbox")
+FUNCTIONS = ("webhook", "scheduler", "agent_turn", "sandbox", "console")
 # o200k_base, cl100k_base, cl100k_base (unknown model), Claude's bundled JSON, llama-3 (which
 # would download a tokenizer from Hugging Face unless litellm_model/ turns that off).
 TOKENIZER_MODELS = ("gpt-4o", "gpt-4", "openai/scripted", "claude-sonnet-4-5", "groq/llama-3-70b")

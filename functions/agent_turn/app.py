@@ -61,6 +61,7 @@ from nanobot_lambda.adapters.aws.clients import (
     sqs_client,
 )
 from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
+from nanobot_lambda.adapters.aws.invites import DynamoInviteStore
 from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
 from nanobot_lambda.adapters.aws.log_correlation import correlated
@@ -138,7 +139,11 @@ def build_records(
         workspace=S3Workspace(settings.workspace_bucket, s3, prefetch=prefetched),
         scope_workspace=scope_workspaces(settings.workspace_bucket, s3),
         versioned_workspace=any_scope_workspace(settings.workspace_bucket, s3),
-        sessions=DynamoSessionStore(settings.sessions_table, dynamodb),
+        sessions=DynamoSessionStore(
+            settings.sessions_table,
+            dynamodb,
+            summarised_keep_days=settings.session_retention_days or None,
+        ),
         journal=DynamoTurnJournal(settings.sessions_table, dynamodb),
         jobs=DynamoJobStore(settings.jobs_table, dynamodb),
         usage=DynamoUsageStore(settings.sessions_table, dynamodb, timezone=settings.timezone),
@@ -149,6 +154,7 @@ def build_records(
         feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
         approvals=DynamoApprovalBook(settings.sessions_table, lambda: dynamodb),
         recall_indexes=S3RecallIndexObjects(settings.workspace_bucket, s3),
+        invites=DynamoInviteStore(settings.sessions_table, lambda: dynamodb),
     )
     model = LitellmChatModel(settings)
     services = Services(

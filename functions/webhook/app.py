@@ -19,6 +19,7 @@ from nanobot_lambda.adapters.aws.approvals import DynamoApprovalBook
 from nanobot_lambda.adapters.aws.clients import dynamodb_client, sqs_client
 from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
 from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
+from nanobot_lambda.adapters.aws.invites import DynamoInviteStore
 from nanobot_lambda.adapters.aws.logs import configure_logging
 from nanobot_lambda.adapters.aws.metrics import EMF, metrics
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
@@ -26,6 +27,7 @@ from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
 from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
+from nanobot_lambda.core.invites import Invites
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.functions.inbound_events import HookReceiver, hook_name
 from nanobot_lambda.functions.webhook import Webhook, WebhookPolicy, WebhookRecords
@@ -42,21 +44,26 @@ ledger = IdempotentUpdateLedger(settings.idempotency_table, dynamodb)
 queue = SqsTurnQueue(settings.turn_queue_url, sqs_client())
 hook_store = DynamoHookStore(settings.sessions_table, lambda: dynamodb)
 hook_receiver = HookReceiver(hook_store, hook_store, queue, EMF)
+people = DynamoPairingStore(settings.sessions_table, lambda: dynamodb)
 webhook = Webhook(
     settings.telegram_secret_token,
-    WebhookPolicy(settings.allow_from, settings.group_policy, settings.ack_reaction),
+    WebhookPolicy(
+        settings.allow_from,
+        settings.group_policy,
+        settings.ack_reaction,
+        pairing_codes=settings.pairing == "on",
+    ),
     queue,
     WebhookRecords(
         ledger,
         DynamoStopFlags(settings.sessions_table, lambda: dynamodb),
         DynamoAlbumBook(settings.sessions_table, lambda: dynamodb),
-        pairing=(
-            Pairing(DynamoPairingStore(settings.sessions_table, lambda: dynamodb))
-            if settings.pairing == "on"
-            else None
-        ),
+        # Who the owner approved or invited (read whatever PAIRING says: invites need no
+        # pairing); with PAIRING=on strangers also get codes (WebhookPolicy.pairing_codes).
+        pairing=Pairing(people, codes_per_hour=settings.pairing_codes_per_hour),
         feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
         approvals=DynamoApprovalBook(settings.sessions_table, lambda: dynamodb),
+        invites=Invites(DynamoInviteStore(settings.sessions_table, lambda: dynamodb), people),
     ),
     EMF,
 )

@@ -338,23 +338,9 @@ class StorageSettings(_Settings):
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)
 
 
-class LlmSettings(_Settings):
-    llm_model: str = Field(alias="LLM_MODEL", min_length=1)
-    llm_api_base: str | None = Field(default=None, alias="LLM_API_BASE", pattern=r"^https?://\S+$")
-    llm_api_key: SecretStr | None = Field(default=None, alias="LLM_API_KEY")
-    llm_temperature: float | None = Field(default=None, alias="LLM_TEMPERATURE", ge=0, le=2)
-    llm_max_tokens: int = Field(default=4096, alias="LLM_MAX_TOKENS", ge=1)
-    llm_timeout_seconds: float = Field(default=120, alias="LLM_TIMEOUT_SECONDS", gt=0)
-    llm_num_retries: int = Field(default=2, alias="LLM_NUM_RETRIES", ge=0, le=10)
-    # Tried in order when LLM_MODEL fails after its retries (comma-separated litellm names).
-    # A fallback of the same provider reuses LLM_API_KEY / LLM_API_BASE; another provider reads
-    # its own key from litellm's usual variable (e.g. ANTHROPIC_API_KEY).
-    llm_fallback_models: tuple[str, ...] = Field(default=(), alias="LLM_FALLBACK_MODELS")
-    # Cheaper models for background work (unset: LLM_MODEL), falling back to LLM_MODEL. Like a
-    # fallback, one of LLM_MODEL's provider reuses LLM_API_KEY / LLM_API_BASE, another reads
-    # its provider's usual variable.
-    heartbeat_model: str | None = Field(default=None, alias="HEARTBEAT_MODEL", min_length=1)
-    consolidation_model: str | None = Field(default=None, alias="CONSOLIDATION_MODEL", min_length=1)
+class ModelMenuSettings(_Settings):
+    """The models a chat may choose (/model, /think): agent_turn's, and the console shows them."""
+
     # Models a chat may switch to with /model (core/model_choice.py): a JSON object of name →
     # litellm model or {"model": …, "reasoning_effort", "temperature", "max_tokens", "api_base",
     # "description"}, or the short form fast=openai/gpt-4o-mini,smart=anthropic/claude-….
@@ -373,6 +359,25 @@ class LlmSettings(_Settings):
             return parse_presets(value)
         return value
 
+
+class LlmSettings(ModelMenuSettings):
+    llm_model: str = Field(alias="LLM_MODEL", min_length=1)
+    llm_api_base: str | None = Field(default=None, alias="LLM_API_BASE", pattern=r"^https?://\S+$")
+    llm_api_key: SecretStr | None = Field(default=None, alias="LLM_API_KEY")
+    llm_temperature: float | None = Field(default=None, alias="LLM_TEMPERATURE", ge=0, le=2)
+    llm_max_tokens: int = Field(default=4096, alias="LLM_MAX_TOKENS", ge=1)
+    llm_timeout_seconds: float = Field(default=120, alias="LLM_TIMEOUT_SECONDS", gt=0)
+    llm_num_retries: int = Field(default=2, alias="LLM_NUM_RETRIES", ge=0, le=10)
+    # Tried in order when LLM_MODEL fails after its retries (comma-separated litellm names).
+    # A fallback of the same provider reuses LLM_API_KEY / LLM_API_BASE; another provider reads
+    # its own key from litellm's usual variable (e.g. ANTHROPIC_API_KEY).
+    llm_fallback_models: tuple[str, ...] = Field(default=(), alias="LLM_FALLBACK_MODELS")
+    # Cheaper models for background work (unset: LLM_MODEL), falling back to LLM_MODEL. Like a
+    # fallback, one of LLM_MODEL's provider reuses LLM_API_KEY / LLM_API_BASE, another reads
+    # its provider's usual variable.
+    heartbeat_model: str | None = Field(default=None, alias="HEARTBEAT_MODEL", min_length=1)
+    consolidation_model: str | None = Field(default=None, alias="CONSOLIDATION_MODEL", min_length=1)
+
     @field_validator("llm_fallback_models", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
@@ -381,7 +386,23 @@ class LlmSettings(_Settings):
         return value
 
 
-class AgentBehaviourSettings(_Settings):
+class TimezoneSettings(_Settings):
+    # The user's IANA time zone: days and months of usage, the agent's clock.
+    timezone: str = Field(default="UTC", alias="TIMEZONE")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown timezone {value!r} (use an IANA name such as Europe/Paris)"
+            ) from None
+        return value
+
+
+class AgentBehaviourSettings(TimezoneSettings):
     max_tool_iterations: int = Field(default=40, alias="MAX_TOOL_ITERATIONS", ge=1, le=200)
     # History is sized by tokens: past HISTORY_MAX_TOKENS of unconsolidated history, the older
     # part is summarised into memory, keeping the newest exchanges filling half of it. Default:
@@ -416,18 +437,6 @@ class AgentBehaviourSettings(_Settings):
     recall_min_similarity: float = Field(
         default=0.3, alias="RECALL_MIN_SIMILARITY", ge=-1.0, le=1.0
     )
-    timezone: str = Field(default="UTC", alias="TIMEZONE")
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_timezone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"unknown timezone {value!r} (use an IANA name such as Europe/Paris)"
-            ) from None
-        return value
 
 
 class InputSettings(_Settings):
@@ -488,6 +497,9 @@ class LoopSettings(_Settings):
     compaction_notice_interval_hours: float = Field(
         default=24, alias="COMPACTION_NOTICE_INTERVAL_HOURS", ge=0, le=8760
     )
+    # Days a session's messages are kept once consolidation has summarised them (their content
+    # is in HISTORY.md, and the versioned bucket keeps that file's versions). 0: kept forever.
+    session_retention_days: int = Field(default=90, alias="SESSION_RETENTION_DAYS", ge=0, le=3650)
     # Seconds of the Lambda invocation kept back from model calls: when less remains, the
     # turn records where it is and continues in a new invocation.
     turn_time_reserve_seconds: float = Field(
@@ -551,10 +563,15 @@ class JobSettings(_Settings):
     jobs_table: str = Field(alias="JOBS_TABLE", min_length=3)
 
 
-class SchedulingSettings(JobSettings):
+class ScheduleTargetSettings(JobSettings):
+    """Where the jobs' schedules are made, and what they fire."""
+
     schedule_group: str = Field(alias="SCHEDULE_GROUP", min_length=1)
     scheduler_target_arn: str = Field(alias="SCHEDULER_TARGET_ARN", pattern=r"^arn:")
     scheduler_role_arn: str = Field(alias="SCHEDULER_ROLE_ARN", pattern=r"^arn:")
+
+
+class SchedulingSettings(ScheduleTargetSettings):
     # Background tasks (spawn): their own iteration cap, and how many may run per chat.
     subagent_max_iterations: int = Field(default=15, alias="SUBAGENT_MAX_ITERATIONS", ge=1, le=200)
     max_subagents: int = Field(default=3, alias="MAX_SUBAGENTS", ge=0, le=50)
@@ -565,6 +582,11 @@ class HookSettings(_Settings):
     Empty: /hooks shows the path only."""
 
     hooks_url: str = Field(default="/hooks", alias="HOOKS_URL")
+
+
+class ConsoleLinkSettings(_Settings):
+    # The console's page (the stack's ConsoleUrl), which /console opens; unset: no console.
+    console_url: str | None = Field(default=None, alias="CONSOLE_URL", pattern=r"^https?://\S+$")
 
 
 class SignOfLifeSettings(_Settings):
@@ -586,6 +608,8 @@ class WebhookSettings(AllowListSettings, QueueSettings, SignOfLifeSettings):
     # on: a stranger's private message is answered with a code the owner may approve
     # (/approve CODE); approved people are heard like those in ALLOW_FROM (core/pairing.py).
     pairing: Literal["on", "off"] = Field(default="off", alias="PAIRING")
+    # Codes everyone together gets an hour (each person: one open code, 3 a day).
+    pairing_codes_per_hour: int = Field(default=100, alias="PAIRING_CODES_PER_HOUR", ge=1)
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # /stop flags
     # Updates already queued (Powertools Idempotency), so a re-sent update is queued once.
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=3)
@@ -611,6 +635,7 @@ class AgentSettings(
     SandboxSettings,
     HookSettings,
     ApprovalSettings,
+    ConsoleLinkSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
 
@@ -620,6 +645,39 @@ class SchedulerSettings(TelegramBotSettings, QueueSettings, JobSettings):
     workspace_bucket: str = Field(alias="WORKSPACE_BUCKET", min_length=3)
     heartbeat_chat_id: int | None = Field(default=None, alias="HEARTBEAT_CHAT_ID")
     sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # approvals' deadlines
+
+
+class ConsoleSettings(
+    TelegramBotSettings,
+    StorageSettings,
+    OwnerSettings,
+    SpendSettings,
+    ScheduleTargetSettings,
+    QueueSettings,
+    HookSettings,
+    ModelMenuSettings,
+    TimezoneSettings,
+):
+    """The owner's console (functions/console/): the bot token checks the launch data's signature
+    (and welcomes a person approved there); the rest is what the chat commands it mirrors use."""
+
+    purpose: ClassVar[str] = "the console function"
+    # How old a launch's data (its auth_date) may be: past it, every request is refused (401)
+    # until the console is opened again from Telegram.
+    console_launch_max_age_seconds: int = Field(
+        default=3600, alias="CONSOLE_LAUNCH_MAX_AGE_SECONDS", ge=60, le=86_400
+    )
+    pairing: Literal["on", "off"] = Field(default="off", alias="PAIRING")
+    # The dead-letter queue, shown (and replayed) under Activity; unset: not shown.
+    turn_dlq_url: str | None = Field(
+        default=None, alias="TURN_DLQ_URL", pattern=r"^https?://\S+\.fifo$"
+    )
+    # For Models: what answers a chat that chose nothing (unset: not shown).
+    llm_model: str | None = Field(default=None, alias="LLM_MODEL", min_length=1)
+    # For Schedules: the heartbeat's schedule (the template's HeartbeatScheduleExpression).
+    heartbeat_schedule: str | None = Field(
+        default=None, alias="HEARTBEAT_SCHEDULE_EXPRESSION", min_length=1
+    )
 
 
 class OperatorSettings(_Settings):

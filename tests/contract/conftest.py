@@ -18,12 +18,14 @@ import pytest
 
 from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
 from nanobot_lambda.adapters.aws.clients import dynamodb_client, s3_client
+from nanobot_lambda.adapters.aws.invites import DynamoInviteStore
 from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.journal import DynamoTurnJournal
 from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.usage import DynamoUsageStore
 from nanobot_lambda.adapters.aws.workspace import S3Workspace
+from nanobot_lambda.core.invites import InviteStore
 from nanobot_lambda.core.ports import (
     AlbumBook,
     JobStore,
@@ -37,6 +39,7 @@ from nanobot_lambda.operator.local.cfn import load_template
 from tests.conftest import TEMPLATE
 from tests.support.fakes import (
     MemoryAlbumBook,
+    MemoryInviteStore,
     MemoryJobStore,
     MemoryPairingStore,
     MemorySessionStore,
@@ -160,6 +163,16 @@ def pairing(on_moto: bool) -> PairingStore:
     if not on_moto:
         return MemoryPairingStore()
     return DynamoPairingStore(fresh_table("SessionsTable"), dynamodb_client)
+
+
+@pytest.fixture
+def invites(on_moto: bool) -> tuple[InviteStore, PairingStore]:
+    """An invite store and the people it admits into."""
+    if not on_moto:
+        people = MemoryPairingStore()
+        return MemoryInviteStore(people), people
+    table = fresh_table("SessionsTable")
+    return DynamoInviteStore(table, dynamodb_client), DynamoPairingStore(table, dynamodb_client)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import pytest
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.ports import JobStore
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 
 ADA, BOB = 111111111, -1001234567890  # a person's private chat and a group
 NOW = 1_800_000_000
@@ -45,6 +46,23 @@ def test_a_job_id_is_put_once(jobs: JobStore) -> None:
     with pytest.raises(StorageError):
         jobs.put(replace(job("j1"), message="another"))
     assert jobs.get(ADA, "j1") == job("j1")
+
+
+def test_a_job_is_paused_and_resumed_and_a_run_recorded_meanwhile_keeps_it_paused(
+    jobs: JobStore,
+) -> None:
+    jobs.put(job("j1"))
+    read = jobs.get(ADA, "j1")
+    assert read is not None and not read.paused
+    assert jobs.set_paused(ADA, "j1", True)
+    jobs.record_run(read, at="2026-11-27T09:00:00+00:00", status="sent")  # a firing in flight
+    paused = jobs.get(ADA, "j1")
+    assert paused is not None and paused.paused and paused.last_status == "sent"
+    assert jobs.for_chat(ADA) == [paused]
+    assert jobs.set_paused(ADA, "j1", False)
+    assert jobs.get(ADA, "j1") == replace(paused, paused=False)
+    assert not jobs.set_paused(ADA, "nope", True)  # no such job: nothing made
+    assert jobs.get(ADA, "nope") is None
 
 
 def test_a_chat_s_jobs_by_creation_and_every_chat_s_for_the_operator(jobs: JobStore) -> None:
@@ -128,3 +146,33 @@ def test_the_latest_private_chat_is_the_last_remembered(jobs: JobStore) -> None:
     jobs.remember_private_chat(ADA)
     jobs.remember_private_chat(222)
     assert jobs.latest_private_chat() == 222
+
+
+def test_the_heartbeat_runs_until_paused_and_again_once_resumed(jobs: JobStore) -> None:
+    assert not jobs.heartbeat_paused()  # nothing recorded: it runs
+    jobs.set_heartbeat_paused(True)
+    jobs.set_heartbeat_paused(True)  # pausing twice is pausing
+    assert jobs.heartbeat_paused()
+    jobs.put(job("j1"))
+    stored = jobs.get(ADA, "j1")
+    assert stored is not None and not stored.paused  # the heartbeat's pause is no job's
+    jobs.remember_private_chat(ADA)
+    assert jobs.latest_private_chat() == ADA and jobs.heartbeat_paused()
+    jobs.set_heartbeat_paused(False)
+    assert not jobs.heartbeat_paused()
+
+
+def test_what_skills_are_checked_against_is_the_last_recorded(jobs: JobStore) -> None:
+    assert jobs.requirements_seen() is None  # no container recorded it yet
+    first = RequirementsSeen(
+        frozenset({"python3", "sh", "ffmpeg"}), frozenset({"BRAVE_API_KEY", "PATH"}), "2026-11-27"
+    )
+    jobs.record_requirements_seen(first)
+    assert jobs.requirements_seen() == first
+    without_sandbox = RequirementsSeen(None, frozenset(), "2026-11-28T09:00:00+00:00")
+    jobs.record_requirements_seen(without_sandbox)
+    assert jobs.requirements_seen() == without_sandbox
+    none_found = RequirementsSeen(frozenset(), frozenset({"PATH"}), "2026-11-29T09:00:00+00:00")
+    jobs.record_requirements_seen(none_found)
+    assert jobs.requirements_seen() == none_found
+    assert jobs.latest_private_chat() is None and not jobs.heartbeat_paused()  # items apart

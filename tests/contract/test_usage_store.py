@@ -89,3 +89,20 @@ def test_updates_are_counted_by_the_append_that_saves_the_turn(
     sessions.append(history, [{"role": "user", "content": "hi"}], turn_id="t1", also=writes)
     assert usage.summary(ADA, AT).total == TURN
     assert usage.overall_summary(AT).total == TURN
+
+
+def test_every_period_of_a_chat_for_the_console_s_charts(usage: UsageStore) -> None:
+    usage.add(ADA, CALL, AT)
+    usage.add(ADA, CALL, AT + timedelta(days=10), overall=True)  # next month
+    usage.add(BOB, TURN, AT)
+    usage.first_notice(ADA, "day-limit", "update-1", AT)  # a notice is no period
+    assert usage.periods(ADA) == {
+        "day#2026-11-26": CALL,
+        "day#2026-12-06": CALL,
+        "month#2026-11": CALL,
+        "month#2026-12": CALL,
+        "total": CALL + CALL,
+    }
+    assert usage.periods(BOB) == {"day#2026-11-26": TURN, "month#2026-11": TURN, "total": TURN}
+    assert usage.periods(None) == {"day#2026-12-06": CALL, "month#2026-12": CALL, "total": CALL}
+    assert usage.periods(222) == {}

@@ -9,7 +9,8 @@ product's promise, every message answered exactly once and saved as shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import fcntl
+import pickle
 
 import pytest
 
@@ -22,8 +23,30 @@ SLICE = SoakPlan(seed=12, chats=4, messages=3, crash_rate=0.7)
 
 
 @pytest.fixture(scope="module")
-def soak(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SoakRun]:
-    yield run_soak(SLICE, log_dir=tmp_path_factory.mktemp("soak"), moto_endpoint=moto_endpoint)
+def soak(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> SoakRun:
+    """One run for both tests. Under pytest-xdist's work stealing the two may fall to two
+    processes: the first to come runs the slice, the other waits for it and reads its run."""
+
+    def run() -> SoakRun:
+        # Retries at once (`make soak` keeps the deployed pauses): what a retry does, sooner.
+        return run_soak(
+            SLICE,
+            log_dir=tmp_path_factory.mktemp("soak"),
+            moto_endpoint=moto_endpoint,
+            retries_wait=False,
+        )
+
+    if worker_id == "master":  # no xdist
+        return run()
+    kept = tmp_path_factory.getbasetemp().parent / "chaos-soak-slice.pickle"  # the processes'
+    with open(f"{kept}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if kept.exists():
+            shared: SoakRun = pickle.loads(kept.read_bytes())  # noqa: S301 - this run's own file
+            return shared
+        made = run()
+        kept.write_bytes(pickle.dumps(made))
+        return made
 
 
 def test_the_soak_kills_the_worker_where_its_plan_says_and_restarts_it(soak: SoakRun) -> None:

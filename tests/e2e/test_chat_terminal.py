@@ -5,7 +5,8 @@ The prompt stays usable while a turn runs (/stop goes through the webhook as in 
 message that arrives on its own prints above the prompt and the prompt comes back with what was
 being typed, buttons are pressed with /press, sent files are saved and links show their address,
 `--state DIR` keeps the chat between runs, and `--local` lets the operator commands reach the
-running stack. Nothing below WARNING is logged without -v.
+running stack. Nothing below WARNING is logged without -v. The operator commands that reach it,
+and `chat -m`, run in this process (tests/support/cli.py).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from nanobot_lambda.core import inbound_events, texts
 from nanobot_lambda.operator.cli.live import PRESS_HINT
 from nanobot_lambda.operator.cli.local import STOP_SENT
 from nanobot_lambda.operator.local.stack import LocalUser
-from tests.e2e.test_cli import CLI, run_cli
 from tests.e2e.test_proactive import tool_results
+from tests.support.cli import CLI, clean_environ, run_cli
 from tests.support.screen import Screen
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -53,7 +54,6 @@ class ChatAtTerminal:
         default, whatever the suite inherited; SIG_IGN, as a script's `&` or nohup would)."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, COLUMNS, 0, 0))
-        clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
 
         def own_terminal() -> None:  # a session of its own, the pty its terminal: Ctrl-C works
             os.setsid()
@@ -66,7 +66,7 @@ class ChatAtTerminal:
             stdout=slave,
             stderr=slave,
             cwd=cwd,
-            env={**clean, "TERM": "xterm", **env},
+            env={**clean_environ(), "TERM": "xterm", **env},
             preexec_fn=own_terminal,
         )
         os.close(slave)
@@ -275,6 +275,7 @@ def test_at_the_terminal_the_prompt_stays_usable_while_the_bot_works(
     assert "Here is everything." not in chat.text
     assert "you> /stop" in lines
     assert not any(line.startswith("you> nanobot>") for line in lines)
+    assert "you> what should I do today?" in lines and "you> hello" in lines, chat.text
     assert lines.index("you> what should I do today?") < lines.index("you> hello")
     # No log line below WARNING without -v (Powertools' JSON lines carry a "level").
     assert '"level"' not in chat.text and "INFO" not in chat.text
@@ -360,9 +361,16 @@ def test_a_hook_made_in_the_chat_takes_signed_events_on_this_machine(
             "bot token": "skip",
             "webhook": "skip",
             "command menu": "skip",
+            "console": "ok",
             "workspace": "ok",
         }, doctor.stdout
         assert f"hooks at {banner.group(1)}/NAME reach the webhook function" in doctor.stdout
+        # The banner's console link: the page on this machine, signed in as the local user.
+        console = re.search(
+            r"signed in as you for 1 hour\):\s+(http://\S+/console)#tgWebAppData=", chat.text
+        )
+        assert console is not None, chat.text
+        assert f"{console.group(1)}: its page and its API answer" in doctor.stdout
     finally:
         assert chat.close() == 0
 

@@ -1,42 +1,25 @@
-"""`nanobot-lambda chat`, run as a user would: a subprocess of the installed console script."""
+"""`nanobot-lambda chat`, run as a user would: `main([...])` in this process, given the
+environment and working directory a shell would give it (tests/support/cli.py), and once as the
+installed console script in a process of its own."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.cli import run_cli, run_console_script
 from tests.support.mcp_server import McpServerProcess
-from tests.support.processes import sigint_default
 from tests.support.scripted_model import ScriptedModelServer
-
-CLI = shutil.which("nanobot-lambda") or str(Path(os.sys.executable).parent / "nanobot-lambda")
-
-
-def run_cli(
-    *arguments: str, env: dict[str, str], cwd: Path = ROOT
-) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
-    return subprocess.run(  # noqa: S603
-        [CLI, *arguments],
-        cwd=cwd,
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        preexec_fn=sigint_default,  # as a shell starts it, whatever the suite inherited
-    )
 
 
 def test_one_message_prints_the_answer(model_server: ScriptedModelServer) -> None:
+    """The console script itself: its entry point, the whole stack in its process, exit 0."""
     model_server.reply("Hello from the **scripted** model!")
-    completed = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env=model_server.env())
+    completed = run_console_script(
+        "chat", "-m", "hi", "--env-file", "/nonexistent", env=model_server.env()
+    )
     assert completed.returncode == 0, completed.stderr
     assert "nanobot> Hello from the scripted model!" in completed.stdout
     assert '"_aws"' not in completed.stdout  # no metric records among the replies

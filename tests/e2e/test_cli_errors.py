@@ -1,11 +1,12 @@
 """Failures an operator can fix end as one line with the fix and exit code 2, never a
-traceback: the console script run as a user would, against moto server."""
+traceback: the command line run as a user would (in this process, given a shell's environment;
+tests/support/cli.py), against moto server."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.e2e.test_cli import run_cli
+from tests.support.cli import run_cli, run_console_script
 from tests.support.scripted_model import ScriptedModelServer
 
 MOTO_CREDENTIALS = {
@@ -105,9 +106,10 @@ def test_chat_with_a_model_name_without_a_provider_says_so_before_starting(
     model_server: ScriptedModelServer,
 ) -> None:
     """`LLM_MODEL=fake` used to start the whole stack and then answer "send your message again
-    in a moment"; no request to it can ever succeed."""
+    in a moment"; no request to it can ever succeed. The console script: litellm's banner would
+    come with its import, which only a fresh process makes."""
     env = {**model_server.env(), "LLM_MODEL": "fake"}
-    completed = run_cli("chat", "-m", "hi", "--env-file", "/nonexistent", env=env)
+    completed = run_console_script("chat", "-m", "hi", "--env-file", "/nonexistent", env=env)
     assert completed.returncode == 2
     assert completed.stderr.startswith(
         "error: LLM_MODEL: fake: the model name names no provider litellm knows"

@@ -3,7 +3,6 @@ through TELEGRAM_API_BASE as api.telegram.org would be), in-process and as the c
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import threading
@@ -17,8 +16,9 @@ from nanobot_lambda.adapters.telegram.client import TelegramBot
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.poll import Delivery, TelegramPoller
 from nanobot_lambda.operator.local.stack import LocalStack, LocalTelegram
-from tests.conftest import TEMPLATE, telegram_update
-from tests.e2e.test_cli import CLI, DEPLOYED_STACK_ENV, ROOT, run_cli
+from tests.conftest import ROOT, TEMPLATE, telegram_update
+from tests.e2e.test_cli import DEPLOYED_STACK_ENV
+from tests.support.cli import CLI, clean_environ, run_cli
 from tests.support.processes import sigint_default
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -106,19 +106,38 @@ DEPLOYED_ONLY = {
 }
 
 
-@pytest.mark.parametrize("deployed", [{}, DEPLOYED_ONLY], ids=["clean", "deployed-stack-env"])
-def test_the_console_script_answers_and_stops_cleanly_on_ctrl_c(
-    telegram: LocalBotApi, model_server: ScriptedModelServer, deployed: dict[str, str]
+def test_poll_answers_and_stops_cleanly_on_ctrl_c(
+    telegram: LocalBotApi, model_server: ScriptedModelServer
 ) -> None:
+    model_server.reply("Polled and answered.")
+
+    def person() -> None:  # writes to the bot once it polls, then Ctrl-C once answered
+        wait_for(lambda: any(m == "getUpdates" for m, _ in telegram.calls), seconds=120)
+        telegram.push_update(telegram_update("text_private"))
+        wait_for(lambda: bool(telegram.messages))
+
+    completed = run_cli(
+        "poll",
+        "--env-file",
+        "/nonexistent",
+        "--long-poll",
+        "1",
+        env=poll_env(telegram, model_server),
+        ctrl_c_after=person,
+    )
+    assert_answered_and_stopped(telegram, completed.returncode, completed.stdout, completed.stderr)
+
+
+def test_the_console_script_answers_and_stops_cleanly_on_ctrl_c(
+    telegram: LocalBotApi, model_server: ScriptedModelServer
+) -> None:
+    """As a shell starts it (SIGINT its own), in a shell that also holds a deployed stack's
+    settings: none of them reaches the local stack."""
     model_server.reply("Polled and answered.")
     process = subprocess.Popen(  # noqa: S603
         [CLI, "poll", "--env-file", "/nonexistent", "--long-poll", "1"],
         cwd=ROOT,
-        env={
-            **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))},
-            **deployed,
-            **poll_env(telegram, model_server),
-        },
+        env={**clean_environ(), **DEPLOYED_ONLY, **poll_env(telegram, model_server)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -133,7 +152,13 @@ def test_the_console_script_answers_and_stops_cleanly_on_ctrl_c(
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 0, stderr
+    assert_answered_and_stopped(telegram, process.returncode, stdout, stderr)
+
+
+def assert_answered_and_stopped(
+    telegram: LocalBotApi, returncode: int, stdout: str, stderr: str
+) -> None:
+    assert returncode == 0, stderr
     assert telegram.messages[0].plain_text == "Polled and answered."
     assert "Polling Telegram as @nano_lambda_bot" in stderr
     assert "update 800000001 (message, chat 111111111): queued" in stdout

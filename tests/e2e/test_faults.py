@@ -21,7 +21,7 @@ from nanobot_lambda.operator.local.runtime import LocalLambdaContext
 from nanobot_lambda.operator.local.stack import LocalStack
 from tests.conftest import StackFactory
 from tests.support.aws_requests import RequestCounter
-from tests.support.faults import BotApiFaults, text_is
+from tests.support.faults import BotApiFaults, Pauses, text_is
 from tests.support.scripted_model import ScriptedModelServer, Step
 
 
@@ -227,13 +227,14 @@ def test_every_model_down_gets_one_apology_and_a_clean_session(
 
 
 def test_telegram_429_is_retried_after_the_time_it_asks_for(
-    stack: LocalStack, model_server: ScriptedModelServer
+    stack: LocalStack, model_server: ScriptedModelServer, pauses: Pauses
 ) -> None:
     faults = BotApiFaults(stack.bot_api)
     fault = faults.fail("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
     model_server.reply("Sent after waiting.")
     say(stack, "hello")
     assert fault.injected == 1
+    assert pauses.asked == [1.0]  # Telegram's retry_after
     assert sent_texts(stack) == ["Sent after waiting."]
     assert stack.poller.failures == 0
 

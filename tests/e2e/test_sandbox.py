@@ -6,16 +6,14 @@ finds no credential and nothing of an earlier run."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
 
 from nanobot_lambda.functions.sandbox_confinement import landlock_abi
 from nanobot_lambda.operator.local.stack import LocalStack
-from tests.e2e.test_cli import CLI
 from tests.e2e.test_press_scopes import ADA, GROUP, ada_says, keys
+from tests.support.cli import run_console_script
 from tests.support.sandbox_snoop import snoop_code
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -115,15 +113,14 @@ def test_through_chat_the_code_finds_none_of_the_user_s_credentials(
     code = snoop_code(planted, files)
     model_server.call_tool("exec", {"language": "python", "code": code}).reply("Looked.")
 
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "AWS_"))}
-    completed = subprocess.run(  # noqa: S603
-        [CLI, "chat", "-m", "look around", "--env-file", str(env_file)],
+    completed = run_console_script(  # the stack's process is the CLI's, as a user's would be
+        "chat",
+        "-m",
+        "look around",
+        "--env-file",
+        str(env_file),
+        env={"HOME": str(home), **shell},
         cwd=project,
-        env={**clean, "HOME": str(home), **shell},
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
     )
 
     assert completed.returncode == 0, completed.stderr

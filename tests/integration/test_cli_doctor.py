@@ -20,7 +20,11 @@ from nanobot_lambda.core.workspace import seed_workspace
 from nanobot_lambda.operator.cli import main
 from nanobot_lambda.operator.local.bot_api import LocalBotApi
 from nanobot_lambda.operator.local.cfn import TemplateContext
+from nanobot_lambda.operator.local.http_api import LocalHttpApi, http_api_routes
+from nanobot_lambda.operator.local.runtime import LocalLambdaContext, load_handler_module
 from nanobot_lambda.operator.local.state import LocalStackInfo
+from nanobot_lambda.operator.ops.doctor import console_route_problem
+from tests.conftest import ROOT
 from tests.support.bedrock_refusals import NO_ACCESS, NOT_AUTHORIZED, BedrockRefusals
 from tests.support.deployed import (
     BOT_TOKEN_PARAMETER,
@@ -46,8 +50,40 @@ Deploy = Callable[..., str]
 
 
 @pytest.fixture
+def console_url(resources: TemplateContext, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The stack's console, served as API Gateway serves it (the template's routes) by the
+    console function's handler, on this machine."""
+    environment = {
+        "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+        "ALLOW_FROM": "111111111",
+        "WORKSPACE_BUCKET": resources.refs["WorkspaceBucket"],
+        "SESSIONS_TABLE": resources.refs["SessionsTable"],
+        "JOBS_TABLE": resources.refs["JobsTable"],
+        "SCHEDULE_GROUP": resources.refs["ScheduleGroup"],
+        "SCHEDULER_TARGET_ARN": "arn:aws:lambda:us-east-1:123456789012:function:scheduler",
+        "SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
+        "TURN_QUEUE_URL": resources.refs["TurnQueue"],
+    }
+    with monkeypatch.context() as during_init:
+        for name, value in environment.items():
+            during_init.setenv(name, value)
+        console = load_handler_module(ROOT / "functions" / "console", "doctor_console")
+    routes = [route for route in http_api_routes(resources) if route.function == "ConsoleFunction"]
+    api = LocalHttpApi(
+        routes, lambda _, event: console.handler(event, LocalLambdaContext("console"))
+    ).start()
+    try:
+        yield f"{api.url}/console"
+    finally:
+        api.stop()
+
+
+@pytest.fixture
 def deploy(
-    resources: TemplateContext, bot_api: LocalBotApi, model_server: ScriptedModelServer
+    resources: TemplateContext,
+    bot_api: LocalBotApi,
+    model_server: ScriptedModelServer,
+    console_url: str,
 ) -> Deploy:
     """A healthy deployment, with `parameters` overriding the stack's; returns the stack."""
     put_secret(BOT_TOKEN_PARAMETER, BOT_TOKEN)
@@ -67,9 +103,15 @@ def deploy(
                 "Timezone": "Europe/Lisbon",
                 **parameters,
             },
+            outputs={"ConsoleUrl": console_url},
         )
         bot_api.webhook.url = stack_output(stack, "WebhookUrl")
         bot_api.commands = command_menu()  # as `webhook set` leaves them
+        bot_api.menu_button = {
+            "type": "web_app",
+            "text": "Console",
+            "web_app": {"url": console_url},
+        }
         return stack
 
     return make
@@ -107,9 +149,11 @@ def test_a_healthy_deployment_passes_every_check(
         "bot token",
         "webhook",
         "command menu",
+        "console",
         "workspace",
     ]
     assert all(line.startswith("ok") for line in checks.values()), checks
+    assert "its page and API answer; the menu button opens it" in checks["console"]
     assert "@nano_lambda_bot" in checks["bot token"]
     (request,) = model_server.requests  # the one-token completion, with the stack's key
     assert request["max_tokens"] == 1
@@ -255,6 +299,10 @@ def breaks_command_menu(bot_api: LocalBotApi, resources: TemplateContext) -> Non
     bot_api.commands = [{"command": "start", "description": "an older menu"}]
 
 
+def breaks_menu_button(bot_api: LocalBotApi, resources: TemplateContext) -> None:
+    bot_api.menu_button = {"type": "commands"}  # set before the stack had a console
+
+
 @pytest.mark.parametrize(
     ("breakage", "check", "detail", "fix"),
     [
@@ -262,6 +310,7 @@ def breaks_command_menu(bot_api: LocalBotApi, resources: TemplateContext) -> Non
         (breaks_webhook_url, "webhook", "old-stack.example", "nanobot-lambda webhook set --stack"),
         (breaks_webhook_delivery, "webhook", "401 Unauthorized", "sam logs -n WebhookFunction"),
         (breaks_command_menu, "command menu", "not the commands /help", "webhook set --stack"),
+        (breaks_menu_button, "console", "menu button opens no console", "webhook set --stack"),
         (breaks_workspace_files, "workspace", "missing AGENTS.md", "nanobot-lambda onboard"),
         (breaks_a_skill, "workspace", "skills/tea/SKILL.md: always must be true", "pull DIR"),
     ],
@@ -436,7 +485,7 @@ def test_without_a_stack_it_checks_what_the_local_commands_use(
     out = capsys.readouterr().out
     assert code == 0, out
     statuses = [line.split()[0] for line in out.splitlines()[:-1]]
-    assert statuses == ["skip", "skip", "ok", "ok", "ok", "ok", "ok", "skip", "skip"]
+    assert statuses == ["skip", "skip", "ok", "ok", "ok", "ok", "ok", "skip", "skip", "skip"]
     assert "none set: updates wait for getUpdates (nanobot-lambda poll)" in out
     assert "skip  command menu     not set: `nanobot-lambda webhook set` sets it" in out
 
@@ -520,7 +569,7 @@ def test_local_checks_the_running_chat_s_stack_and_skips_what_it_has_not(
     assert f"{nowhere}/NAME cannot be reached" in checks["stack"]
     assert "fix: start `make chat` (or `nanobot-lambda chat`) again" in checks["stack"]
     assert [line[:4] for line in checks.values()] == [
-        "skip", "FAIL", "ok  ", "ok  ", "ok  ", "skip", "skip", "skip", "ok  "
+        "skip", "FAIL", "ok  ", "ok  ", "ok  ", "skip", "skip", "skip", "skip", "ok  "
     ]  # fmt: skip
     assert "the local stack's Bot API is the chat's own" in checks["bot token"]
 
@@ -529,3 +578,19 @@ def test_local_checks_the_running_chat_s_stack_and_skips_what_it_has_not(
     code, checks = doctor_local(capsys)
     assert failed(checks) == ["stack"]
     assert "has no TurnQueueUrl (AWS.SimpleQueueService.NonExistentQueue)" in checks["stack"]
+
+
+def test_a_console_route_its_function_does_not_answer_is_told_apart(console_url: str) -> None:
+    assert console_route_problem(console_url) is None
+    nothing = LocalHttpApi([], lambda _, event: {}).start()  # API Gateway without the routes
+    try:
+        assert console_route_problem(f"{nothing.url}/console") == (
+            "does not serve the page (HTTP 404)"
+        )
+    finally:
+        nothing.stop()
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{unused.getsockname()[1]}/console"
+    problem = console_route_problem(nowhere)
+    assert problem is not None and problem.startswith("cannot be reached")

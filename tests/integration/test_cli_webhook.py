@@ -73,7 +73,17 @@ def test_set_generates_and_stores_the_secret_then_registers_the_stack_url(
     assert "drop_pending_updates" not in call  # only on request
     assert f"url:              {url}  (the stack's)" in out
     assert bot_api.commands == command_menu()  # the menu Telegram shows for "/"
-    assert "Command menu set: /new /stop /compact /memory /usage /model /think /help." in out
+    assert (
+        "Command menu set: /new /stop /compact /memory /usage /model /think /console /help." in out
+    )
+    # Every private chat's menu button opens the console, a Mini App.
+    console = stack_output(stack, "ConsoleUrl")
+    assert bot_api.menu_button == {
+        "type": "web_app",
+        "text": "Console",
+        "web_app": {"url": console},
+    }
+    assert f"Menu button of private chats: the console, {console}." in out
 
     # A second set reuses the stored secret.
     assert main(["webhook", "set", "--stack", stack, "--drop-pending-updates"]) == 0

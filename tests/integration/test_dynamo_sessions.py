@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime
 
 import boto3
@@ -149,6 +150,38 @@ def test_cursor_hides_consolidated_messages(store: DynamoSessionStore) -> None:
     assert loaded.consolidated_upto == 4 and loaded.unconsolidated == 2
     assert loaded.messages == turn(2)
     assert [seq for seq, _ in store.load_range("telegram:1", 1, 4)] == [1, 2, 3]
+
+
+def test_summarised_messages_expire_and_the_rest_stay(resources: TemplateContext) -> None:
+    """Once the cursor passes them, messages get the table's TTL attribute (their content is in
+    HISTORY.md); those after the cursor, and the header, keep none. Without a retention, none."""
+    table = resources.refs["SessionsTable"]
+    raw = boto3.client("dynamodb")
+    for key, days in (("telegram:7", 90), ("telegram:8", None)):
+        store = DynamoSessionStore(table, dynamodb_client(), summarised_keep_days=days)
+        history = store.load(key, 10)
+        for n in range(3):
+            store.append(history, turn(n))
+            history = store.load(key, 10)
+        before = int(time.time())
+        assert store.advance_cursor(key, 0, 4)
+        assert not store.advance_cursor(key, 0, 6)  # another run moved it: nothing more expires
+        items = raw.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": key}},
+        )["Items"]
+        expiring = {
+            item["sk"]["S"]: int(item["expires_at"]["N"]) for item in items if "expires_at" in item
+        }
+        if days is None:
+            assert expiring == {}
+            continue
+        assert sorted(expiring) == [f"msg#{seq:012d}" for seq in range(4)]
+        assert all(
+            before + days * 86_400 <= at <= time.time() + days * 86_400 for at in expiring.values()
+        )
+        assert store.load(key, 10).messages == turn(2)  # the window is untouched
 
 
 def test_chat_preferences_load_with_the_session_and_survive_its_saves(

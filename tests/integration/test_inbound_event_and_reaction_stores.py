@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import boto3
 
@@ -10,7 +11,12 @@ from nanobot_lambda.adapters.aws.clients import dynamodb_client
 from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
 from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
-from nanobot_lambda.core.inbound_events import new_hook
+from nanobot_lambda.core.inbound_events import (
+    DELIVERIES_KEEP,
+    DELIVERIES_KEPT,
+    Delivery,
+    new_hook,
+)
 from nanobot_lambda.core.reactions_and_edits import Edit, Reaction, reactions_to_answers
 from nanobot_lambda.operator.local.cfn import TemplateContext
 
@@ -72,6 +78,61 @@ def test_a_hooks_rate_and_deliveries_are_its_own(resources: TemplateContext) -> 
     assert not store.seen("ci", ["sig#old"])
 
 
+def delivery(n: int, at: datetime = NOW, **fields: object) -> Delivery:
+    values: dict[str, Any] = {
+        "at": at.isoformat(timespec="seconds"),
+        "outcome": "refused",
+        "status": 401,
+        "reason": "wrong signature",
+        "size": n,
+        "digest": "ab" * 32,
+        **fields,
+    }
+    return Delivery(**values)
+
+
+def test_a_hook_keeps_its_last_deliveries_in_a_ring_newest_first(
+    resources: TemplateContext,
+) -> None:
+    table = resources.refs["SessionsTable"]
+    store = DynamoHookStore(table, dynamodb_client)
+    store.remember("ci", ["delivery#d-1"], NOW + timedelta(days=1))  # a replay's record
+    queued = delivery(
+        0,
+        outcome="queued",
+        status=202,
+        reason=None,
+        delivery_id="d-1",
+        event="push",
+        turn_id="hook-ci-d-1",
+        chat_id=-1001234567890,
+        thread_id=600,
+    )
+    store.record("ci", queued)
+    assert store.deliveries("ci") == [queued]
+    for n in range(1, DELIVERIES_KEPT + 5):
+        store.record("ci", delivery(n, digest=None))
+    kept = store.deliveries("ci")
+    assert [each.size for each in kept] == list(range(DELIVERIES_KEPT + 4, 4, -1))
+    assert kept[0] == delivery(DELIVERIES_KEPT + 4, digest=None)
+    assert store.deliveries("deploys") == []  # another hook's
+    items = boto3.client("dynamodb").query(
+        TableName=table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "hook#ci"}},
+    )["Items"]
+    # The ring's slots, its counter and the replay's record: no more however many came.
+    assert len(items) == DELIVERIES_KEPT + 2
+    assert all(int(item["expires_at"]["N"]) > NOW.timestamp() for item in items)
+
+
+def test_an_expired_delivery_is_no_delivery(resources: TemplateContext) -> None:
+    store = DynamoHookStore(resources.refs["SessionsTable"], dynamodb_client)
+    store.record("old", delivery(1, at=NOW - DELIVERIES_KEEP - timedelta(seconds=1)))
+    store.record("old", delivery(2))
+    assert [each.size for each in store.deliveries("old")] == [2]
+
+
 def test_the_bots_answers_are_told_apart_from_other_messages(resources: TemplateContext) -> None:
     book = DynamoFeedbackBook(resources.refs["SessionsTable"], dynamodb_client)
     book.record_answers(111111111, [5, 11, 1_000_000_000_001])
@@ -94,6 +155,18 @@ def test_the_bots_answers_are_told_apart_from_other_messages(resources: Template
         history, [{"role": "user", "content": "hi"}], also=book.answer_writes(111111111, [12])
     )
     assert [r.message_id for r in reactions_to_answers(book, 111111111)] == [11, 12]
+
+    # Each reaction and answer expires by the table's TTL, about 90 days on: a chat's
+    # feedback partition holds its last months, not its whole life.
+    items = boto3.client("dynamodb").query(
+        TableName=resources.refs["SessionsTable"],
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "feedback#111111111"}},
+    )["Items"]
+    assert len(items) == 6  # four answers, two reactions
+    for item in items:
+        left = int(item["expires_at"]["N"]) - datetime.now(UTC).timestamp()
+        assert timedelta(days=89) < timedelta(seconds=left) <= timedelta(days=90), item
 
 
 def test_reactions_and_edits_keep_the_newest_and_leave_the_session_alone(

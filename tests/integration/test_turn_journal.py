@@ -52,7 +52,9 @@ def bot_api() -> Iterator[LocalBotApi]:
 
 
 def bot(api: LocalBotApi) -> TelegramBot:
-    return TelegramBot(SecretStr(TOKEN), api.base_url)
+    """The Bot API client, its retries at once (what they do is checked, not how long they
+    wait: a refused part costs 3.5 s otherwise)."""
+    return TelegramBot(SecretStr(TOKEN), api.base_url, sleep=lambda seconds: None)
 
 
 def open_turn(

@@ -225,8 +225,12 @@ def _update(plan: SoakPlan, chat: int, number: int, update_id: int) -> dict[str,
     }
 
 
-def run_soak(plan: SoakPlan, *, log_dir: Path, moto_endpoint: str | None = None) -> SoakRun:
-    """Run the plan through a fresh local stack and check it."""
+def run_soak(
+    plan: SoakPlan, *, log_dir: Path, moto_endpoint: str | None = None, retries_wait: bool = True
+) -> SoakRun:
+    """Run the plan through a fresh local stack and check it. `retries_wait`: a failed job's
+    message is visible again a second later, and the model's and the Bot API client's retries
+    pause as deployed; without, all at once (what a retry does is the same, sooner)."""
     started = time.monotonic()
     model = ChaosModel(plan).start()
     allow_from = ",".join(str(plan.chat_id(chat)) for chat in range(plan.chats))
@@ -267,8 +271,8 @@ def run_soak(plan: SoakPlan, *, log_dir: Path, moto_endpoint: str | None = None)
             "CodeUri"
         ]
         handler_file = (TEMPLATE.parent / code_uri).resolve() / "app.py"
-        pool = WorkerPool(handler_file, environ, worker_log)
-        figures = _drive(plan, stack, injector, pool)
+        pool = WorkerPool(handler_file, environ, worker_log, retries_wait=retries_wait)
+        figures = _drive(plan, stack, injector, pool, retry_delay=1 if retries_wait else 0)
         seen = read_seen(stack.bot_api.messages, injector.sent_for, injector.windows)
         store = DynamoSessionStore(stack.template.refs["SessionsTable"], boto3.client("dynamodb"))
         sessions = {
@@ -337,7 +341,14 @@ def _worker_environ(stack: LocalStack, aws_url: str, telegram_url: str) -> dict[
     return environ
 
 
-def _drive(plan: SoakPlan, stack: LocalStack, injector: FaultInjector, pool: WorkerPool) -> Figures:
+def _drive(
+    plan: SoakPlan,
+    stack: LocalStack,
+    injector: FaultInjector,
+    pool: WorkerPool,
+    *,
+    retry_delay: int,
+) -> Figures:
     """Post the waves, drain the queue after each, redeliver answered jobs; the queue's
     figures (dead letters, stuck jobs)."""
     sqs = boto3.client("sqs")
@@ -365,6 +376,7 @@ def _drive(plan: SoakPlan, stack: LocalStack, injector: FaultInjector, pool: Wor
         handler,
         context=lambda: LocalLambdaContext("agent_turn"),
         batch_size=stack.template.queue_mapping(FUNCTIONS["agent_turn"]).batch_size,
+        retry_delay=retry_delay,
     )
     figures = Figures()
     update_ids = iter(range(plan.seed * 1_000_000 + 1, plan.seed * 1_000_000 + 999_999))

@@ -39,6 +39,12 @@ PRELOAD = [
     "nanobot_lambda.adapters.telegram.client",
     "nanobot_lambda.adapters.aws.sessions",
     "nanobot_lambda.adapters.aws.journal",
+    # What agent_turn's init imports on its own: the OpenAI SDK's resources that it imports for
+    # an `openai/` model (litellm_model/connections.py), the X-Ray SDK of Powertools' Tracer.
+    "openai.resources",
+    "httpcore",
+    "aws_xray_sdk.core",
+    "nanobot_lambda.functions.agent_turn.toolbox",
 ]
 
 
@@ -51,9 +57,15 @@ class WorkerDied(Exception):
 
 
 def _serve(
-    connection: Connection, environ: dict[str, str], handler_file: str, log_path: str
+    connection: Connection,
+    environ: dict[str, str],
+    handler_file: str,
+    log_path: str,
+    retries_wait: bool = True,
 ) -> None:
     """The worker: Lambda's init (import the handler file), then one invocation per event."""
+    if not retries_wait:
+        _retry_at_once()
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
@@ -77,6 +89,17 @@ def _serve(
             connection.send(("error", f"{type(error).__name__}: {error}"))
 
 
+def _retry_at_once() -> None:
+    """The handler's clients retry without their pauses: a model call at once, a Bot API call
+    at once (whatever retry_after Telegram gave). In the worker only, before its init."""
+    from nanobot_lambda.adapters.llm.litellm_model import retries
+    from nanobot_lambda.adapters.telegram.client import TelegramBot
+
+    retries.RETRY_FIRST_PAUSE = 0.0
+    assert TelegramBot.__init__.__kwdefaults__ is not None
+    TelegramBot.__init__.__kwdefaults__["sleep"] = lambda seconds: None
+
+
 class WorkerPool:
     """One warm worker at a time, replaced after it dies; `invoke` is the poller's handler."""
 
@@ -88,6 +111,7 @@ class WorkerPool:
         *,
         function_name: str = "agent_turn",
         timeout_seconds: float = 300,
+        retries_wait: bool = True,
     ) -> None:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(PRELOAD)
@@ -102,6 +126,7 @@ class WorkerPool:
         self._log_path = str(log_path)
         self._function_name = function_name
         self._timeout = timeout_seconds
+        self._retries_wait = retries_wait
         self._process: BaseProcess | None = None
         self._connection: Connection | None = None
         self.cold_starts: list[float] = []  # seconds from fork to a loaded handler
@@ -113,7 +138,7 @@ class WorkerPool:
         ours, theirs = self._context.Pipe()
         process = self._context.Process(
             target=_serve,
-            args=(theirs, self._environ, self._handler_file, self._log_path),
+            args=(theirs, self._environ, self._handler_file, self._log_path, self._retries_wait),
             daemon=True,
         )
         process.start()

@@ -27,7 +27,8 @@ from nanobot_lambda.core.approvals import (
 )
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
-from nanobot_lambda.core.inbound_events import Hook
+from nanobot_lambda.core.inbound_events import DELIVERIES_KEPT, Delivery, Hook
+from nanobot_lambda.core.invites import Invite
 from nanobot_lambda.core.jobs import AnyJob
 from nanobot_lambda.core.journal import Aside, Shown, TurnProgress
 from nanobot_lambda.core.memory_versions import FileVersion, VersionedFiles
@@ -39,7 +40,7 @@ from nanobot_lambda.core.model import (
     ToolCall,
 )
 from nanobot_lambda.core.outgoing import Button, OutgoingFile
-from nanobot_lambda.core.pairing import AskRecord, PairingCode, Person
+from nanobot_lambda.core.pairing import Asker, AskRecord, PairingCode, Person
 from nanobot_lambda.core.ports import (
     Channel,
     ChatModel,
@@ -69,6 +70,7 @@ from nanobot_lambda.core.sessions import (
     SessionHistory,
     align_to_user_turn,
 )
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 from nanobot_lambda.core.usage_counts import Tally, UsageSummary
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
@@ -306,6 +308,8 @@ class MemoryJobStore:
         self.firing_parts: dict[tuple[int, str, str], int] = {}
         self.subagents: dict[tuple[int, str], int] = {}
         self.private_chat: int | None = None
+        self.heartbeat_is_paused = False
+        self.requirements: RequirementsSeen | None = None
 
     def put(self, job: CronJob) -> None:
         if (job.chat_id, job.job_id) in self.jobs:  # DynamoDB: the put's condition fails
@@ -344,9 +348,19 @@ class MemoryJobStore:
         if self.fired.get((chat_id, job_id)) == scheduled_time:
             del self.fired[(chat_id, job_id)]
 
+    def set_paused(self, chat_id: int, job_id: str, paused: bool) -> bool:
+        key = (chat_id, job_id)
+        if key not in self.jobs:
+            return False
+        self.jobs[key] = replace(self.jobs[key], paused=paused)
+        return True
+
     def record_run(self, job: CronJob, *, at: str, status: str) -> None:
-        if (job.chat_id, job.job_id) in self.jobs:
-            self.jobs[(job.chat_id, job.job_id)] = replace(job, last_run=at, last_status=status)
+        stored = self.jobs.get((job.chat_id, job.job_id))
+        if stored is not None:  # DynamoDB: `paused` is an attribute the run does not rewrite
+            self.jobs[(job.chat_id, job.job_id)] = replace(
+                job, last_run=at, last_status=status, paused=stored.paused
+            )
 
     def start_subagent(self, chat_id: int, subagent_id: str, *, now: int) -> None:
         self.subagents[(chat_id, subagent_id)] = now + SUBAGENT_RECORD_SECONDS  # its expiry
@@ -364,6 +378,18 @@ class MemoryJobStore:
 
     def latest_private_chat(self) -> int | None:
         return self.private_chat
+
+    def heartbeat_paused(self) -> bool:
+        return self.heartbeat_is_paused
+
+    def set_heartbeat_paused(self, paused: bool) -> None:
+        self.heartbeat_is_paused = paused
+
+    def record_requirements_seen(self, seen: RequirementsSeen) -> None:
+        self.requirements = seen
+
+    def requirements_seen(self) -> RequirementsSeen | None:
+        return self.requirements
 
 
 class MemorySchedules:
@@ -440,6 +466,7 @@ class RecordingChannel:
         self.keyboards: dict[int, tuple[Button, ...]] = {}
         self.edits: list[tuple[int, int, str]] = []  # (chat_id, message_id, text) edit_text
         self.buttons_removed: list[tuple[int, int]] = []  # (chat_id, message_id) asked
+        self.web_apps: dict[int, tuple[str, str]] = {}  # message id -> its Mini App button
         self.me = BotUser(id=7000000001, username="nano_lambda_bot")
 
     def message_parts(self, text: str) -> list[str]:
@@ -472,6 +499,12 @@ class RecordingChannel:
         self.edits.append((chat_id, message_id, text))
         self.keyboards.pop(message_id, None)
         return True
+
+    def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> int:
+        (part,) = self.message_parts(text)
+        number = self.send_part(chat_id, part)
+        self.web_apps[number] = (label, url)
+        return number
 
     def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
         if self.fail_with is not None:
@@ -586,6 +619,10 @@ class MemoryUsageStore:
             total=self.tallies.get((chat_id, total), Tally()),
         )
 
+    def periods(self, chat_id: int | None) -> dict[str, Tally]:
+        owner = OVERALL if chat_id is None else chat_id
+        return {period: tally for (chat, period), tally in self.tallies.items() if chat == owner}
+
     def chats(self) -> list[int]:
         return sorted({chat for chat, _ in self.tallies if chat != OVERALL})
 
@@ -669,6 +706,7 @@ class MemoryHookStore:
         self.stored: dict[str, Hook] = {}
         self.slots: dict[tuple[str, str], int] = {}
         self.remembered: dict[tuple[str, str], datetime] = {}
+        self.delivered: dict[str, list[Delivery]] = {}  # newest first
         self.fail = False
 
     def _check(self) -> None:
@@ -710,6 +748,16 @@ class MemoryHookStore:
         self._check()
         for key in keys:
             self.remembered[(name, key)] = until
+
+    def record(self, name: str, delivery: Delivery) -> None:
+        self._check()
+        kept = self.delivered.setdefault(name, [])
+        kept.insert(0, delivery)
+        del kept[DELIVERIES_KEPT:]
+
+    def deliveries(self, name: str) -> list[Delivery]:
+        self._check()
+        return list(self.delivered.get(name, []))
 
 
 class MemoryFeedbackBook:
@@ -827,6 +875,40 @@ class MemoryPairingStore:
 
     def remove(self, user_id: int) -> bool:
         return self.persons.pop(user_id, None) is not None
+
+
+class MemoryInviteStore:
+    """InviteStore in a dict, admitting into a MemoryPairingStore's people as DynamoInviteStore
+    admits into the pairing partition: a use is counted only with its person, atomically."""
+
+    def __init__(self, people: MemoryPairingStore) -> None:
+        self.people = people
+        self.stored: dict[str, Invite] = {}
+
+    def make_invite(self, invite: Invite) -> None:
+        self.stored[invite.digest] = replace(
+            invite,
+            expires=_whole_seconds(invite.expires),
+            made_at=_whole_seconds(invite.made_at),
+        )
+
+    def invites(self) -> list[Invite]:
+        return [self.stored[digest] for digest in sorted(self.stored)]
+
+    def revoke_invite(self, invite_id: str) -> bool:
+        found = [digest for digest in self.stored if digest.startswith(invite_id)]
+        for digest in found:
+            del self.stored[digest]
+        return bool(found)
+
+    def use_invite(self, digest: str, admitted: Asker, at: datetime) -> bool:
+        self.people._check()
+        invite = self.stored.get(digest)
+        if invite is None or not invite.open(at) or admitted.user_id in self.people.persons:
+            return False
+        self.stored[digest] = replace(invite, uses=invite.uses + 1)
+        self.people.persons[admitted.user_id] = Person(admitted, _whole_seconds(at))
+        return True
 
 
 class MemoryLedger:
@@ -1047,3 +1129,46 @@ if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` check
         del workspace, versioned, turn_journal, sessions, jobs, schedules, usage, stop_flags
         del queue, ledger
         del channel, media, model, metrics
+
+
+@dataclass(frozen=True)
+class HeldLetter:
+    """A dead letter as adapters/aws/dead_letters.py's DeadLetter shows it."""
+
+    message_id: str
+    group: str
+    body: str
+    sent_at: datetime | None = None
+    receive_count: int = 3
+
+    @property
+    def size(self) -> int:
+        return len(self.body.encode("utf-8"))
+
+    def describe_job(self) -> str:
+        return f"job in {self.group}"
+
+
+class MemoryDeadLetters:
+    """The console's DeadLetters port: letters held until replayed onto `replayed`."""
+
+    def __init__(self, letters: Sequence[HeldLetter] = ()) -> None:
+        self.letters = list(letters)
+        self.replayed: list[tuple[str, HeldLetter]] = []  # (turn queue, letter)
+
+    def peek(self) -> list[Any]:
+        return list(self.letters)
+
+    def replay(
+        self, turn_queue_url: str, message_ids: set[str] | None
+    ) -> tuple[list[Any], set[str]]:
+        chosen = [
+            letter
+            for letter in self.letters
+            if message_ids is None or letter.message_id in message_ids
+        ]
+        for letter in chosen:
+            self.letters.remove(letter)
+            self.replayed.append((turn_queue_url, letter))
+        missing = (message_ids or set()) - {letter.message_id for letter in chosen}
+        return chosen, missing

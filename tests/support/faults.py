@@ -82,5 +82,15 @@ class BotApiFaults:
         return result
 
 
+class Pauses:
+    """A client's waits between attempts (seconds), as asked; none is waited (its `sleep`)."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.asked.append(seconds)
+
+
 def text_is(text: str) -> Callable[[dict[str, Any]], bool]:
     return lambda params: str(params.get("text", "")) == text

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError
 
+from nanobot_lambda.adapters.aws.dead_letters import describe
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.adapters.telegram.inbound import Accepted, Reacted, classify, to_inbound
 from nanobot_lambda.adapters.telegram.models import Update
@@ -25,13 +26,14 @@ from nanobot_lambda.core.jobs import (
     SubagentJob,
     TelegramUpdateJob,
 )
-from nanobot_lambda.functions.agent_turn.kinds import describe
+from nanobot_lambda.functions.agent_turn.kinds import job_ids
 from nanobot_lambda.functions.agent_turn.queued import QueuedJob
 from nanobot_lambda.operator.cli import build_parser, main
 from nanobot_lambda.operator.cli.common import describe_failure
 from nanobot_lambda.operator.local.cfn import load_template
 from nanobot_lambda.operator.ops.deployment import (
     BOT_TOKEN_PARAMETER,
+    OPTIONAL_OUTPUTS,
     SECRET_TOKEN_PARAMETER,
     STACK_OUTPUTS,
     OperatorError,
@@ -84,7 +86,9 @@ def test_help_renders_with_examples(
 
 
 def test_stack_outputs_are_the_templates() -> None:
-    assert set(STACK_OUTPUTS) == set(load_template(TEMPLATE)["Outputs"])
+    outputs = load_template(TEMPLATE)["Outputs"]
+    assert set(STACK_OUTPUTS) | set(OPTIONAL_OUTPUTS) == set(outputs)
+    assert all("Condition" in outputs[output] for output in OPTIONAL_OUTPUTS)
 
 
 def test_secret_parameter_defaults_are_the_templates() -> None:
@@ -226,6 +230,18 @@ JOBS = [
 
 @pytest.mark.parametrize(("job", "expected"), JOBS, ids=lambda value: getattr(value, "kind", ""))
 def test_dead_letters_are_described_by_ids_never_text(job: AnyJob, expected: str) -> None:
-    description = describe(QueuedJob.of(job))
+    description = describe(job)
     assert description == expected
     assert SECRET not in description
+
+
+@pytest.mark.parametrize(("job", "expected"), JOBS, ids=lambda value: getattr(value, "kind", ""))
+def test_a_dead_letter_is_named_by_the_ids_its_log_records_carry(
+    job: AnyJob, expected: str
+) -> None:
+    """One declaration of what names a job (core/jobs.py, each envelope's `ids`): the listing
+    shows every id agent_turn's log records carry for it (functions/agent_turn/kinds.py)."""
+    ids = job_ids(QueuedJob.of(job))
+    assert ids.pop("job_kind") == job.kind
+    for name, value in ids.items():
+        assert f"{name.removesuffix('_id') if name == 'chat_id' else name} {value}" in expected

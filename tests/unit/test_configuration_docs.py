@@ -12,6 +12,7 @@ import pytest
 from nanobot_lambda.operator.local.cfn import load_template
 from nanobot_lambda.settings import (
     AgentSettings,
+    ConsoleSettings,
     OperatorSettings,
     SchedulerSettings,
     WebhookSettings,
@@ -26,6 +27,7 @@ FUNCTIONS = [
     ("WebhookFunction", WebhookSettings),
     ("AgentTurnFunction", AgentSettings),
     ("SchedulerFunction", SchedulerSettings),
+    ("ConsoleFunction", ConsoleSettings),
 ]
 
 

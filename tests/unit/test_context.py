@@ -170,3 +170,17 @@ def test_skills_are_parsed_again_only_when_a_skill_md_changes(
     del workspace.files["skills/s3/SKILL.md"]
     assert builder.system_prompt(workspace) == first
     assert len(loads) == 4  # that set of versions was rendered before
+
+
+def test_a_skill_turned_off_is_left_out_of_the_prompt_and_back_when_on() -> None:
+    always = "---\ndescription: Always brew tea.\nalways: true\n---\nBrew it strong."
+    workspace = MemoryWorkspace({"skills/tea/SKILL.md": always, "skills/.off": "tea\nweather\n"})
+    builder = ContextBuilder()
+    prompt = builder.system_prompt(workspace)
+    assert "Brew it strong." not in prompt and "<name>tea</name>" not in prompt
+    assert "<name>weather</name>" not in prompt  # a built-in one too
+    assert "<name>cron</name>" in prompt
+    workspace.write("skills/.off", b"weather\n")  # tea on again (the console's switch)
+    prompt = builder.system_prompt(workspace)
+    assert "Brew it strong." in prompt and "<name>tea</name>" in prompt
+    assert "<name>weather</name>" not in prompt

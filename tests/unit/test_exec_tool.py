@@ -9,10 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.errors import StorageError, ToolError
 from nanobot_lambda.core.model import ToolCall
 from nanobot_lambda.core.sandbox import MAX_FILES, SandboxResult, SandboxRun
 from nanobot_lambda.core.scopes import ScopedWorkspace
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 from nanobot_lambda.tools.sandbox import ExecTool
 from tests.support.fakes import MemoryWorkspace, ScriptedModel, text
 from tests.support.job_context import JobTools
@@ -167,6 +168,41 @@ def test_skills_and_the_prompt_know_the_sandbox_s_programs() -> None:
     assert "<requires>bin:git</requires>" in system
 
 
+def test_what_the_sandbox_has_and_the_environment_s_names_are_recorded_once_a_container() -> None:
+    """For the console, which may not ask the sandbox: what a container checks skills' requirements
+    against, recorded as it learns it; never a variable's value."""
+    sandbox = FakeSandbox(programs=frozenset({"python3", "sh"}))
+    environ = {"BRAVE_API_KEY": "VALUE-NEVER-RECORDED", "UNSET_ONE": ""}
+    bot = Bot(ScriptedModel(text("Hi."), text("Again.")), sandbox=sandbox, environ=environ)
+    assert bot.jobs.requirements_seen() is None
+    bot.process(message("hi", 900000001))
+    seen = bot.jobs.requirements_seen()
+    assert seen is not None
+    assert (seen.programs, seen.env_names) == ({"python3", "sh"}, {"BRAVE_API_KEY"})
+    assert "VALUE-NEVER-RECORDED" not in repr(seen)
+    bot.jobs.requirements = None
+    bot.process(message("again", 900000002))
+    assert bot.jobs.requirements_seen() is None  # once a container
+
+
+def test_without_a_sandbox_only_the_environment_s_names_are_recorded() -> None:
+    bot = Bot(ScriptedModel(text("Hi.")), environ={"BRAVE_API_KEY": "x"})
+    bot.process(message("hi", 900000001))
+    seen = bot.jobs.requirements_seen()
+    assert seen is not None and seen.programs is None and seen.env_names == {"BRAVE_API_KEY"}
+
+
+def test_a_record_that_fails_leaves_the_turn_as_it_was() -> None:
+    bot = Bot(ScriptedModel(text("Hi.")), sandbox=FakeSandbox(programs=frozenset({"sh"})))
+
+    def unreachable(seen: RequirementsSeen) -> None:
+        raise StorageError("DynamoJobStore: unreachable")
+
+    bot.jobs.record_requirements_seen = unreachable  # type: ignore[method-assign]
+    bot.process(message("hi", 900000001))
+    assert bot.said == ["Hi."]
+
+
 def test_a_sandbox_that_cannot_be_asked_is_asked_again_a_minute_later() -> None:
     sandbox = FakeSandbox(
         error="the sandbox could not be reached (503)", programs=frozenset({"sh"})
@@ -183,6 +219,7 @@ def test_a_sandbox_that_cannot_be_asked_is_asked_again_a_minute_later() -> None:
         bot.workspace.files[f"skills/{program}/SKILL.md"] = skill.format(program).encode()
     bot.process(message("hi", 900000001))
     assert sandbox.asked == 1
+    assert bot.jobs.requirements_seen() is None  # not "no programs": unknown is left unsaid
     sandbox.error = None
     now[0] += timedelta(seconds=30)
     bot.process(message("again", 900000002))
@@ -197,6 +234,8 @@ def test_a_sandbox_that_cannot_be_asked_is_asked_again_a_minute_later() -> None:
     assert "# Sandbox\n\nexec has sh." in third
     assert '<skill available="true"><name>sh</name>' in third
     assert sandbox.asked == 2
+    seen = bot.jobs.requirements_seen()
+    assert seen is not None and seen.programs == {"sh"}
 
 
 def test_a_run_states_how_long_it_may_take_so_a_late_step_moves_to_a_new_invocation() -> None:

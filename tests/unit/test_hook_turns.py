@@ -13,6 +13,7 @@ import logging
 
 import pytest
 
+from nanobot_lambda.core import inbound_events
 from nanobot_lambda.core.errors import ChannelError, ModelError
 from nanobot_lambda.core.jobs import HookEventJob, TelegramUpdateJob
 from nanobot_lambda.core.journal import TurnProgress
@@ -62,6 +63,14 @@ def test_an_event_is_answered_in_its_chat_s_conversation_once() -> None:
     assert answer["content"] == "The unit tests failed on main."
     assert bot.sessions.recent[SESSION] == ("hook-ci-d-1",)
     assert bot.usage.tallies[(ADA, "total")].model_calls == 1  # counted to that chat
+    # Its prompt names its turn: where the console finds what the delivery caused; the model
+    # never sees the name (the next event's request holds this one in its history).
+    assert user[inbound_events.EVENT_TURN_FIELD] == "hook-ci-d-1"
+    bot.model.replies.append(text("Fixed."))
+    bot.process(event(delivery="d-2"))
+    history = bot.model.requests[-1][0]
+    assert "An event arrived" in history[1]["content"]
+    assert inbound_events.EVENT_TURN_FIELD not in json.dumps(history)
 
 
 def test_a_quiet_event_with_nothing_to_report_is_saved_but_not_sent() -> None:

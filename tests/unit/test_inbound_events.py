@@ -3,6 +3,7 @@ what a signed request queues, and the clear answer each bad one gets, with nothi
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from collections.abc import Callable
@@ -12,9 +13,11 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.core import inbound_events
+from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.heartbeat import HEARTBEAT_OK
 from nanobot_lambda.core.inbound_events import HookCommands, new_hook
 from nanobot_lambda.core.jobs import HookEventJob, parse_job
+from nanobot_lambda.functions import inbound_events as inbound_events_route
 from nanobot_lambda.functions.inbound_events import HookReceiver, hook_name
 from nanobot_lambda.operator.local.stack import hook_http_event
 from tests.support.fakes import MemoryHookStore, MemoryQueue, RecordingMetrics
@@ -197,6 +200,110 @@ def test_a_store_or_queue_outage_answers_503_so_the_sender_retries() -> None:
     assert setup.post(BODY, generic_headers(setup.secret, b"[]"))[0] == 503
 
 
+def test_each_delivery_at_a_hook_is_kept_with_what_it_caused_and_never_its_payload() -> None:
+    setup = Setup(chat=GROUP, thread=600)
+    secret = "SECRET-PAYLOAD-WORDS"
+    body = json.dumps({"note": secret}).encode()
+    signed = generic_headers(
+        setup.secret, body, **{"X-Hook-Delivery": "d-1", "X-Hook-Event": "deploy"}
+    )
+    assert setup.post(body, signed)[0] == 202
+    assert setup.post(body, signed)[1]["status"] == "duplicate"
+    assert setup.post(body, generic_headers("not-the-secret", body))[0] == 401
+    huge = b"x" * (inbound_events.BODY_MAX_BYTES + 1)
+    setup.clock += inbound_events_route.REFUSALS_RECORDED_EVERY  # a refusal recorded per period
+    assert setup.post(huge, {})[0] == 413
+    setup.post(body, signed, name="nope")  # no such hook: kept nowhere
+    setup.post(huge, {}, name="../etc")
+    assert set(setup.store.delivered) == {"ci"}
+    too_large, forged, duplicate, queued = setup.store.deliveries("ci")  # newest first
+    digest = hashlib.sha256(body).hexdigest()
+    assert queued == inbound_events.Delivery(
+        at="2026-11-23T12:00:30+00:00",
+        outcome="queued",
+        status=202,
+        reason=None,
+        size=len(body),
+        digest=digest,
+        delivery_id="d-1",
+        event="deploy",
+        turn_id="hook-ci-d-1",  # the turn agent_turn runs it as
+        chat_id=GROUP,
+        thread_id=600,
+    )
+    assert queued.turn_id == inbound_events.turn_id(setup.queue.sent[0][0])
+    assert queued.session == f"telegram:{GROUP}:600"
+    assert (duplicate.outcome, duplicate.status, duplicate.delivery_id) == ("duplicate", 200, "d-1")
+    assert duplicate.turn_id is None  # it caused nothing
+    assert (forged.outcome, forged.status, forged.reason) == ("refused", 401, "wrong signature")
+    assert (forged.delivery_id, forged.turn_id, forged.digest) == (None, None, digest)
+    assert (too_large.outcome, too_large.status, too_large.digest) == ("refused", 413, None)
+    assert too_large.reason == "body over 1000000 bytes" and too_large.size == len(huge)
+    assert secret not in repr(setup.store.delivered)
+
+
+def test_a_delivery_refused_at_its_rate_or_while_the_queue_is_away_is_kept_as_such() -> None:
+    setup = Setup()
+    setup.queue.fail = True
+    assert setup.post(BODY, generic_headers(setup.secret, BODY))[0] == 503
+    setup.queue.fail = False
+    setup.clock += inbound_events_route.REFUSALS_RECORDED_EVERY
+    for n in range(inbound_events.RATE_PER_MINUTE):  # the outage's request took a slot
+        body = json.dumps({"n": n}).encode()
+        setup.post(body, generic_headers(setup.secret, body))
+    kept = setup.store.deliveries("ci")
+    assert len(kept) == inbound_events.DELIVERIES_KEPT  # the last ones only
+    assert (kept[0].outcome, kept[0].status) == ("refused", 429)
+    assert kept[0].reason == "too many events: retry later"
+    assert {delivery.outcome for delivery in kept[1:]} == {"queued"}
+    setup = Setup()
+    setup.queue.fail = True
+    setup.post(BODY, generic_headers(setup.secret, BODY))
+    ((away,),) = [setup.store.deliveries("ci")]
+    assert (away.outcome, away.status, away.turn_id) == ("unavailable", 503, None)
+
+
+def test_a_flood_of_refused_requests_leaves_a_sample_and_every_queued_one() -> None:
+    """Forged requests cost their sender nothing: a container records one refusal per hook
+    per period (each answered all the same), while what is queued is always recorded."""
+    setup = Setup()
+    for n in range(50):
+        body = json.dumps({"forged": n}).encode()
+        assert setup.post(body, generic_headers("not-the-secret", body))[0] == 401
+    assert [d.status for d in setup.store.deliveries("ci")] == [401]
+    assert setup.post(BODY, generic_headers(setup.secret, BODY))[0] == 202  # within the period
+    setup.clock += inbound_events_route.REFUSALS_RECORDED_EVERY
+    assert setup.post(BODY, generic_headers("not-the-secret", BODY, setup.clock))[0] == 401
+    assert [d.status for d in setup.store.deliveries("ci")] == [401, 202, 401]
+
+
+def test_a_delivery_whose_record_fails_is_answered_all_the_same() -> None:
+    setup = Setup()
+
+    def unreachable(name: str, delivery: inbound_events.Delivery) -> None:
+        raise StorageError("DynamoHookStore: unreachable")
+
+    setup.store.record = unreachable  # type: ignore[method-assign]
+    assert setup.post(BODY, generic_headers(setup.secret, BODY))[0] == 202
+    assert len(setup.queue.sent) == 1
+
+
+def test_a_hook_shows_no_delivery_of_an_earlier_hook_of_its_name() -> None:
+    setup = Setup()
+    assert setup.post(BODY, generic_headers(setup.secret, BODY))[0] == 202
+    assert setup.store.remove("ci")
+    later = new_hook("ci", OWNER, None, quiet=False, now=NOW + timedelta(minutes=1), created_by=1)
+    setup.store.add(later)
+    assert len(setup.store.deliveries("ci")) == 1
+    assert inbound_events.deliveries_of(setup.store, later) == []
+    setup.clock = NOW + timedelta(minutes=2)
+    secret = later.secret.get_secret_value()
+    assert setup.post(BODY, generic_headers(secret, BODY, setup.clock))[0] == 202
+    assert [d.at for d in inbound_events.deliveries_of(setup.store, later)] == [
+        "2026-11-23T12:02:30+00:00"
+    ]
+
+
 def test_other_methods_are_refused() -> None:
     setup = Setup()
     event = hook_event("ci", BODY, generic_headers(setup.secret, BODY), method="GET")
@@ -292,6 +399,21 @@ def test_hooks_commands_add_list_and_remove() -> None:
     assert "already a hook named ci" in answer(store, "add ci")
     assert answer(store, "remove ci").startswith("Hook ci removed")
     assert answer(store, "remove ci") == "There is no hook named ci."
+
+
+def test_hooks_lists_each_hook_s_last_delivery() -> None:
+    setup = Setup()
+    setup.store.add(new_hook("uptime", OWNER, None, quiet=False, now=NOW, created_by=OWNER))
+    assert setup.post(BODY, generic_headers(setup.secret, BODY))[0] == 202
+    lines = answer(setup.store, "").splitlines()
+    assert lines[1].startswith("• ci →") and lines[3].startswith("• uptime →")
+    assert lines[2] == "   ↳ last delivery 2026-11-23 12:00 UTC: queued as a task"
+    assert len(lines) == 4  # uptime had none
+    setup.clock = NOW + timedelta(minutes=3)
+    setup.post(BODY, generic_headers("not-the-secret", BODY, setup.clock))
+    listed = answer(setup.store, "")
+    assert "last delivery 2026-11-23 12:03 UTC: refused (401, wrong signature)" in listed
+    assert "queued as a task" not in listed  # the last one only
 
 
 def test_a_hook_made_in_a_group_is_the_groups_and_its_secret_goes_to_the_owner_only() -> None:

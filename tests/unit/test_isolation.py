@@ -49,7 +49,7 @@ from nanobot_lambda.core.jobs import (
 )
 from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.model import ModelReply, Usage
-from nanobot_lambda.core.pairing import Asker, Person
+from nanobot_lambda.core.pairing import Asker, Pairing, Person
 from nanobot_lambda.core.reactions_and_edits import Reaction
 from nanobot_lambda.core.scopes import Scope
 from nanobot_lambda.core.subjects import NoSubject, Subject
@@ -63,6 +63,7 @@ from nanobot_lambda.tools.context import JobContext
 from tests.conftest import album_updates, telegram_update
 from tests.support.fakes import (
     MemoryFeedbackBook,
+    MemoryPairingStore,
     MemoryQueue,
     MemoryWorkspace,
     ScriptedModel,
@@ -564,6 +565,27 @@ def test_the_allow_list_refuses_whose_it_is_once_unlisted(row: Row, who: Who) ->
     for update in row.updates(who):
         assert json.loads(post(webhook, update)["body"])["status"] == "refused"
     assert queue.sent == []
+
+
+ADMITTED = [each for each in CASES if each.values[0].updates and each.values[1] is not OWNER]
+
+
+@pytest.mark.parametrize(("row", "who"), ADMITTED)
+def test_a_person_or_group_admitted_in_the_store_is_heard_as_if_listed(row: Row, who: Who) -> None:
+    """Issue 41, People at scale: the people (by pairing or an invite link) and the groups (by an
+    invite link) the owner admitted live in DynamoDB, ALLOW_FROM being the seed. Unlisted but
+    admitted, each update is answered and queued in its own chat's order as when listed."""
+    assert row.updates is not None
+    unlisted = ",".join(other.listed for other in EVERYONE if other is not who)
+    people = MemoryPairingStore()
+    people.persons[who.chat] = Person(Asker(who.chat, who.name), NOW)
+    heard = []
+    for allow, pairing in ((ALLOW_FROM, None), (unlisted, Pairing(people))):
+        queue = MemoryQueue()
+        webhook = make_webhook(queue, allow=allow, pairing=pairing)
+        answers = [json.loads(post(webhook, update)["body"]) for update in row.updates(who)]
+        heard.append(([answer["status"] for answer in answers], [g for _, g, _ in queue.sent]))
+    assert heard[1] == heard[0] and "refused" not in heard[0][0]
 
 
 UNSENT = [

@@ -61,8 +61,7 @@ def modules() -> list[types.ModuleType]:
     found = []
     for package in PACKAGES:
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-            if "console" not in info.name:  # the console runs no job
-                found.append(importlib.import_module(info.name))
+            found.append(importlib.import_module(info.name))
     return found
 
 

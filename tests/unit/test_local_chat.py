@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -157,6 +159,83 @@ def test_ctrl_c_under_a_draft_leaves_it_the_last_thing_shown(
     assert drawn(out).text == "(Ctrl-C: /stop sent)\nnanobot> Looked."
 
 
+class Readline:
+    """What the terminal uses of readline: the line typed so far, and the hook it calls once
+    the prompt is drawn."""
+
+    def __init__(self) -> None:
+        self.buffer = ""
+        self.pre_input_hook: Callable[[], None] | None = None
+
+    def get_line_buffer(self) -> str:
+        return self.buffer
+
+    def set_pre_input_hook(self, hook: Callable[[], None] | None = None) -> None:
+        self.pre_input_hook = hook
+
+
+def arrives(call: Callable[..., None], *arguments: object) -> threading.Thread:
+    """Output from another thread (the Bot API's), as it comes: started, not waited for."""
+    thread = threading.Thread(target=call, args=arguments, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_message_that_comes_while_the_prompt_is_drawn_goes_above_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """readline draws the prompt as input() begins: the message that comes at that instant
+    waits until it is drawn, then replaces its draft above it (issue 37: drawn at once, it
+    drew a prompt of its own, and readline's came after it: `you> you> typed`)."""
+    out = io.StringIO()
+    terminal = Terminal(out, screen=True, size=lambda: (80, 24))
+    terminal.live("chat", "nanobot> Half")
+    readline = Readline()
+    monkeypatch.setattr(terminal_module, "readline", readline)
+
+    def person_typing(prompt: str) -> str:
+        message = arrives(terminal.finish, "chat", "nanobot> Half of it, stopped.\n")
+        message.join(timeout=0.5)  # it waits (or, drawn at once, it is drawn by now)
+        out.write(prompt)  # readline draws the prompt...
+        if readline.pre_input_hook is not None:
+            readline.pre_input_hook()  # ...and says so
+        message.join(timeout=10)
+        out.write("typed\n")
+        return "typed"
+
+    monkeypatch.setattr("builtins.input", person_typing)
+    assert terminal.read_line() == "typed"
+    assert drawn(out).text == "nanobot> Half of it, stopped.\nyou> typed"
+
+
+def test_a_message_that_comes_as_the_line_is_sent_goes_under_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Enter pressed: readline writes the line break and gives the terminal back before the
+    line reaches the chat. The message that comes at that instant (here /stop's, replacing its
+    draft) goes under the line sent (issue 37: drawn as if the prompt were still there, it
+    erased the line sent)."""
+    out = io.StringIO()
+    terminal = Terminal(out, screen=True, size=lambda: (80, 24))
+    terminal.live("chat", "nanobot> Half")
+    readline, taken = Readline(), threading.Event()
+    monkeypatch.setattr(terminal_module, "readline", readline)
+    monkeypatch.setattr(terminal_module, "readline_has_the_keys", lambda: not taken.is_set())
+
+    def person_typing(prompt: str) -> str:
+        out.write(prompt)
+        if readline.pre_input_hook is not None:
+            readline.pre_input_hook()
+        out.write("/stop\n")  # Enter: the line break, and the terminal given back
+        taken.set()
+        arrives(terminal.finish, "chat", "nanobot> Half of it, stopped.\n").join(timeout=10)
+        return "/stop"
+
+    monkeypatch.setattr("builtins.input", person_typing)
+    assert terminal.read_line() == "/stop"
+    assert drawn(out).text == "you> /stop\nnanobot> Half of it, stopped."
+
+
 def test_after_mute_nothing_is_written() -> None:
     out = io.StringIO()
     terminal = Terminal(out)
@@ -220,8 +299,15 @@ def test_an_unreadable_state_stops_the_start_and_is_left_alone(tmp_path: Path) -
 
 def test_the_http_api_routes_are_the_template_s_as_api_gateway_matches_them() -> None:
     context = TemplateContext(TEMPLATE, refs={"ServerlessHttpApi": "local"})
-    webhook, hooks = http_api_routes(context)
+    webhook, hooks, page, api = http_api_routes(context)
     assert webhook == Route("POST", "/webhook", "WebhookFunction")
+    assert page == Route("GET", "/console", "ConsoleFunction")
+    assert api == Route("POST", "/console/api/{route+}", "ConsoleFunction")
+    assert api.match("POST", "/console/api/memory/save") == {"route": "memory/save"}
+    assert page.match("GET", "/console/api") is None
+    # Without the console (EnableConsole=false), its routes are not served.
+    without = TemplateContext(TEMPLATE, parameters={"EnableConsole": "false"})
+    assert [route.function for route in http_api_routes(without)] == ["WebhookFunction"] * 2
     assert hooks == Route("POST", "/hooks/{name}", "WebhookFunction")
     assert hooks.match("POST", "/hooks/deploys") == {"name": "deploys"}
     assert hooks.match("GET", "/hooks/deploys") is None  # no route for another method

@@ -164,7 +164,8 @@ def test_without_an_owner_nobody_uses_an_owner_server_and_a_star_opens_allowed_o
     assert not may_use_server("allowed", 555, by_name)
 
 
-def test_a_paired_person_is_looked_up_only_for_a_private_chat_not_otherwise_allowed() -> None:
+def test_an_approved_person_or_invited_group_is_looked_up_only_when_not_otherwise_allowed() -> None:
+    """A group may be admitted by an invite link (core/invites.py) as a person may by pairing."""
     asked: list[int] = []
     audience = Audience(
         OWNER,
@@ -174,7 +175,7 @@ def test_a_paired_person_is_looked_up_only_for_a_private_chat_not_otherwise_allo
     for chat in (OWNER, LISTED, GROUP, STRANGER):
         may_use_server("allowed", chat, audience)
         may_use_server("owner", chat, audience)
-    assert asked == [STRANGER]
+    assert asked == [GROUP, STRANGER]
 
 
 class FakeServer:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.cron import CronJob, pause_job, resume_job
 from nanobot_lambda.core.heartbeat import heartbeat_tasks
 from nanobot_lambda.core.jobs import ContinuationJob, CronTaskJob, parse_job
 from nanobot_lambda.core.workspace import default_workspace_files
@@ -15,6 +15,7 @@ from nanobot_lambda.functions.scheduler import SchedulerPorts, SchedulerService
 from tests.support.fakes import (
     MemoryJobStore,
     MemoryQueue,
+    MemorySchedules,
     MemoryWorkspace,
     RecordingChannel,
     RecordingMetrics,
@@ -96,6 +97,18 @@ def test_heartbeat_reports_to_the_latest_private_chat_by_default() -> None:
     scheduler, queue = service({"HEARTBEAT.md": "- [ ] water the plants"}, chat_id=None, jobs=jobs)
     assert scheduler.handle({"kind": "heartbeat"}) == {"status": "queued"}
     assert queue.sent[0][0].chat_id == 555
+
+
+def test_a_paused_heartbeat_queues_nothing_and_resumed_it_queues_its_tasks() -> None:
+    jobs = MemoryJobStore()
+    scheduler, queue = service({"HEARTBEAT.md": "- [ ] water the plants"}, jobs=jobs)
+    jobs.set_heartbeat_paused(True)  # the console's pause
+    event = {"kind": "heartbeat", "scheduled_time": "2026-11-22T09:30:00Z"}
+    assert scheduler.handle(event) == {"status": "paused"}
+    assert queue.sent == []
+    jobs.set_heartbeat_paused(False)
+    assert scheduler.handle(event) == {"status": "queued"}
+    assert [job.tasks for job, _, _ in queue.sent] == ["- [ ] water the plants"]
 
 
 def test_tasks_without_a_target_chat_are_skipped() -> None:
@@ -189,6 +202,47 @@ def test_a_removed_job_fires_into_nothing() -> None:
     scheduler, queue = service({}, bot=bot)
     assert fire(scheduler) == {"status": "removed"}
     assert bot.sent == [] and queue.sent == []
+
+
+def test_a_job_paused_after_its_firing_was_on_its_way_sends_nothing() -> None:
+    jobs, bot = MemoryJobStore(), RecordingChannel()
+    jobs.put(job())
+    jobs.set_paused(111, "ab12cd34", True)
+    scheduler, queue = service({}, jobs=jobs, bot=bot)
+    assert fire(scheduler) == {"status": "paused"}
+    assert bot.sent == [] and queue.sent == []
+    jobs.set_paused(111, "ab12cd34", False)
+    assert fire(scheduler) == {"status": "sent"}  # resumed: its firing is claimed as usual
+
+
+def test_pausing_deletes_the_schedule_and_resuming_makes_it_again_on_its_grid() -> None:
+    jobs, schedules = MemoryJobStore(), MemorySchedules()
+    rate = replace(job(), starts_at="2026-11-22T09:00:00+00:00")  # every hour from 09:00
+    jobs.put(rate)
+    schedules.create(rate)
+    pause_job(jobs, schedules, rate)
+    paused = jobs.get(111, "ab12cd34")
+    assert paused is not None and paused.paused and schedules.schedules == {}
+    assert resume_job(jobs, schedules, paused, datetime(2026, 11, 22, 12, 20, tzinfo=UTC))
+    # The schedule starts at the next firing on the job's own grid (Scheduler fires a rate
+    # schedule whose start has passed at once); the stored job keeps its first start.
+    assert schedules.schedules["ab12cd34"].starts_at == "2026-11-22T13:00:00+00:00"
+    resumed = jobs.get(111, "ab12cd34")
+    assert resumed is not None and not resumed.paused
+    assert resumed.starts_at == "2026-11-22T09:00:00+00:00"
+
+
+def test_a_one_time_job_whose_time_passed_while_paused_is_not_resumed() -> None:
+    jobs, schedules = MemoryJobStore(), MemorySchedules()
+    once = replace(job(one_time=True), expression="at(2026-11-22T10:00:00)")
+    jobs.put(once)
+    pause_job(jobs, schedules, once)
+    paused = jobs.get(111, "ab12cd34")
+    assert paused is not None
+    assert not resume_job(jobs, schedules, paused, datetime(2026, 11, 22, 11, 0, tzinfo=UTC))
+    assert schedules.schedules == {}
+    still = jobs.get(111, "ab12cd34")
+    assert still is not None and still.paused
 
 
 def test_a_duplicate_delivery_does_nothing_the_second_time() -> None:

@@ -104,11 +104,13 @@ def test_every_prefix_renders_cleanly_when_split(answer: str) -> None:
 def test_every_prefix_of_a_long_answer_renders_cleanly() -> None:
     final = render_messages(LONG)
     assert len(final) == 2 and final[1].startswith("Paragraph")
-    # Every cut around where the draft starts its second part; every 25th cut elsewhere
-    # (each render of 5,000 characters takes milliseconds).
+    # Every cut right around where the draft starts its second part, every 7th cut near it,
+    # every 41st elsewhere (each render of 5,000 characters takes some 20 ms; steps prime to
+    # the text's construct lengths, so cuts fall at every offset within them).
     second_part = LONG.index(final[1][: final[1].index(":")])
-    check_prefixes(LONG, TELEGRAM_TEXT_LIMIT, range(second_part - 300, second_part + 300))
-    check_prefixes(LONG, TELEGRAM_TEXT_LIMIT, range(0, len(LONG) + 1, 25))
+    check_prefixes(LONG, TELEGRAM_TEXT_LIMIT, range(second_part - 60, second_part + 60))
+    check_prefixes(LONG, TELEGRAM_TEXT_LIMIT, range(second_part - 300, second_part + 300, 7))
+    check_prefixes(LONG, TELEGRAM_TEXT_LIMIT, range(0, len(LONG) + 1, 41))
 
 
 def test_a_long_draft_continues_across_the_limit_like_the_final_split() -> None:

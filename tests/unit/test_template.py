@@ -18,7 +18,12 @@ from nanobot_lambda.adapters.aws import metrics as emf
 from nanobot_lambda.core import telemetry
 from nanobot_lambda.functions.keep_warm import KEEP_WARM_EVENT
 from nanobot_lambda.operator.local.cfn import QueueMapping, TemplateContext, load_template
-from nanobot_lambda.settings import AgentSettings, SchedulerSettings, WebhookSettings
+from nanobot_lambda.settings import (
+    AgentSettings,
+    ConsoleSettings,
+    SchedulerSettings,
+    WebhookSettings,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_PATH = ROOT / "infra" / "template.yaml"
@@ -46,6 +51,10 @@ REFS = {
     "AgentTurnFunction": "nanobot-AgentTurnFunction-X",
     "SandboxFunction": "nanobot-sandbox",
     "SandboxLogGroup": "/aws/lambda/nanobot-sandbox",
+    "WebhookLogGroup": "/aws/lambda/nanobot-webhook",
+    "AgentTurnLogGroup": "/aws/lambda/nanobot-agent-turn",
+    "SchedulerLogGroup": "/aws/lambda/nanobot-scheduler",
+    "ConsoleLogGroup": "/aws/lambda/nanobot-console",
     "AlarmTopic": f"arn:aws:sns:{REGION}:{ACCOUNT}:nanobot-AlarmTopic-X",
     "CoreLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-core:1",
     "LlmLayer": f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:nanobot-llm:1",
@@ -65,6 +74,7 @@ ATTRIBUTES = {
         f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-SchedulerFunction-X"
     ),
     ("SchedulerInvokeRole", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/nanobot-SchedulerInvokeRole-X",
+    ("ConsoleFunction", "Arn"): f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-Console-X",
     ("KeepWarmInvokeRole", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/nanobot-KeepWarmInvokeRole-X",
     ("AgentTurnFunction", "Arn"): (
         f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:nanobot-AgentTurnFunction-X"
@@ -80,6 +90,7 @@ FUNCTION_SETTINGS = [
     ("WebhookFunction", WebhookSettings),
     ("AgentTurnFunction", AgentSettings),
     ("SchedulerFunction", SchedulerSettings),
+    ("ConsoleFunction", ConsoleSettings),
 ]
 
 # Variables the template sets for libraries rather than for nanobot_lambda.settings.
@@ -216,7 +227,9 @@ def test_agent_consumes_turn_queue_with_partial_batch_failures(template: dict[st
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["TurnQueue", "Arn"]}
     assert "ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", [])
     assert mapping.get("BatchSize") == 1
-    assert make_context(template).queue_mapping("AgentTurnFunction") == QueueMapping("TurnQueue", 1)
+    assert make_context(template).queue_mapping("AgentTurnFunction") == QueueMapping(
+        "TurnQueue", 1, 4
+    )
 
 
 def test_snapstart_is_off_by_default_and_then_the_queue_invokes_the_alias(
@@ -236,7 +249,62 @@ def test_snapstart_is_off_by_default_and_then_the_queue_invokes_the_alias(
         assert context.evaluate(agent["SnapStart"]) == {"ApplyOn": apply_on}
         # Snapshots exist for published versions only: with SnapStart, the alias is invoked.
         assert context.evaluate(mapping["FunctionName"]) == invoked
-        assert context.queue_mapping("AgentTurnFunction") == QueueMapping("TurnQueue", 1)
+        assert context.queue_mapping("AgentTurnFunction") == QueueMapping("TurnQueue", 1, 4)
+
+
+def test_concurrency_parameters_keep_the_webhook_answering_and_deploy_anywhere(
+    template: dict[str, Any],
+) -> None:
+    """Issue 41, Concurrency with intent: the turns (and with them their sandbox runs) are
+    capped by the queue's event source, so a burst cannot take the webhook's executions; the
+    reservations are 0 (none) by default, since Lambda refuses one that leaves an account fewer
+    than 100 unreserved executions (a new account has 10 in all)."""
+    parameters = template["Parameters"]
+    assert parameters["WebhookReservedConcurrency"]["Default"] == 0
+    assert parameters["SandboxReservedConcurrency"]["Default"] == 0
+    turns = parameters["AgentTurnMaxConcurrency"]
+    assert turns["MinValue"] == 2  # what Lambda accepts for MaximumConcurrency
+    # In a new account (10 executions): the turns and one sandbox run each leave the webhook some.
+    assert 2 * int(turns["Default"]) < 10
+    webhook, sandbox = "WebhookFunction", "SandboxFunction"
+    default = make_context(template)
+    for logical_id in (webhook, sandbox):
+        spec = default.evaluate(properties(template, logical_id))
+        assert spec.get("ReservedConcurrentExecutions", "") == "", logical_id  # NoValue: unset
+    reserved = make_context(
+        template, WebhookReservedConcurrency="20", SandboxReservedConcurrency="5"
+    )
+    assert reserved.evaluate(properties(template, webhook))["ReservedConcurrentExecutions"] == "20"
+    assert reserved.evaluate(properties(template, sandbox))["ReservedConcurrentExecutions"] == "5"
+    (mapping,) = event_source_mappings(template).values()
+    assert make_context(template, AgentTurnMaxConcurrency="50").evaluate(
+        mapping["ScalingConfig"]
+    ) == {"MaximumConcurrency": "50"}
+    assert make_context(template, AgentTurnMaxConcurrency="50").queue_mapping(
+        "AgentTurnFunction"
+    ) == QueueMapping("TurnQueue", 1, 50)
+
+
+def test_every_function_logs_to_a_log_group_with_a_retention(template: dict[str, Any]) -> None:
+    """Issue 41, Bounded growth: no log group keeps its logs forever. Each function writes to a
+    group the template makes, named as Lambda names it, kept LogRetentionDays."""
+    assert template["Parameters"]["LogRetentionDays"]["Default"] == 30
+    context = make_context(template, LogRetentionDays="7")
+    resources = template["Resources"]
+    functions = context.resources("AWS::Serverless::Function")
+    assert set(functions) >= {"WebhookFunction", "AgentTurnFunction", "SchedulerFunction"}
+    for logical_id, function in functions.items():
+        group_id = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        group = resources[group_id]
+        assert group["Type"] == "AWS::Logs::LogGroup", logical_id
+        assert group.get("Condition") == function.get("Condition"), logical_id
+        name = context.evaluate(function["Properties"]["FunctionName"])
+        assert context.evaluate(group["Properties"]) == {
+            "LogGroupName": f"/aws/lambda/{name}",
+            "RetentionInDays": "7",
+        }, logical_id
+    groups = context.resources("AWS::Logs::LogGroup")
+    assert len(groups) == len(functions)  # no other group, none without a retention
 
 
 def test_only_the_turn_queue_may_be_consumed(template: dict[str, Any]) -> None:
@@ -244,6 +312,7 @@ def test_only_the_turn_queue_may_be_consumed(template: dict[str, Any]) -> None:
         statement
         for statement in iam_statements(template["Resources"])
         if "sqs:ReceiveMessage" in as_list(statement["Action"])
+        and statement["Resource"] != {"Fn::GetAtt": ["TurnDeadLetterQueue", "Arn"]}
     ]
     assert consuming == [
         {
@@ -538,6 +607,51 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
     )
 
 
+def test_the_console_reads_and_writes_only_chats_usage_hooks_and_pairing_in_sessions(
+    template: dict[str, Any],
+) -> None:
+    """The console reads a chat's session header (its model choice, its recent turns), usage,
+    hooks, their deliveries and pairing, and writes a chat's model choice, hooks and pairing:
+    never the album, stop or feedback partitions, never a hook's request records (the
+    webhook's), nor (being no turn) a conversation's messages beyond its header's
+    preferences."""
+    context = make_context(template)
+    policies = context.evaluate(properties(template, "ConsoleFunction")["Policies"])
+    sessions = ATTRIBUTES[("SessionsTable", "Arn")]
+    limited = sorted(
+        (
+            as_list(statement["Action"]),
+            statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
+        )
+        for statement in iam_statements(policies)
+        if statement["Resource"] == sessions
+    )
+    assert limited == [
+        (
+            ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+            ["telegram:*", "hooks", "pairing"],
+        ),
+        (
+            ["dynamodb:Query", "dynamodb:GetItem"],
+            ["telegram:*", "usage#*", "hooks", "hook#*", "pairing"],
+        ),
+    ]
+
+
+def test_the_console_is_optional_and_serves_its_page_and_api(template: dict[str, Any]) -> None:
+    console = template["Resources"]["ConsoleFunction"]
+    assert console["Condition"] == "ConsoleEnabled"
+    assert template["Outputs"]["ConsoleUrl"]["Condition"] == "ConsoleEnabled"
+    assert make_context(template).condition("ConsoleEnabled")
+    assert not make_context(template, EnableConsole="false").condition("ConsoleEnabled")
+    routes = {
+        (event["Properties"]["Method"], event["Properties"]["Path"])
+        for event in console["Properties"]["Events"].values()
+    }
+    assert routes == {("GET", "/console"), ("POST", "/console/api/{route+}")}
+    assert function_layers(template, "ConsoleFunction") == [{"Ref": "CoreLayer"}]
+
+
 FUNCTIONS = [logical_id for logical_id, _ in FUNCTION_SETTINGS]
 ALARM_TOPIC = REFS["AlarmTopic"]
 
@@ -667,6 +781,7 @@ WORKSPACE_OBJECTS = f"{BUCKET_ARN}/workspace/*"
 SCOPE_OBJECTS = f"{BUCKET_ARN}/scopes/*"
 RECALL_INDEXES = f"{BUCKET_ARN}/recall/*"
 QUEUE_ARN = ATTRIBUTES[("TurnQueue", "Arn")]
+DLQ_ARN = ATTRIBUTES[("TurnDeadLetterQueue", "Arn")]
 SESSIONS_ARN = ATTRIBUTES[("SessionsTable", "Arn")]
 JOBS_ARN = ATTRIBUTES[("JobsTable", "Arn")]
 IDEMPOTENCY_ARN = ATTRIBUTES[("IdempotencyTable", "Arn")]
@@ -696,6 +811,10 @@ EXPECTED_DATA_ACCESS = {
         (RECALL_INDEXES, "s3:GetObject"),  # recall_index.S3RecallIndexObjects.get
         (RECALL_INDEXES, "s3:PutObject"),  # .put (conditional)
         (BUCKET_ARN, "s3:ListBucket"),  # .refresh, .list_dir, .list_files
+        # /memory versions and restore (memory_versions.VersionedFiles): .versions, .read_version
+        (WORKSPACE_OBJECTS, "s3:GetObjectVersion"),
+        (SCOPE_OBJECTS, "s3:GetObjectVersion"),
+        (BUCKET_ARN, "s3:ListBucketVersions"),
         (QUEUE_ARN, "sqs:SendMessage"),  # spawn, announcements, continuations
         (QUEUE_ARN, "sqs:ChangeMessageVisibility"),  # records: a failed turn's retry delay
         # AgentTurnQueueMapping: the event source mapping polls with the function's role.
@@ -708,11 +827,38 @@ EXPECTED_DATA_ACCESS = {
         *((SESSIONS_ARN, action) for action in ITEM_ACTIONS),
         *((JOBS_ARN, action) for action in ITEM_ACTIONS),
     },
+    "ConsoleFunction": {
+        # workspace.S3Workspace of any scope: read, write (conditional), versions, restore
+        (WORKSPACE_OBJECTS, "s3:GetObject"),
+        (WORKSPACE_OBJECTS, "s3:GetObjectVersion"),
+        (WORKSPACE_OBJECTS, "s3:PutObject"),
+        (SCOPE_OBJECTS, "s3:GetObject"),
+        (SCOPE_OBJECTS, "s3:GetObjectVersion"),
+        (SCOPE_OBJECTS, "s3:PutObject"),
+        (BUCKET_ARN, "s3:ListBucket"),
+        (BUCKET_ARN, "s3:ListBucketVersions"),
+        # sessions (a chat's header), usage, hooks, pairing: by partition (the next test)
+        *(
+            (SESSIONS_ARN, f"dynamodb:{action}")
+            for action in ("Query", "GetItem", "PutItem", "UpdateItem", "DeleteItem")
+        ),
+        # jobs.DynamoJobStore: for_chat, get, set_paused, delete, the heartbeat's pause (read,
+        # set), what agent_turn checks skills against (read); never put or scan
+        *(
+            (JOBS_ARN, f"dynamodb:{action}")
+            for action in ("Query", "GetItem", "UpdateItem", "DeleteItem")
+        ),
+        # dead_letters.DeadLetterQueue: peek (receive, release), replay (send back, delete)
+        (DLQ_ARN, "sqs:ReceiveMessage"),
+        (DLQ_ARN, "sqs:ChangeMessageVisibility"),
+        (DLQ_ARN, "sqs:DeleteMessage"),
+        (QUEUE_ARN, "sqs:SendMessage"),
+    },
     "SchedulerFunction": {
         (WORKSPACE_OBJECTS, "s3:GetObject"),  # HEARTBEAT.md
         (BUCKET_ARN, "s3:ListBucket"),  # so that a missing file is a 404, not a 403
         (QUEUE_ARN, "sqs:SendMessage"),
-        (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat
+        (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat, heartbeat_paused
         (JOBS_ARN, "dynamodb:UpdateItem"),  # claim_firing, release_firing, record_run
         (JOBS_ARN, "dynamodb:DeleteItem"),  # a one-time job after it fired
         (SESSIONS_ARN, "dynamodb:GetItem"),  # an approval at its deadline (approval#* only)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.albums import AlbumWait
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError
@@ -56,8 +57,11 @@ from tests.support.fakes import (
     outage,
     text,
     tool,
+    wall_clock_ms,
 )
 from tests.support.settings import AGENT_ENV
+
+QUIET_MS = AlbumWait().quiet_ms
 
 ADA = 111111111
 SESSION = f"telegram:{ADA}"
@@ -76,7 +80,11 @@ class Bot:
     jobs: MemoryJobStore = field(default_factory=MemoryJobStore)
     usage: MemoryUsageStore = field(default_factory=MemoryUsageStore)
     stop_flags: MemoryStopFlags = field(default_factory=MemoryStopFlags)
-    albums: MemoryAlbumBook = field(default_factory=MemoryAlbumBook)
+    # Parts recorded as if the album had gone quiet already: a lead takes them at once (the
+    # wait itself is core/albums.py's, tested with its own clock in test_albums.py).
+    albums: MemoryAlbumBook = field(
+        default_factory=lambda: MemoryAlbumBook(now_ms=lambda: wall_clock_ms() - QUIET_MS)
+    )
     pairing: MemoryPairingStore = field(default_factory=MemoryPairingStore)
     hooks: MemoryHookStore = field(default_factory=MemoryHookStore)
     feedback: MemoryFeedbackBook = field(default_factory=MemoryFeedbackBook)
@@ -95,6 +103,7 @@ class Bot:
     recall_indexes: Any = None
     clock: Callable[[], datetime] | None = None  # default: the real time
     settings: dict[str, str] = field(default_factory=dict)
+    environ: dict[str, str] = field(default_factory=dict)  # agent_turn's (skills' requires.env)
 
     def scope_workspace(self, scope: Scope) -> MemoryWorkspace:
         """A person's or a group's own workspace (core/scopes.py), kept for the assertions."""
@@ -144,9 +153,9 @@ class Bot:
         environment = {**AGENT_ENV, "ALLOW_FROM": str(ADA), **self.settings}
         settings = AgentSettings.from_env(environment)
         if self.clock is None:
-            self.service = Dispatcher(settings, ports, environ={})
+            self.service = Dispatcher(settings, ports, environ=self.environ)
         else:
-            self.service = Dispatcher(settings, ports, environ={}, clock=self.clock)
+            self.service = Dispatcher(settings, ports, environ=self.environ, clock=self.clock)
 
     def process(self, job: AnyJob, remaining_ms: Callable[[], int] | None = None) -> None:
         self.service.process(QueuedJob.of(job), remaining_ms)

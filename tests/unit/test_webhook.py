@@ -18,6 +18,7 @@ from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.approvals import Approval
 from nanobot_lambda.core.jobs import ApprovalJob, TelegramUpdateJob
+from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.functions.webhook import (
     MAX_BODY_BYTES,
     Webhook,
@@ -48,6 +49,7 @@ def make_webhook(
     albums: MemoryAlbumBook | None = None,
     feedback: MemoryFeedbackBook | None = None,
     approvals: MemoryApprovalBook | None = None,
+    pairing: Pairing | None = None,
 ) -> Webhook:
     return Webhook(
         SecretStr(SECRET),
@@ -57,6 +59,7 @@ def make_webhook(
             MemoryLedger(),
             flags or MemoryStopFlags(),
             MemoryAlbumBook() if albums is None else albums,
+            pairing=pairing,
             feedback=MemoryFeedbackBook() if feedback is None else feedback,
             approvals=approvals,
         ),

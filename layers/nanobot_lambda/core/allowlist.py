@@ -82,14 +82,15 @@ class Audience:
 
     owner: int | None
     allow_list: AllowList
-    # Whether the owner approved this person by pairing (core/pairing.py); may read a store.
+    # Whether the owner approved this person, or a group, by pairing or an invite
+    # (core/pairing.py, core/invites.py); may read a store.
     approved: Callable[[int], bool] = lambda _user_id: False
 
     def allows_chat(self, chat_id: int) -> bool:
         """Whether every participant of the chat may talk to the bot (see the module doc)."""
         if chat_id == self.owner or self.allow_list.everyone or chat_id in self.allow_list.ids:
             return True
-        return chat_id > 0 and self.approved(chat_id)
+        return self.approved(chat_id)
 
     def still_heard(self, chat_id: int) -> bool:
         """Whether a job nobody sent just now (a scheduled task, a background task, its

@@ -15,6 +15,7 @@ BOT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("usage", "tokens, turns and cost of this chat (today, this month, all time)"),
     ("model", "which model answers this chat; /model NAME switches"),
     ("think", "how hard I think: /think off, low, medium or high"),
+    ("console", "open my console: memory, schedules, models, spending (in our private chat)"),
     ("help", "the commands, and what I can do"),
 )
 

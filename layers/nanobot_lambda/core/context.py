@@ -24,10 +24,12 @@ from zoneinfo import ZoneInfo
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.ports import Workspace
 from nanobot_lambda.core.skills import (
+    OFF_FILE,
     SKILL_FILE,
     SKILLS_DIR,
     Which,
     load_skills,
+    off_names,
     render_active_skills,
     render_skills_summary,
 )
@@ -174,11 +176,19 @@ class ContextBuilder:
         warm turn's own time grow with their number (bench/warm_turn.py). The environment and
         PATH that skills' requirements are otherwise checked against are a container's own."""
         files = _workspace_skill_files(workspace)
-        versions = (programs, *((file.path, file.etag) for file in files))
+        off = workspace.read(OFF_FILE)
+        versions = (
+            programs,
+            off.etag if off else "",
+            *((file.path, file.etag) for file in files),
+        )
         sections = self._skills_rendered.get(versions)
         if sections is None:
             skills = load_skills(
-                {file.path: _text(file) for file in files}, self._environ, self._which
+                {file.path: _text(file) for file in files},
+                self._environ,
+                self._which,
+                off_names(_text(off) if off else None),
             )
             sections = render_active_skills(skills), render_skills_summary(skills)
             if len(self._skills_rendered) >= SKILL_SETS_KEPT:

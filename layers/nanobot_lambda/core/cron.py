@@ -12,8 +12,12 @@ EventBridge Scheduler.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Literal, Protocol
+
+from nanobot_lambda.core.schedules import next_run
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 
 JobKind = Literal["reminder", "task"]
 
@@ -39,6 +43,9 @@ class CronJob:
     quiet: bool = False
     last_run: str | None = None
     last_status: str | None = None
+    # Paused in the console: its schedule is deleted until it is resumed, and a firing that
+    # was on its way when it was paused is skipped.
+    paused: bool = False
 
     @property
     def schedule_name(self) -> str:
@@ -46,7 +53,8 @@ class CronJob:
 
 
 class JobStore(Protocol):
-    """Scheduled jobs, background-task records and the owner's latest private chat."""
+    """Scheduled jobs, background-task records, the owner's latest private chat, whether the
+    heartbeat is paused, and what agent_turn checks skills' requirements against."""
 
     def put(self, job: CronJob) -> None:
         """Store a new job; StorageError if the chat has a job of that id already."""
@@ -61,6 +69,10 @@ class JobStore(Protocol):
         ...
 
     def delete(self, chat_id: int, job_id: str) -> bool: ...
+
+    def set_paused(self, chat_id: int, job_id: str, paused: bool) -> bool:
+        """Mark the job paused or not; False when there is no such job."""
+        ...
 
     def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> int | None:
         """None if this firing was handled already or the job is gone; otherwise how many
@@ -91,6 +103,20 @@ class JobStore(Protocol):
 
     def latest_private_chat(self) -> int | None: ...
 
+    def heartbeat_paused(self) -> bool:
+        """Whether the owner paused the heartbeat (in the console): its firings then do
+        nothing. Its schedule is the template's and stays as it is."""
+        ...
+
+    def set_heartbeat_paused(self, paused: bool) -> None: ...
+
+    def record_requirements_seen(self, seen: RequirementsSeen) -> None:
+        """Keep what an agent_turn container checks skills' requirements against (the last
+        recorded stands), for the console (core/skill_requirements.py)."""
+        ...
+
+    def requirements_seen(self) -> RequirementsSeen | None: ...
+
 
 class Schedules(Protocol):
     """The jobs' schedules (EventBridge Scheduler), which fire the scheduler function."""
@@ -103,3 +129,39 @@ class Schedules(Protocol):
     def delete(self, job: CronJob) -> None:
         """Delete the job's schedule; one already gone is not an error."""
         ...
+
+
+# -- what the cron tool and the console do to a job ------------------------------------------
+
+
+def remove_job(store: JobStore, schedules: Schedules, job: CronJob) -> None:
+    """Delete the job's schedule, then the job (a firing in between finds no job)."""
+    schedules.delete(job)
+    store.delete(job.chat_id, job.job_id)
+
+
+def pause_job(store: JobStore, schedules: Schedules, job: CronJob) -> None:
+    """Mark the job paused first (a firing already on its way is then skipped), then delete
+    its schedule."""
+    store.set_paused(job.chat_id, job.job_id, True)
+    schedules.delete(job)
+
+
+def next_firing(job: CronJob, now: datetime) -> datetime | None:
+    """The job's next firing after `now` (None: a one-time job whose time has passed)."""
+    anchor = datetime.fromisoformat(job.starts_at or job.created_at)
+    return next_run((job.expression, job.timezone), now, anchor=anchor)
+
+
+def resume_job(store: JobStore, schedules: Schedules, job: CronJob, now: datetime) -> bool:
+    """Make the job's schedule again, then mark it not paused; False (nothing done) for a
+    one-time job whose time passed while it was paused. A rate job starts at its next firing
+    on its own grid: Scheduler would fire a rate schedule the moment it is made otherwise."""
+    upcoming = next_firing(job, now)
+    if upcoming is None:
+        return False
+    if job.starts_at is not None:
+        job = replace(job, starts_at=upcoming.isoformat(timespec="seconds"))
+    schedules.create(job)
+    store.set_paused(job.chat_id, job.job_id, False)
+    return True

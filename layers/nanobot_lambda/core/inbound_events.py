@@ -33,6 +33,14 @@ the body as text cut to `PAYLOAD_MAX_BYTES` and framed as untrusted data for the
 (`hook_event_prompt`): the boundary it is put between is derived from the payload itself, so no
 payload can close it. With `quiet`, the task reports only what needs the person, as quiet cron
 tasks do (the heartbeat's marker). At most `RATE_PER_MINUTE` events a hook are queued a minute.
+
+Each request at a hook that exists is kept as a `Delivery` (the owner's console and `/hooks`
+show them): when, what the route answered (queued, a duplicate, refused and why, or the stores
+away), the turn it caused, and of the payload only its size and SHA-256 digest, never the
+payload (it may hold private data). A hook keeps its last `DELIVERIES_KEPT`, none longer than
+`DELIVERIES_KEEP`. A request for a name no hook has is kept nowhere: nobody could see it, and
+anyone could fill the table with names. The turn a delivery caused is found in its chat's
+session: its saved prompt carries the turn's id (`EVENT_TURN_FIELD`).
 """
 
 from __future__ import annotations
@@ -44,12 +52,13 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import SecretStr
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.jobs import HookEventJob
+from nanobot_lambda.core.sessions import session_key_for
 
 
 class HookStore(Protocol):
@@ -65,6 +74,11 @@ class HookStore(Protocol):
 
     def remove(self, name: str) -> bool:
         """False when there was no such hook."""
+        ...
+
+    def deliveries(self, name: str) -> list[Delivery]:
+        """The last deliveries kept for hook `name` (see `HookInbox.record`), newest first;
+        those of an earlier hook of that name too (`deliveries_of` leaves them out)."""
         ...
 
 
@@ -84,6 +98,11 @@ class HookInbox(Protocol):
         """Note `keys` as queued until `until`."""
         ...
 
+    def record(self, name: str, delivery: Delivery) -> None:
+        """Keep `delivery` among hook `name`'s last `DELIVERIES_KEPT`, until `DELIVERIES_KEEP`
+        after it (an older one's place is taken: the hook's records never grow past them)."""
+        ...
+
 
 # A hook's name is in its URL and in the chat: lowercase letters, digits and dashes, starting
 # with a letter, at most 32 characters. Anything else is refused when the hook is made.
@@ -95,6 +114,11 @@ RATE_PER_MINUTE = 30
 HOOKS_MAX = 50  # hooks a deployment may have
 GENERIC_REPLAY_DAYS = 1  # the timestamp refuses anything older than MAX_SKEW anyway
 GITHUB_REPLAY_DAYS = 30
+DELIVERIES_KEPT = 20  # a hook's last deliveries kept, for the console and /hooks
+DELIVERIES_KEEP = timedelta(days=30)
+# The field of a hook event's saved prompt (in its chat's session) naming its turn: where the
+# console finds what a delivery caused. A name of the `_id` kind: a cut message keeps it whole.
+EVENT_TURN_FIELD = "hook_turn_id"
 # A delivery or event id as a sender may give it: what the queue's deduplication id allows.
 _HEADER_ID = re.compile(r"[A-Za-z0-9._:-]{1,100}")
 _SIGNATURE = re.compile(r"sha256=([0-9a-fA-F]{64})")
@@ -118,6 +142,44 @@ class Hook:
     created_at: str
     created_by: int | None = None
     made_in: str | None = None  # the turn id of the update whose `/hooks add` made it
+
+
+DeliveryOutcome = Literal["queued", "duplicate", "refused", "unavailable"]
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A request at a hook as the route decided it. Of its payload only its size and digest
+    are kept: the payload may hold private data."""
+
+    at: str  # when it came (ISO 8601, UTC, seconds)
+    outcome: DeliveryOutcome  # unavailable: a store or the queue was away (the sender retries)
+    status: int  # the HTTP status answered
+    reason: str | None  # what the sender was told when it was not queued
+    size: int  # the body's bytes (a body too large to read: as it came, encoded)
+    digest: str | None  # the body's SHA-256, hex (None: too large to be read)
+    delivery_id: str | None = None  # a signed delivery's id (the sender's or its signature's)
+    event: str | None = None  # a signed delivery's event name
+    turn_id: str | None = None  # queued: the turn it caused (`turn_id`)
+    chat_id: int | None = None  # queued: the chat (and topic) that turn runs in
+    thread_id: int | None = None
+
+    @property
+    def session(self) -> str | None:
+        """The session of the turn it caused (None: it caused none)."""
+        if self.turn_id is None or self.chat_id is None:
+            return None
+        return session_key_for(self.chat_id, self.thread_id)
+
+
+def deliveries_of(store: HookStore, hook: Hook) -> list[Delivery]:
+    """The hook's last deliveries kept, newest first: none from before it was made (a removed
+    hook's, of the same name, are its own)."""
+    return [delivery for delivery in store.deliveries(hook.name) if delivery.at >= hook.created_at]
+
+
+def delivery_digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
 
 
 class BadHookName(ValueError):
@@ -359,7 +421,7 @@ class HookCommands:
         action, rest = words[0].lower(), words[1:]
         if action == "add" and len(rest) in (1, 2) and rest[1:] in ([], ["quiet"]):
             quiet = rest[1:] == ["quiet"]
-            made = self._add(rest[0], chat_id, thread_id, sender_id, update, quiet=quiet)
+            made = self.make(rest[0], chat_id, thread_id, sender_id, update, quiet=quiet)
             if isinstance(made, str):
                 return HookReply(made)
             if private:
@@ -386,19 +448,23 @@ class HookCommands:
         hooks = self._store.hooks()
         if not hooks:
             return texts.load("hooks_none")
-        lines = [
-            texts.render(
-                "hooks_line",
-                name=hook.name,
-                chat=hook.chat_id,
-                quiet=" (quiet)" if hook.quiet else "",
-                url=self.url_of(hook.name),
+        lines = []
+        for hook in hooks:
+            lines.append(
+                texts.render(
+                    "hooks_line",
+                    name=hook.name,
+                    chat=hook.chat_id,
+                    quiet=" (quiet)" if hook.quiet else "",
+                    url=self.url_of(hook.name),
+                )
             )
-            for hook in hooks
-        ]
+            last = deliveries_of(self._store, hook)[:1]
+            if last:
+                lines.append(_last_delivery(last[0]))
         return texts.render("hooks_list", hooks="\n".join(lines))
 
-    def _add(
+    def make(
         self,
         name: str,
         chat_id: int,
@@ -408,7 +474,8 @@ class HookCommands:
         *,
         quiet: bool,
     ) -> Hook | str:
-        """The hook made (by this update, in this run or an earlier one), or why none was."""
+        """The hook made (by this update, in this run or an earlier one), or why none was.
+        `update` names what made it: a Telegram update's turn id, or the console's press."""
         try:
             hook = new_hook(
                 name,
@@ -446,3 +513,14 @@ class HookCommands:
         if not NAME_RULE.fullmatch(name) or not self._store.remove(name):
             return texts.render("hooks_unknown", name=texts.literal(name, 40))
         return texts.render("hooks_removed", name=name)
+
+
+def _last_delivery(delivery: Delivery) -> str:
+    """A hook's last delivery in /hooks: when (UTC) and what the route did with it."""
+    outcome = texts.render(
+        f"hooks_delivery_{delivery.outcome}",
+        status=delivery.status,
+        reason=texts.literal(delivery.reason or "", 80),
+    )
+    at = delivery.at[:16].replace("T", " ") + " UTC"
+    return texts.render("hooks_last_delivery", at=at, outcome=outcome)

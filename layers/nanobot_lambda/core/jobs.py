@@ -12,7 +12,7 @@ kind in one place (`adapters/telegram/subjects.py`, where the queued updates can
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -21,6 +21,9 @@ class _Job(BaseModel):
     # defer_build: the webhook only ever builds TelegramUpdateJob's serializer, and only
     # agent_turn builds the parser of every kind (cold-start cost, see bench/cold_import.py).
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    # The fields that name a job of its kind beside its chat, never its text: on its log records
+    # (functions/agent_turn/kinds.py) and in the dead-letter listing (adapters/aws/dead_letters.py).
+    ids: ClassVar[tuple[str, ...]] = ()
     version: Literal[1] = 1
 
 
@@ -44,6 +47,7 @@ class CronTaskJob(_Job):
     """A scheduled task came due: run `message` as a prompt, report to the owner chat."""
 
     kind: Literal["cron_task"] = "cron_task"
+    ids = ("job_id",)
     job_id: str
     chat_id: int
     thread_id: int | None = None
@@ -57,6 +61,7 @@ class SubagentJob(_Job):
     """A background task started with the spawn tool: a durable queued job, not a thread."""
 
     kind: Literal["subagent"] = "subagent"
+    ids = ("subagent_id",)
     subagent_id: str
     chat_id: int
     thread_id: int | None = None
@@ -68,6 +73,7 @@ class AnnouncementJob(_Job):
     """A subagent finished: tell the origin chat's agent, which tells the user."""
 
     kind: Literal["announcement"] = "announcement"
+    ids = ("subagent_id",)
     subagent_id: str
     chat_id: int
     thread_id: int | None = None
@@ -83,6 +89,7 @@ class HookEventJob(_Job):
     untrusted."""
 
     kind: Literal["hook_event"] = "hook_event"
+    ids = ("hook", "delivery_id")
     hook: str
     chat_id: int
     thread_id: int | None = None

@@ -20,7 +20,7 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from typing import Protocol
+from typing import Literal, Protocol
 
 from nanobot_lambda.core import texts
 from nanobot_lambda.core.memory import MEMORY_FILE
@@ -77,6 +77,14 @@ def describe_versions(
     files: VersionedFiles, path: str = MEMORY_FILE, limit: int = VERSIONS_SHOWN
 ) -> list[VersionLine]:
     """The newest versions of `path`, each compared with the one before it."""
+    return [line for line, _ in version_diffs(files, path, limit)]
+
+
+def version_diffs(
+    files: VersionedFiles, path: str = MEMORY_FILE, limit: int = VERSIONS_SHOWN
+) -> list[tuple[VersionLine, str]]:
+    """The newest versions of `path`, each with its unified diff against the one before it
+    (the console shows them)."""
     versions = files.versions(path, limit + 1)  # one more: what the oldest shown changed
     contents = [
         b"" if version.deleted else (files.read_version(path, version.version_id) or b"")
@@ -86,7 +94,8 @@ def describe_versions(
     for index, version in enumerate(versions[:limit]):
         before = contents[index + 1] if index + 1 < len(contents) else b""
         added, removed, first = _changes(before, contents[index])
-        lines.append(VersionLine(index + 1, version, added, removed, first))
+        line = VersionLine(index + 1, version, added, removed, first)
+        lines.append((line, _diff(before, contents[index])))
     return lines
 
 
@@ -118,18 +127,55 @@ def restore_version(
         return texts.render("memory_restore_no_such", number=str(number), count=str(len(versions)))
     if number == 1:
         return texts.render("memory_restore_current", path=path)
-    chosen = versions[number - 1]
+    outcome = _write_back(files, path, versions[number - 1], request)
+    if outcome == "expired":
+        return texts.render("memory_restore_expired", number=str(number))
+    if outcome == "conflict":
+        return texts.render("memory_restore_conflict", path=path)
+    return texts.render("memory_restored", path=path, number=str(number))
+
+
+RestoreOutcome = Literal["restored", "current", "expired", "conflict", "no_such"]
+
+
+def restore_by_id(
+    files: VersionedFiles, version_id: str, *, request: str, path: str = MEMORY_FILE
+) -> RestoreOutcome:
+    """The console's restore: version `version_id` (as the console listed it; a version id
+    names one version however many were added since) written back, as `/memory restore N`
+    writes it: noting `request`, so a retried press restores nothing twice, and conditional on
+    the current version, so a turn's write in between is never lost ("conflict")."""
+    versions = files.versions(path, VERSIONS_SHOWN + 1)
+    if any(files.restored_by(path, v.version_id) == request for v in versions[:RESTORE_LOOKBACK]):
+        return "restored"
+    chosen = next((version for version in versions if version.version_id == version_id), None)
+    if chosen is None:
+        return "no_such"
+    if chosen is versions[0]:
+        return "current"
+    return _write_back(files, path, chosen, request)
+
+
+def _write_back(
+    files: VersionedFiles, path: str, chosen: FileVersion, request: str
+) -> Literal["restored", "expired", "conflict"]:
     data = b"" if chosen.deleted else files.read_version(path, chosen.version_id)
     if data is None:
-        return texts.render("memory_restore_expired", number=str(number))
+        return "expired"
     current = files.read(path, fresh=True)
     try:
         files.write_restored(
             path, data, request=request, if_match=current.etag if current else None
         )
     except WriteConflict:
-        return texts.render("memory_restore_conflict", path=path)
-    return texts.render("memory_restored", path=path, number=str(number))
+        return "conflict"
+    return "restored"
+
+
+def _diff(before: bytes, after: bytes) -> str:
+    old = before.decode("utf-8", "replace").splitlines()
+    new = after.decode("utf-8", "replace").splitlines()
+    return "\n".join(list(difflib.unified_diff(old, new, lineterm="", n=1))[2:])
 
 
 def _changes(before: bytes, after: bytes) -> tuple[int, int, str]:

@@ -7,11 +7,18 @@ message is not queued and no model sees it. The stranger gives the code to the o
 is waiting, `/people remove ID` takes an approval back. The webhook checks approved people
 together with ALLOW_FROM; each gets a private scope (`core/scopes.py`) like anyone but the owner.
 
-Codes are 6 digits, valid `CODE_MINUTES`. A person has one open code at a time (asking again
-shows the same one), and gets at most `CODES_PER_DAY` a day; everyone together gets at most
-`CODES_PER_HOUR` an hour, so a crowd of strangers cannot bury the owner's list. A code is used
-once (approving or denying deletes it), only the owner's private chat can use it, and it names
-the person who asked for it: a guessed or replayed code gets nobody anything.
+Codes are 6 digits, valid `CODE_MINUTES`. The limits are per person asking: one open code at a
+time (asking again shows the same one, so at most one an hour), at most `CODES_PER_DAY` a day;
+and everyone together gets at most `codes_per_hour` an hour (PAIRING_CODES_PER_HOUR), so a crowd
+of strangers cannot bury the owner's list. A code is used once (approving or denying deletes
+it), only the owner's private chat can use it, and it names the person who asked for it: a
+guessed or replayed code gets nobody anything. (To admit many people at once, the owner makes an
+invite link instead: `core/invites.py`; whom it admits are approved people too.)
+
+Approved people (and groups, by an invite) live in the store, ALLOW_FROM being the seed: each
+webhook or agent_turn container reads a person at most once a minute while they are approved
+(`APPROVAL_CACHE_SECONDS`), keeping the `APPROVALS_CACHED` most recently heard (least recently
+used forgotten first), so 10,000 people cost one read per person, container and minute.
 
 The owner sees each person by the name and username they chose, which may be anything: both are
 shown as plain text (`texts.literal`), never as a link, formatting or a mention.
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -32,9 +40,10 @@ logger = logging.getLogger(__name__)
 
 CODE_MINUTES = 60
 CODES_PER_DAY = 3  # per person
-CODES_PER_HOUR = 20  # for everyone together
+CODES_PER_HOUR = 100  # for everyone together, by default (PAIRING_CODES_PER_HOUR)
 DENIED_HOURS = 24  # a person refused may not ask again before
 APPROVAL_CACHE_SECONDS = 60  # how long a webhook container trusts an approval it read
+APPROVALS_CACHED = 10_000  # approvals a container remembers, the least recently used forgotten
 
 
 @dataclass(frozen=True)
@@ -93,25 +102,33 @@ class Pairing:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         codes: Callable[[], str] = new_code,
+        codes_per_hour: int = CODES_PER_HOUR,
     ) -> None:
         self._store = store
         self._clock = clock
         self._codes = codes
-        self._approved: dict[int, datetime] = {}  # approved person -> when it was read
+        self._codes_per_hour = codes_per_hour
+        # approved person (or group) -> when it was read; least recently heard first
+        self._approved: OrderedDict[int, datetime] = OrderedDict()
 
     # -- the webhook ---------------------------------------------------------------------
 
     def is_approved(self, user_id: int) -> bool:
-        """Whether the owner approved this person. An approval is read at most once a minute
-        per container (a removal takes effect within that); a stranger is read every time, so
-        one approved a moment ago is heard at once."""
+        """Whether the owner approved this person (or group: its negative id), by a code or an
+        invite. An approval is read at most once a minute per container (a removal takes
+        effect within that), and at most `APPROVALS_CACHED` are kept; a stranger is read every
+        time, so one approved or invited a moment ago is heard at once."""
         now = self._clock()
         since = self._approved.get(user_id)
         if since is not None and now - since < timedelta(seconds=APPROVAL_CACHE_SECONDS):
+            self._approved.move_to_end(user_id)
             return True
         approved = self._store.person(user_id) is not None
         if approved:
             self._approved[user_id] = now
+            self._approved.move_to_end(user_id)
+            if len(self._approved) > APPROVALS_CACHED:
+                self._approved.popitem(last=False)
         else:
             self._approved.pop(user_id, None)
         return approved
@@ -129,7 +146,7 @@ class Pairing:
         count = asked.count if asked is not None and asked.day == day else 0
         if count >= CODES_PER_DAY:
             return texts.load("pairing_later")
-        if not self._store.take_hour_slot(now.strftime("%Y-%m-%dT%H"), CODES_PER_HOUR):
+        if not self._store.take_hour_slot(now.strftime("%Y-%m-%dT%H"), self._codes_per_hour):
             logger.warning("pairing: the hour's codes are all given out")
             return texts.load("pairing_later")
         expires = now + timedelta(minutes=CODE_MINUTES)
@@ -178,7 +195,8 @@ class Pairing:
     def remove(self, user_text: str) -> str:
         """/people remove ID."""
         user = user_text.strip()
-        if not (user.isascii() and user.isdigit()):
+        digits = user.removeprefix("-")  # a group an invite admitted has a negative id
+        if not (digits.isascii() and digits.isdigit()):
             return texts.load("pairing_remove_usage")
         if not self._store.remove(int(user)):
             return texts.render("pairing_not_approved", user=user)

@@ -189,6 +189,11 @@ class Channel(Protocol):
         """Send Markdown `text` in as many messages as it takes (not journaled)."""
         ...
 
+    def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> int:
+        """Send Markdown `text` (one message) with one button that opens the Mini App at `url`
+        (Telegram: an https URL, in a private chat); returns its message id."""
+        ...
+
     def send_file(self, chat_id: int, file: OutgoingFile, *, thread_id: int | None = None) -> int:
         """Upload `file` as its kind (photo, document, audio, voice); returns its message id."""
         ...

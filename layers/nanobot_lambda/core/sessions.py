@@ -45,6 +45,12 @@ SAVED_MESSAGE_MAX_BYTES = 399_000
 _NAMES = frozenset({"role", "name", "id", "type", "tool_call_id", "ts"})
 
 
+def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
+    """The session (and SQS message group) of a chat, or of one topic of a forum chat."""
+    key = f"telegram:{chat_id}"
+    return key if thread_id is None else f"{key}:{thread_id}"
+
+
 class SessionConflict(StorageConflict):
     """Another writer changed the session since it was loaded."""
 

@@ -7,6 +7,10 @@ line of prompt until it is used. Skills come from the workspace (the user's, edi
 in the package (`builtin_skills/`, read-only); a workspace skill overrides a built-in one of the
 same name.
 
+A skill can be turned off (the console's switch): `skills/.off` lists the names of the skills
+left out, one a line. An off skill is not in the prompt at all, built-in or not, and is listed
+as off where skills are shown to the owner; turning it on again is taking its line out.
+
 A SKILL.md written by hand (or by the model) may be broken: parsing never raises, the skill is
 listed as unavailable with the problem, so the model can see and fix it. One kind of break is
 forgiven: skills written for other agents (Claude Code, OpenClaw) often leave a colon unquoted
@@ -49,6 +53,7 @@ BODY_DESCRIPTION_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1024
 METADATA_NAMESPACES = ("nanobot", "openclaw")
 ACTIVE_SKILL_SEPARATOR = "\n\n---\n\n"
+OFF_FILE = "skills/.off"  # the names of the skills turned off, one a line
 
 _SKILL_PATH = re.compile(r"skills/([^/]+)/SKILL\.md")
 _FENCE = re.compile(r"---[ \t]*")
@@ -84,6 +89,8 @@ class Skill:
     warning: str | None = None
     """A YAML problem the lenient read worked around, in one line, for the operator (logged,
     reported by `doctor`); the skill is listed as usual and the model never sees it."""
+    off: bool = False
+    """Turned off (`skills/.off`): left out of the prompt."""
 
 
 class _FrontmatterError(ValueError):
@@ -154,11 +161,13 @@ def load_skills(
     workspace_skill_md: Mapping[str, str],
     environ: Mapping[str, str],
     which: Which = shutil.which,
+    off: frozenset[str] = frozenset(),
 ) -> list[Skill]:
     """All skills, sorted by name.
 
     `workspace_skill_md` maps `skills/<name>/SKILL.md` to its text, from the workspace; other
-    paths are ignored. Workspace skills override built-in ones of the same name.
+    paths are ignored. Workspace skills override built-in ones of the same name. A skill named
+    in `off` (`off_names` of `skills/.off`) is marked off.
     """
     found: dict[str, Skill] = {}
     sources: tuple[tuple[SkillSource, Mapping[str, str]], ...] = (
@@ -170,7 +179,19 @@ def load_skills(
             match = _SKILL_PATH.fullmatch(path)
             if match and not match[1].startswith("."):
                 found[match[1]] = parse_skill(match[1], text, source, environ, which)
-    return [found[name] for name in sorted(found)]
+    return [
+        replace(found[name], off=True) if name in off else found[name] for name in sorted(found)
+    ]
+
+
+def off_names(text: str | None) -> frozenset[str]:
+    """The skills `skills/.off` turns off."""
+    return frozenset(line.strip() for line in (text or "").splitlines() if line.strip())
+
+
+def off_text(names: frozenset[str]) -> str:
+    """`skills/.off` for these names."""
+    return "".join(f"{name}\n" for name in sorted(names))
 
 
 def render_active_skills(skills: Sequence[Skill]) -> str:
@@ -182,12 +203,14 @@ def render_active_skills(skills: Sequence[Skill]) -> str:
     return ACTIVE_SKILL_SEPARATOR.join(
         texts.render("active_skill", skill=skill.name, base_dir=skill.base_dir, body=skill.body)
         for skill in _sorted(skills)
-        if skill.always and skill.available
+        if skill.always and skill.available and not skill.off
     )
 
 
 def render_skills_summary(skills: Sequence[Skill]) -> str:
-    """The preamble and one compact `<skill>` line per skill, for every prompt ("" if none)."""
+    """The preamble and one compact `<skill>` line per skill, for every prompt ("" if none);
+    a skill turned off is left out."""
+    skills = [skill for skill in skills if not skill.off]
     if not skills:
         return ""
     lines = [texts.load("skills_preamble"), "<skills>"]

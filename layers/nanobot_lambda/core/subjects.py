@@ -4,11 +4,12 @@ from there by everything that needs to know whose a job is.
 
 agent_turn derives it once per job, before anything runs (`adapters/telegram/subjects.py`,
 where queued updates can be parsed: a message's chat, or for a pressed button the chat of the
-message it was under; the other job kinds carry their chat). From it:
-- the scope switch (core/scopes.py) enters the subject's scope, so the file tools, the memory
-  in the prompt and recall all read that scope's workspace;
-- the usage meter counts and checks spending for the subject's chat (core/usage.py);
-- the chat tools' `TurnScope` (tools/chat.py) and the answer go to the subject's chat and topic;
+message it was under; the other job kinds carry their chat), and the job's context holds it
+(tools/context.py). From it:
+- the context holds the subject's scope's workspace (core/scopes.py), so the file tools, the
+  memory in the prompt and recall all read that scope's workspace;
+- the context's meter counts and checks spending for the subject's chat (core/usage.py);
+- the chat tools and the answer go to the subject's chat and topic;
 - a job that fails for good tells the subject's chat.
 
 A job whose subject cannot be derived (a queued update with no chat, or one in a private chat

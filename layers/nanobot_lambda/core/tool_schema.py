@@ -1,4 +1,8 @@
-"""Validate tool-call arguments against a tool's JSON schema, applying safe casts.
+"""A tool's arguments: declared as a pydantic model (`ToolArguments`), from which the JSON schema
+the model is sent and each call is checked against is derived (`arguments_schema`); and the
+check itself (`validate`), against that schema or a remote tool's (an MCP server's).
+
+Validate tool-call arguments against a tool's JSON schema, applying safe casts.
 
 The subset LLM tool schemas use: `type` (a name or a list), `enum`, `const`, numeric bounds,
 `minLength`/`maxLength`, `pattern`, `minItems`/`maxItems`, `items`, `properties`, `required`,
@@ -16,6 +20,8 @@ import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 _INTEGER = re.compile(r"[-+]?[0-9]+")
 _NUMBER = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
@@ -41,6 +47,64 @@ _SIZES = (
     ("minItems", "array", operator.ge, "have at least {} items"),
     ("maxItems", "array", operator.le, "have at most {} items"),
 )
+
+
+class ToolArguments(BaseModel):
+    """A tool's arguments, one field each, described with `Field(description=...)` where the
+    name does not say enough; one the model may leave out is `X | None = None` (the tool's
+    `run` has its default). No other argument is taken."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def arguments_schema(arguments: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of `arguments`, as `validate` checks a call against it: pydantic's,
+    without what the check does not use (titles, defaults, the model's docstring), each
+    reference written out, and an argument that may be left out typed as it is when given."""
+    schema = arguments.model_json_schema()
+    definitions = schema.pop("$defs", {})
+    schema.pop("description", None)
+    plain: dict[str, Any] = _plain(schema, definitions)
+    return plain
+
+
+_NULL = {"type": "null"}
+# The keywords' order, as the schemas were written by hand; then the rest, description last.
+_FIRST = (
+    "type",
+    "enum",
+    "items",
+    "properties",
+    "required",
+    *("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"),
+)
+
+
+def _plain(node: Any, definitions: Mapping[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_plain(item, definitions) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    options = node.get("anyOf")
+    if isinstance(options, list) and _NULL in options:  # `X | None = None`: left out, not null
+        given = [option for option in options if option != _NULL]
+        rest = {key: value for key, value in node.items() if key != "anyOf"}
+        return _plain({**(given[0] if len(given) == 1 else {"anyOf": given}), **rest}, definitions)
+    if "$ref" in node:
+        rest = {key: value for key, value in node.items() if key != "$ref"}
+        return _plain({**definitions[node["$ref"].rsplit("/", 1)[-1]], **rest}, definitions)
+    plain: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("title", "default"):
+            continue
+        if key == "properties":
+            plain[key] = {name: _plain(item, definitions) for name, item in value.items()}
+        else:
+            plain[key] = _plain(value, definitions)
+    if plain.get("type") == "object" and "properties" in plain:
+        plain.setdefault("required", [])
+    order = [*_FIRST, *(key for key in plain if key not in _FIRST and key != "description")]
+    return {key: plain[key] for key in [*order, "description"] if key in plain}
 
 
 class ArgumentError(Exception):

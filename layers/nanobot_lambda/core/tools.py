@@ -29,7 +29,13 @@ from nanobot_lambda.core.approvals import Call as ApprovalCall
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.model import ToolCall, function_tool
 from nanobot_lambda.core.redaction import redact
-from nanobot_lambda.core.tool_schema import ArgumentError, for_model, validate
+from nanobot_lambda.core.tool_schema import (
+    ArgumentError,
+    ToolArguments,
+    arguments_schema,
+    for_model,
+    validate,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,12 +54,25 @@ C = TypeVar("C", bound=CallContext)
 
 
 class Tool(ABC, Generic[C]):
+    """A tool, declared in one place: its name, its description, its arguments (`Arguments`, a
+    `ToolArguments` model: the schema the model is sent, `parameters`, is derived from it) and
+    `run`, which gets them checked (a call that does not fit is an error the model reads)."""
+
     name: ClassVar[str]
     description: ClassVar[str]
-    parameters: ClassVar[dict[str, Any]]  # JSON schema of the arguments object
+    Arguments: ClassVar[type[ToolArguments]]
+    # JSON schema of the arguments object: derived from `Arguments`; a remote tool's is the one
+    # its server states (tools/remote.py).
+    parameters: ClassVar[dict[str, Any]]
     # Whether a call changes state. Calls that only read run concurrently; a call that writes
     # runs alone unless it names a `path` no other call of the same reply names.
     mutates: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        arguments = cls.__dict__.get("Arguments")
+        if arguments is not None:
+            cls.parameters = arguments_schema(arguments)
 
     @abstractmethod
     def run(self, ctx: C, /, *args: Any, **arguments: Any) -> str:

@@ -92,6 +92,12 @@ class UsageStore(Protocol):
         the first time, and again for the same turn (a retry of the turn that tells it)."""
         ...
 
+    def periods(self, chat_id: int | None) -> dict[str, Tally]:
+        """Every period the chat's counters hold (None: all chats together, as counted while
+        `overall` was passed), by key: `day#YYYY-MM-DD` (the last 400 days), `month#YYYY-MM`,
+        `total`. The console's spending charts."""
+        ...
+
     def chats(self) -> list[int]:
         """Every chat with recorded usage (for the operator)."""
         ...

@@ -7,7 +7,9 @@
 - `heartbeat`: reads `HEARTBEAT.md`; when it holds no task (only headings, comments and empty
   checkboxes) nothing else happens, so an idle heartbeat costs no model call. Otherwise the
   tasks are queued for agent_turn, which decides whether any is due; the report goes to
-  `HEARTBEAT_CHAT_ID`, or by default to the owner's most recent private chat.
+  `HEARTBEAT_CHAT_ID`, or by default to the owner's most recent private chat. While the owner
+  has it paused (the console: a flag in the job store, read first) a firing does nothing: its
+  schedule is the template's, which CloudFormation owns, so it is not touched.
 - `approval_timeout`: an approval's deadline passed (functions/agent_turn/approvals.py): its
   turn's resume is queued with the decision "timeout", which denies the waiting call and tells
   the model; a turn no longer waiting on it (decided, finished) does nothing with it.
@@ -101,6 +103,9 @@ class SchedulerService:
         if job is None:
             logger.info("job fired after it was removed: nothing to do", extra=log)
             return {"status": "removed"}
+        if job.paused:  # paused in the console after this firing was on its way
+            logger.info("job fired while paused: nothing to do", extra=log)
+            return {"status": "paused"}
         parts_sent = self._jobs.claim_firing(chat_id, job_id, scheduled)
         if parts_sent is None:
             logger.info("duplicate delivery of a job firing ignored", extra=log)
@@ -147,6 +152,9 @@ class SchedulerService:
                 self._jobs.record_firing_part(job.chat_id, job.job_id, scheduled, part)
 
     def heartbeat(self, scheduled_time: object = None) -> dict[str, str]:
+        if self._jobs.heartbeat_paused():
+            logger.info("heartbeat paused (in the console): nothing to do")
+            return {"status": "paused"}
         file = self._workspace.read(HEARTBEAT_FILE)
         try:
             tasks = heartbeat_tasks(file.text if file else None)

@@ -12,6 +12,9 @@ The webhook holds no bot token and makes no outgoing call for it.
 A part of an album is also recorded with its album before it is queued, so that the album is
 answered in one turn (`core/albums.py`).
 
+A stranger's `/start <token>` (the invite link the owner made, core/invites.py) is answered here
+too: the invite admits them, or their group, in one conditional write, and nothing is queued.
+
 A reaction is recorded here (`FeedbackBook`) and answered, never queued: it starts no model call.
 An edit is recorded before it is queued like a message, so that the edited message's turn, if it
 has not started, can take the text as it is now (`core/reactions_and_edits.py`).
@@ -54,6 +57,7 @@ from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.approvals import ApprovalBook, Decision, parse_callback
 from nanobot_lambda.core.errors import UpdateInProgress
+from nanobot_lambda.core.invites import Invites, invite_token
 from nanobot_lambda.core.jobs import ApprovalJob, TelegramUpdateJob, parse_start_job
 from nanobot_lambda.core.pairing import Asker, Pairing
 from nanobot_lambda.core.ports import (
@@ -99,6 +103,7 @@ class WebhookPolicy:
     allow_list: AllowList
     group_policy: GroupPolicy = "mention"  # agent_turn's GROUP_POLICY
     ack_reaction: str = ""  # as Telegram spells it (settings.py checks it); empty: "typing…"
+    pairing_codes: bool = True  # PAIRING=on: a stranger's private message gets a code
 
 
 def sign_of_life(
@@ -144,8 +149,8 @@ def _surely_for_the_bot(message: Message, group_policy: GroupPolicy) -> bool:
 class WebhookRecords:
     """What the webhook keeps besides the queue: the updates it queued (so a re-sent one is queued
     once), /stop flags, the parts of albums, reactions and edits (core/reactions_and_edits.py; None:
-    reactions are not recorded), and with PAIRING on, who the owner approved and the codes strangers
-    were given."""
+    reactions are not recorded), who the owner approved (by pairing or an invite) and the codes
+    strangers were given, and the owner's invites."""
 
     ledger: UpdateLedger
     stop_flags: StopFlags
@@ -153,6 +158,7 @@ class WebhookRecords:
     pairing: Pairing | None = None
     feedback: FeedbackBook | None = None
     approvals: ApprovalBook | None = None  # what a press of an approval's button is checked by
+    invites: Invites | None = None
 
 
 class Webhook:
@@ -173,6 +179,7 @@ class Webhook:
         self._pairing = records.pairing
         self._feedback = records.feedback
         self._approvals = records.approvals
+        self._invites = records.invites
         self._metrics = metrics
         if policy.allow_list.allows_nobody:
             logger.warning("ALLOW_FROM is empty: every sender will be refused")
@@ -225,18 +232,19 @@ class Webhook:
         decision = classify(update, self._policy.allow_list)
         if isinstance(decision, Ignored):
             return _ignore(decision, log)
-        if isinstance(decision, Rejected):
+        invited = self._invited(update)
+        if isinstance(decision, Rejected) or invited is not None:
             try:
-                approved = self._pairing is not None and self._pairing.is_approved(
-                    decision.sender_id
-                )
+                decision = self._with_approvals(update, decision)
+                invite_admits = invited is not None and not self._heard_whole(invited, decision)
             except Exception as error:
                 # Refusing could lose an approved person's message: Telegram retries instead.
                 logger.error("approvals unreadable (%s)", type(error).__name__, extra=log)
                 return reply(503, error="try again later")
-            if not approved:
+            if invited is not None and invite_admits:
+                return self._admit(invited, log)
+            if isinstance(decision, Rejected):
                 return self._refuse(update, decision, log)
-            decision = classify(update, self._policy.allow_list.including(decision.sender_id))
             if isinstance(decision, Ignored):
                 return _ignore(decision, log)
         if isinstance(decision, Reacted):
@@ -346,6 +354,63 @@ class Webhook:
         logger.info("approval press queued", extra={**log, "decision": decision})
         return reply(200, status="queued", **answer)
 
+    def _with_approvals(
+        self, update: Update, decision: Accepted | Rejected | Reacted
+    ) -> Accepted | Rejected | Reacted | Ignored:
+        """The decision once the people and groups approved in the store (pairing, invites) are
+        heard too: a refused sender, or their group, may be one."""
+        if not isinstance(decision, Rejected) or self._pairing is None:
+            return decision
+        approved = [decision.sender_id] if self._pairing.is_approved(decision.sender_id) else []
+        if decision.chat_id < 0 and self._pairing.is_approved(decision.chat_id):
+            approved.append(decision.chat_id)  # a group an invite admitted
+        if not approved:
+            return decision
+        allow_list = self._policy.allow_list
+        for chat_or_person in approved:
+            allow_list = allow_list.including(chat_or_person)
+        return classify(update, allow_list)
+
+    def _invited(self, update: Update) -> tuple[Message, str] | None:
+        """A `/start <token>` message (an invite link opened) and its token, with invites on."""
+        message = update.message
+        if self._invites is None or message is None or message.sender is None:
+            return None
+        token = invite_token(message.text or "")
+        return None if token is None else (message, token)
+
+    def _heard_whole(self, invited: tuple[Message, str], decision: object) -> bool:
+        """Whether the chat an invite was opened in is heard already: a private chat whose
+        person is; a group listed in ALLOW_FROM or admitted before (each of its members is
+        heard, whoever is listed)."""
+        chat = invited[0].chat
+        if chat.type == "private":
+            return not isinstance(decision, Rejected)
+        allow_list = self._policy.allow_list
+        if allow_list.everyone or chat.id in allow_list.ids:
+            return True
+        return self._pairing is not None and self._pairing.is_approved(chat.id)
+
+    def _admit(self, invited: tuple[Message, str], log: dict[str, Any]) -> WebhookResponse:
+        """An invite link opened: its person (or group) admitted, once per use, and answered in
+        the webhook's reply; nothing is queued. A store that cannot be read answers 503: Telegram
+        sends the /start again and no use was counted."""
+        message, token = invited
+        assert self._invites is not None and message.sender is not None  # what _invited found
+        if message.chat.type == "private":
+            sender = message.sender
+            name = " ".join(part for part in (sender.first_name, sender.last_name) if part)
+            admitted = Asker(sender.id, name or str(sender.id), sender.username)
+        else:
+            admitted = Asker(message.chat.id, message.chat.title or str(message.chat.id))
+        try:
+            admission = self._invites.admit(token, admitted, group=message.chat.type != "private")
+        except Exception as error:
+            logger.error("invite not checked (%s)", type(error).__name__, extra=log)
+            return reply(503, error="try again later")
+        call = {"method": "sendMessage", "chat_id": message.chat.id, "text": admission.text}
+        return reply(200, status="admitted" if admission.admitted else "refused", **call)
+
     def _raise_stop_flag(self, session_key: str, log: dict[str, Any]) -> None:
         """/stop must reach a running turn now, not after it (FIFO order): see
         functions/agent_turn/commands.py."""
@@ -367,6 +432,7 @@ class Webhook:
         message = update.message
         if (
             self._pairing is None
+            or not self._policy.pairing_codes
             or message is None
             or message.chat.type != "private"
             or message.sender is None

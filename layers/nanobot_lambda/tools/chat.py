@@ -11,15 +11,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
-from typing import Any, ClassVar
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from nanobot_lambda.core.allowlist import AllowList
-from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.cron import CronJob, remove_job
 from nanobot_lambda.core.errors import ChannelError, ToolError
 from nanobot_lambda.core.jobs import SubagentJob
 from nanobot_lambda.core.outgoing import MAX_CAPTION_CHARS, MAX_UPLOAD_BYTES, OutgoingFile, kind_for
 from nanobot_lambda.core.ports import JobStore, Schedules, TurnQueue, Workspace
 from nanobot_lambda.core.schedules import ScheduleError, build_schedule, next_run
+from nanobot_lambda.core.tool_schema import ToolArguments
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.files import tool_path
@@ -35,27 +38,21 @@ class CronTool(Tool[JobContext]):
         "prompt at the time). Read skills/cron/SKILL.md before first use."
     )
     mutates = True
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "enum": ["add", "list", "remove"]},
-            "message": {"type": "string"},
-            "kind": {"type": "string", "enum": ["reminder", "task"]},
-            "every_seconds": {"type": "integer"},
-            "cron_expr": {"type": "string"},
-            "tz": {"type": "string"},
-            "at": {"type": "string"},
-            "name": {"type": "string", "maxLength": 100},
-            "job_id": {"type": "string"},
-            "quiet": {
-                "type": "boolean",
-                # The cron skill says more (quiet tasks compare with the earlier runs).
-                "description": "Tasks only: report only what is new or needs attention.",
-            },
-        },
-        "required": ["action"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        action: Literal["add", "list", "remove"]
+        message: str | None = None
+        kind: Literal["reminder", "task"] | None = None
+        every_seconds: int | None = None
+        cron_expr: str | None = None
+        tz: str | None = None
+        at: str | None = None
+        name: str | None = Field(None, max_length=100)
+        job_id: str | None = None
+        # The cron skill says more (quiet tasks compare with the earlier runs).
+        quiet: bool | None = Field(
+            None, description="Tasks only: report only what is new or needs attention."
+        )
 
     def __init__(
         self,
@@ -163,8 +160,7 @@ class CronTool(Tool[JobContext]):
         job = self._store.get(ctx.chat_id, job_id)
         if job is None:
             raise ToolError(f"no job with id {job_id} in this chat (see action=list)")
-        self._schedules.delete(job)
-        self._store.delete(job.chat_id, job.job_id)
+        remove_job(self._store, self._schedules, job)
         return f"Removed {job.kind} '{job.name}' (id {job.job_id})."
 
     def _next(self, job: CronJob) -> str:
@@ -177,12 +173,11 @@ def _quiet(job: CronJob) -> str:
     return " (quiet: reports only what is new or needs attention)" if job.quiet else ""
 
 
-BUTTONS_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {"type": "string", "minLength": 1, "maxLength": MAX_BUTTON_CHARS},
-    "minItems": 1,
-    "maxItems": MAX_BUTTONS,
-}
+# Buttons' labels: a few, short.
+Buttons = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=MAX_BUTTON_CHARS)]],
+    Field(min_length=1, max_length=MAX_BUTTONS),
+]
 
 
 class MessageTool(Tool[JobContext]):
@@ -192,16 +187,11 @@ class MessageTool(Tool[JobContext]):
         "Your final answer is sent anyway. `buttons`: choices shown under it; a press comes "
         "back to you as the user's next message."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "content": {"type": "string", "minLength": 1},
-            "chat_id": {"type": "integer"},
-            "buttons": BUTTONS_SCHEMA,
-        },
-        "required": ["content"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        content: str = Field(min_length=1)
+        chat_id: int | None = None
+        buttons: Buttons | None = None
 
     def __init__(self, allow_list: AllowList, owner: int | None) -> None:
         self._allow_list = allow_list
@@ -239,12 +229,9 @@ class ReplyButtonsTool(Tool[JobContext]):
         "Show buttons under your final answer, e.g. a short list of choices or yes/no; the "
         "user's press comes back to you as their next message. Call it before you answer."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"buttons": BUTTONS_SCHEMA},
-        "required": ["buttons"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        buttons: Buttons
 
     def run(self, ctx: JobContext, /, buttons: list[str]) -> str:
         ctx.run_outbox()  # only in a turn that answers
@@ -264,15 +251,10 @@ class SendFileTool(Tool[JobContext]):
         "Send a workspace file to this chat now: an image as a photo, .ogg/.opus as a voice "
         "note, .mp3/.m4a as audio, anything else as a document (at most 50 MB). Sent once."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "minLength": 1},
-            "caption": {"type": "string", "maxLength": MAX_CAPTION_CHARS},
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        path: str = Field(min_length=1)
+        caption: str | None = Field(None, max_length=MAX_CAPTION_CHARS)
 
     def run(self, ctx: JobContext, /, path: str, caption: str | None = None) -> str:
         outbox, workspace = ctx.run_outbox(), ctx.workspace
@@ -314,15 +296,10 @@ class SpawnTool(Tool[JobContext]):
         "Start a background task that runs on its own (with file tools) and reports back "
         "when done. Returns at once with an id."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "task": {"type": "string", "minLength": 1},
-            "label": {"type": "string", "maxLength": 60},
-        },
-        "required": ["task"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        task: str = Field(min_length=1)
+        label: str | None = Field(None, max_length=60)
 
     def __init__(
         self,

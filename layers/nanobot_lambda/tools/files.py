@@ -14,13 +14,15 @@ import difflib
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import regex  # type: ignore[import-untyped]  # no stubs installed (types-regex)
+from pydantic import Field
 
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.paths import PathError, normalize_path
 from nanobot_lambda.core.ports import Workspace
+from nanobot_lambda.core.tool_schema import ToolArguments
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.core.workspace import (
     NotText,
@@ -100,16 +102,11 @@ class WorkspaceTool(Tool[JobContext]):
 class ReadFile(WorkspaceTool):
     name = "read_file"
     description = "Read a text file from the workspace. Long files are paged by line."
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Workspace-relative path."},
-            "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
-            "limit": {"type": "integer", "minimum": 1, "description": "Number of lines."},
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        path: str = Field(description="Workspace-relative path.")
+        offset: int | None = Field(None, ge=1, description="First line (1-based).")
+        limit: int | None = Field(None, ge=1, description="Number of lines.")
 
     def run(
         self, ctx: JobContext, /, path: str, offset: int = 1, limit: int = DEFAULT_READ_LINES
@@ -145,15 +142,10 @@ class WriteFile(WorkspaceTool):
     name = "write_file"
     mutates = True
     description = "Create or overwrite a workspace file with the given content."
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Workspace-relative path."},
-            "content": {"type": "string"},
-        },
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        path: str = Field(description="Workspace-relative path.")
+        content: str
 
     def run(self, ctx: JobContext, /, path: str, content: str) -> str:
         target = tool_path(path)
@@ -171,17 +163,12 @@ class EditFile(WorkspaceTool):
         "Replace exact text in a workspace file. old_text must match exactly once "
         "unless replace_all is true. Read the file first."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string"},
-            "old_text": {"type": "string"},
-            "new_text": {"type": "string"},
-            "replace_all": {"type": "boolean"},
-        },
-        "required": ["path", "old_text", "new_text"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        path: str
+        old_text: str
+        new_text: str
+        replace_all: bool | None = None
 
     def run(
         self,
@@ -247,12 +234,9 @@ def _not_found_message(path: str, text: str, old_text: str) -> str:
 class ListDir(WorkspaceTool):
     name = "list_dir"
     description = "List a workspace folder ('.' for the root)."
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"path": {"type": "string"}},
-        "required": [],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        path: str | None = None
 
     def run(self, ctx: JobContext, /, path: str = ".") -> str:
         folder = tool_path(path, allow_root=True)
@@ -274,18 +258,13 @@ class Grep(WorkspaceTool):
         "Search workspace files for a regex (or literal text); returns file:line: text. "
         "path may be a file or a folder (default: the whole workspace)."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_CHARS},
-            "path": {"type": "string"},
-            "literal": {"type": "boolean"},
-            "ignore_case": {"type": "boolean"},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_GREP_RESULTS},
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        pattern: str = Field(min_length=1, max_length=MAX_PATTERN_CHARS)
+        path: str | None = None
+        literal: bool | None = None
+        ignore_case: bool | None = None
+        max_results: int | None = Field(None, ge=1, le=MAX_GREP_RESULTS)
 
     def __init__(
         self,

@@ -11,12 +11,15 @@ again) would be sent as a new message, never dropped.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
+
+from pydantic import Field
 
 from nanobot_lambda.core.errors import ChannelError, ModelError, ToolError
 from nanobot_lambda.core.images import ImageGenerator, image_extension
 from nanobot_lambda.core.outgoing import MAX_CAPTION_CHARS, OutgoingFile
 from nanobot_lambda.core.ports import Workspace
+from nanobot_lambda.core.tool_schema import ToolArguments
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.core.workspace import WriteConflict
 from nanobot_lambda.tools.context import JobContext
@@ -34,16 +37,12 @@ class GenerateImageTool(Tool[JobContext]):
         "uploads/, or one made before), give its path as `image`. Describe the picture fully: "
         "the image model sees nothing of the conversation."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "prompt": {"type": "string", "minLength": 1, "maxLength": 4000},
-            "image": {"type": "string", "minLength": 1},
-            "caption": {"type": "string", "maxLength": MAX_CAPTION_CHARS},
-        },
-        "required": ["prompt"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        prompt: str = Field(min_length=1, max_length=4000)
+        image: str | None = Field(None, min_length=1)
+        caption: str | None = Field(None, max_length=MAX_CAPTION_CHARS)
+
     mutates = True
 
     def __init__(self, images: ImageGenerator, timeout: float) -> None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, Literal
+
+from pydantic import Field
 
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.ports import Workspace
@@ -28,6 +30,7 @@ from nanobot_lambda.core.sandbox import (
     SandboxRun,
 )
 from nanobot_lambda.core.shorten import keep_head_and_tail
+from nanobot_lambda.core.tool_schema import ToolArguments
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.tools.context import JobContext
 from nanobot_lambda.tools.files import tool_path
@@ -50,19 +53,14 @@ class ExecTool(Tool[JobContext]):
         "Run Python 3.12 or shell in a sandbox without credentials (60 s, 512 MB). `files`: "
         "workspace files to copy in; files it writes come back."
     )
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "language": {"enum": ["python", "shell"]},
-            "code": {"type": "string", "minLength": 1},
-            "files": {"type": "array", "items": {"type": "string"}},
-            "timeout_seconds": {"type": "integer"},
-        },
-        "required": ["language", "code"],
-        # Checked, not sent (core/tool_schema.for_model). The limits on files and time are
-        # checked in run(), so the model is not sent them either.
-        "additionalProperties": False,
-    }
+
+    # The limits on files and time are checked in run(), so the model is not sent them.
+    class Arguments(ToolArguments):
+        language: Literal["python", "shell"]
+        code: str = Field(min_length=1)
+        files: list[str] | None = None
+        timeout_seconds: int | None = None
+
     mutates = True  # it writes files back
 
     def __init__(self, sandbox: Sandbox, result_max_chars: int) -> None:

@@ -17,9 +17,10 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import requests
+from pydantic import Field
 
 from nanobot_lambda.adapters.web.netguard import (
     AddressGuard,
@@ -32,6 +33,7 @@ from nanobot_lambda.adapters.web.netguard import (
     resolve_host,
 )
 from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.tool_schema import ToolArguments
 from nanobot_lambda.core.tools import Tool
 from nanobot_lambda.tools.context import JobContext
 
@@ -174,16 +176,11 @@ def tidy(text: str) -> str:
 class WebFetch(Tool[JobContext]):
     name = "web_fetch"
     description = "Fetch a public http(s) URL; returns its readable text as untrusted data."
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "url": {"type": "string"},
-            "extract_mode": {"type": "string", "enum": ["markdown", "text"]},
-            "max_chars": {"type": "integer", "minimum": 100},
-        },
-        "required": ["url"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        url: str
+        extract_mode: Literal["markdown", "text"] | None = None
+        max_chars: int | None = Field(None, ge=100)
 
     def seconds_needed(self, arguments: dict[str, Any]) -> float:
         return self._fetcher.timeout_seconds
@@ -237,15 +234,10 @@ class WebFetch(Tool[JobContext]):
 class WebSearch(Tool[JobContext]):
     name = "web_search"
     description = "Search the web; returns title, URL and snippet per result."
-    parameters: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string"},
-            "count": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
+
+    class Arguments(ToolArguments):
+        query: str
+        count: int | None = Field(None, ge=1, le=MAX_SEARCH_RESULTS)
 
     def seconds_needed(self, arguments: dict[str, Any]) -> float:
         return sum(SEARCH_TIMEOUT)

@@ -7,7 +7,11 @@
   minute (the rate limit), expiring after two minutes;
 - partition `hook#<name>`, sort key `seen#<sig#… | delivery#…>`: a delivery queued, expiring
   when a replay of it could no longer pass (core/inbound_events.py: GENERIC_REPLAY_DAYS,
-  GITHUB_REPLAY_DAYS).
+  GITHUB_REPLAY_DAYS);
+- partition `hook#<name>`, sort key `delivery#<slot>`: the hook's last deliveries, a ring of
+  `DELIVERIES_KEPT` slots (a delivery's number, from the counter `deliveries`, modulo their
+  count: the newest takes the oldest's place, so a hook's records never grow past them, with
+  no read and no delete), each expiring `DELIVERIES_KEEP` after it came.
 
 The secret is kept as it is (HMAC needs it): the table is encrypted at rest, and only the
 webhook (its own partitions: `hooks`, `hook#*`), agent_turn and the operator read it.
@@ -18,14 +22,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.aws.errors import aws_errors, written
 from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.adapters.aws.queries import count_within, items_under
-from nanobot_lambda.core.inbound_events import Hook
+from nanobot_lambda.core.inbound_events import (
+    DELIVERIES_KEEP,
+    DELIVERIES_KEPT,
+    Delivery,
+    DeliveryOutcome,
+    Hook,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -33,6 +43,8 @@ if TYPE_CHECKING:
 PARTITION = "hooks"
 HOOK_PREFIX = "hook#"
 RATE_KEEP = timedelta(minutes=2)
+DELIVERY_PREFIX = "delivery#"
+DELIVERY_COUNTER = "deliveries"
 
 
 class DynamoHookStore:
@@ -130,6 +142,74 @@ class DynamoHookStore:
                     "expires_at": number_value(int(until.timestamp())),
                 },
             )
+
+    @aws_errors
+    def record(self, name: str, delivery: Delivery) -> None:
+        """Number the delivery (one counter per hook), then write it in its ring slot."""
+        expires = number_value(int(datetime.fromisoformat(delivery.at).timestamp() + _KEEP))
+        number = int(
+            self._dynamodb().update_item(
+                TableName=self._table,
+                Key=self._own_key(name, DELIVERY_COUNTER),
+                UpdateExpression="ADD #count :one SET expires_at = :expires",
+                ExpressionAttributeNames={"#count": "count"},
+                ExpressionAttributeValues={":one": number_value(1), ":expires": expires},
+                ReturnValues="UPDATED_NEW",
+            )["Attributes"]["count"]["N"]
+        )
+        item: dict[str, Any] = {
+            **self._own_key(name, f"{DELIVERY_PREFIX}{number % DELIVERIES_KEPT:02d}"),
+            "number": number_value(number),
+            "at": {"S": delivery.at},
+            "outcome": {"S": delivery.outcome},
+            "status": number_value(delivery.status),
+            "size": number_value(delivery.size),
+            "expires_at": expires,
+        }
+        for field in ("reason", "digest", "delivery_id", "event", "turn_id"):
+            value = getattr(delivery, field)
+            if value is not None:
+                item[field] = {"S": value}
+        for field in ("chat_id", "thread_id"):
+            value = getattr(delivery, field)
+            if value is not None:
+                item[field] = number_value(value)
+        self._dynamodb().put_item(TableName=self._table, Item=item)
+
+    @aws_errors
+    def deliveries(self, name: str) -> list[Delivery]:
+        now = int(datetime.now(UTC).timestamp())
+        items = items_under(self._dynamodb(), self._table, f"{HOOK_PREFIX}{name}", DELIVERY_PREFIX)
+        # TTL deletes within days of expiry, not at it: an expired record is no record (nor,
+        # once the counter expired and started again, the newest).
+        kept = [item for item in items if int(item["expires_at"]["N"]) > now]
+        kept.sort(key=lambda item: int(item["number"]["N"]), reverse=True)
+        return [_delivery(item) for item in kept]
+
+
+_KEEP = DELIVERIES_KEEP.total_seconds()
+
+
+def _delivery(item: dict[str, Any]) -> Delivery:
+    def text(field: str) -> str | None:
+        return item[field]["S"] if field in item else None
+
+    def number(field: str) -> int | None:
+        return int(item[field]["N"]) if field in item else None
+
+    return Delivery(
+        at=item["at"]["S"],
+        outcome=cast(DeliveryOutcome, item["outcome"]["S"]),
+        status=int(item["status"]["N"]),
+        reason=text("reason"),
+        size=int(item["size"]["N"]),
+        digest=text("digest"),
+        delivery_id=text("delivery_id"),
+        event=text("event"),
+        turn_id=text("turn_id"),
+        chat_id=number("chat_id"),
+        thread_id=number("thread_id"),
+    )
 
 
 def _hook(item: dict[str, Any]) -> Hook:

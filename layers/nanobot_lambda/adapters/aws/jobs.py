@@ -3,7 +3,10 @@
 Items: `chat#<id>` / `job#<id>` (the job as JSON, plus `last_fired` and `firing_parts` for the
 firing being delivered; the JSON holds `quiet` only for a quiet task, and a record without it is
 not quiet), `chat#<id>` / `subagent#<id>` (a running background task, expiring
-after a day), and `owner` / `latest-private-chat`.
+after a day), `owner` / `latest-private-chat`, `owner` / `heartbeat` (`paused`: the console
+paused the heartbeat), and `owner` / `skill-requirements` (what the latest agent_turn container
+checks skills' requirements against: `programs` and `env_names`, each a newline-separated list,
+`programs` absent without a sandbox; `recorded_at`).
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from botocore.exceptions import ClientError
 from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
 from nanobot_lambda.adapters.aws.numbers import number_value
 from nanobot_lambda.core.cron import CronJob
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 OWNER_KEY = {"pk": {"S": "owner"}, "sk": {"S": "latest-private-chat"}}
+HEARTBEAT_KEY = {"pk": {"S": "owner"}, "sk": {"S": "heartbeat"}}
+REQUIREMENTS_KEY = {"pk": {"S": "owner"}, "sk": {"S": "skill-requirements"}}
 SUBAGENT_RECORD_SECONDS = 86_400
 
 
@@ -86,6 +92,23 @@ class DynamoJobStore:
             TableName=self._table, Key=_key(chat_id, job_id), ReturnValues="ALL_OLD"
         )
         return "Attributes" in response
+
+    @aws_errors
+    def set_paused(self, chat_id: int, job_id: str, paused: bool) -> bool:
+        """`paused` beside the job's JSON, which the firings' `record_run` rewrites."""
+        try:
+            self._dynamodb.update_item(
+                TableName=self._table,
+                Key=_key(chat_id, job_id),
+                UpdateExpression="SET paused = :paused" if paused else "REMOVE paused",
+                ConditionExpression="attribute_exists(sk)",
+                **({"ExpressionAttributeValues": {":paused": {"BOOL": True}}} if paused else {}),  # type: ignore[arg-type]
+            )
+        except ClientError as error:
+            if error_code(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True
 
     @aws_errors
     def claim_firing(self, chat_id: int, job_id: str, scheduled_time: str) -> int | None:
@@ -201,15 +224,60 @@ class DynamoJobStore:
         item = self._dynamodb.get_item(TableName=self._table, Key=OWNER_KEY).get("Item")
         return int(item["chat_id"]["N"]) if item else None
 
+    @aws_errors
+    def heartbeat_paused(self) -> bool:
+        item = self._dynamodb.get_item(
+            TableName=self._table, Key=HEARTBEAT_KEY, ConsistentRead=True
+        ).get("Item")
+        return bool(item and item.get("paused", {}).get("BOOL", False))
+
+    @aws_errors
+    def set_heartbeat_paused(self, paused: bool) -> None:
+        self._dynamodb.update_item(
+            TableName=self._table,
+            Key=HEARTBEAT_KEY,
+            UpdateExpression="SET paused = :paused",
+            ExpressionAttributeValues={":paused": {"BOOL": paused}},
+        )
+
+    @aws_errors
+    def record_requirements_seen(self, seen: RequirementsSeen) -> None:
+        item: dict[str, Any] = {
+            **REQUIREMENTS_KEY,
+            "env_names": {"S": "\n".join(sorted(seen.env_names))},
+            "recorded_at": {"S": seen.recorded_at},
+        }
+        if seen.programs is not None:
+            item["programs"] = {"S": "\n".join(sorted(seen.programs))}
+        self._dynamodb.put_item(TableName=self._table, Item=item)
+
+    @aws_errors
+    def requirements_seen(self) -> RequirementsSeen | None:
+        item = self._dynamodb.get_item(TableName=self._table, Key=REQUIREMENTS_KEY).get("Item")
+        if item is None:
+            return None
+        programs = item["programs"]["S"] if "programs" in item else None
+        return RequirementsSeen(
+            programs=None if programs is None else _names(programs),
+            env_names=_names(item["env_names"]["S"]),
+            recorded_at=item["recorded_at"]["S"],
+        )
+
+
+def _names(joined: str) -> frozenset[str]:
+    return frozenset(name for name in joined.split("\n") if name)
+
 
 def _stored(job: CronJob) -> str:
     """The job's JSON. `quiet` is written only when set: any other job is stored as it was
     before quiet tasks existed."""
     fields = asdict(job)
+    del fields["paused"]  # an attribute of its own (set_paused)
     if not job.quiet:
         del fields["quiet"]
     return json.dumps(fields)
 
 
 def _job(item: dict[str, Any]) -> CronJob:
-    return CronJob(**json.loads(item["job"]["S"]))
+    paused = item.get("paused", {}).get("BOOL", False)
+    return CronJob(**json.loads(item["job"]["S"]), paused=paused)

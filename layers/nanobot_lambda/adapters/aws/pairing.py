@@ -92,7 +92,7 @@ class DynamoPairingStore:
                     "TableName": self._table,
                     "Item": {
                         **self._key(f"code#{pairing.code}"),
-                        **_asker_attributes(asker),
+                        **asker_attributes(asker),
                         "code_expires": number_value(_seconds(pairing.expires)),
                         "expires_at": number_value(_seconds(pairing.expires)),
                     },
@@ -128,7 +128,7 @@ class DynamoPairingStore:
     def approve(self, pairing: PairingCode, at: datetime) -> bool:
         person = {
             **self._key(f"person#{pairing.asker.user_id}"),
-            **_asker_attributes(pairing.asker),
+            **asker_attributes(pairing.asker),
             "approved_at": number_value(_seconds(at)),
         }
         ask = self._key(f"ask#{pairing.asker.user_id}")
@@ -178,7 +178,7 @@ def _time(seconds: str) -> datetime:
     return datetime.fromtimestamp(int(seconds), UTC)
 
 
-def _asker_attributes(asker: Asker) -> dict[str, Any]:
+def asker_attributes(asker: Asker) -> dict[str, Any]:
     attributes: dict[str, Any] = {"user_id": number_value(asker.user_id), "name": {"S": asker.name}}
     if asker.username:
         attributes["username"] = {"S": asker.username}

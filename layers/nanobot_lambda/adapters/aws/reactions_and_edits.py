@@ -1,11 +1,12 @@
 """Reactions and edits in the sessions table (core/reactions_and_edits.py). Items:
 - partition `feedback#<chat id>`, sort key `reaction#<12-digit message id>#<person id>`: the
   emojis the person shows on the message now (`emojis`, a JSON list: an emptied reaction is
-  kept as `[]`) and Telegram's `date`. Kept with the chat's sessions (no expiry). One Query reads
-  a chat's reactions, oldest message first;
+  kept as `[]`) and Telegram's `date`, expiring `FEEDBACK_KEEP_SECONDS` after its last change.
+  One Query reads a chat's reactions, oldest message first;
 - partition `feedback#<chat id>`, sort key `answer#<12-digit message id>`: a message the bot sent
-  to the chat (no attributes, no expiry). The reactions to answers are those whose message has
-  one: read with one Query of the answers between the first and last message reacted to;
+  to the chat (no other attribute but its expiry, `FEEDBACK_KEEP_SECONDS` after it was sent).
+  The reactions to answers are those whose message has one: read with one Query of the answers
+  between the first and last message reacted to;
 - partition `edit#<session key>`, sort key `<12-digit message id>`: the message's latest text
   (`text`, `edit_date`, `update_id`), written only over an older edit, expiring after
   `EDIT_KEEP_SECONDS` (as long as a dead-lettered message can wait for a redrive).
@@ -33,6 +34,8 @@ REACTION_PREFIX = "reaction#"
 ANSWER_PREFIX = "answer#"
 EDIT_PREFIX = "edit#"
 EDIT_KEEP_SECONDS = 14 * 24 * 3600  # the dead-letter queue's retention
+# Reactions tell how recent answers landed: a chat's partition stays bounded by its last months.
+FEEDBACK_KEEP_SECONDS = 90 * 24 * 3600
 
 
 class DynamoFeedbackBook:
@@ -56,6 +59,7 @@ class DynamoFeedbackBook:
                     },
                     "emojis": {"S": json.dumps(list(reaction.emojis), ensure_ascii=False)},
                     "date": number_value(reaction.date),
+                    "expires_at": number_value(int(time.time()) + FEEDBACK_KEEP_SECONDS),
                 },
                 ConditionExpression="attribute_not_exists(pk) OR #date <= :date",
                 ExpressionAttributeNames={"#date": "date"},
@@ -152,6 +156,7 @@ def _answer_item(chat_id: int, message_id: int) -> dict[str, Any]:
     return {
         "pk": {"S": f"{FEEDBACK_PREFIX}{chat_id}"},
         "sk": {"S": f"{ANSWER_PREFIX}{message_id:012d}"},
+        "expires_at": number_value(int(time.time()) + FEEDBACK_KEEP_SECONDS),
     }
 
 

@@ -1,7 +1,9 @@
 """Sessions in DynamoDB: one item per message, so a session can grow for years.
 
 Items of a session (partition `pk` = session key):
-- `msg#<12-digit seq>`: one chat message as JSON, append-only;
+- `msg#<12-digit seq>`: one chat message as JSON, append-only; once consolidation has moved the
+  cursor past it, it gets an `expires_at` (`summarised_keep_days` later: SESSION_RETENTION_DAYS)
+  and the table's TTL removes it then, so a chat's items stay bounded;
 - `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns`; the chat's `/model` and
   `/think` choices `model_preset`, `thinking` when it made any; `noticed_upto` once a
   consolidation moved the cursor, and `noticed_at` (ISO 8601, UTC) once the chat was told of
@@ -29,6 +31,7 @@ more than one transaction never stops half-way for it.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -61,6 +64,8 @@ from nanobot_lambda.core.sessions import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+logger = logging.getLogger(__name__)
 
 MESSAGE_PREFIX = "msg#"
 META_KEY = "~meta"
@@ -105,9 +110,13 @@ def _meta(items: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 class DynamoSessionStore:
-    def __init__(self, table: str, dynamodb: DynamoDBClient) -> None:
+    def __init__(
+        self, table: str, dynamodb: DynamoDBClient, *, summarised_keep_days: int | None = None
+    ) -> None:
+        """`summarised_keep_days`: how long messages are kept once consolidated (None: always)."""
         self._table = table
         self._dynamodb = dynamodb
+        self._summarised_keep_days = summarised_keep_days
 
     @aws_errors
     def load(self, key: str, limit: int) -> SessionHistory:
@@ -333,7 +342,33 @@ class DynamoSessionStore:
             if error_code(error) == CONDITION_FAILED:
                 return False
             raise
+        self._expire_summarised(key, expected, new)
         return True
+
+    def _expire_summarised(self, key: str, start: int, end: int) -> None:
+        """Give the messages consolidation has just summarised (`start` to `end`) their expiry:
+        one conditional update each (never making an item that is not there). A consolidation
+        covers about half the history budget, so this is tens of writes, rarely. One that fails
+        leaves that message kept: the cursor has moved all the same."""
+        if self._summarised_keep_days is None:
+            return
+        expires_at = number_value(int(time.time()) + self._summarised_keep_days * 86_400)
+        for seq in range(start, end):
+            try:
+                self._dynamodb.update_item(
+                    TableName=self._table,
+                    Key={"pk": {"S": key}, "sk": {"S": _sort_key(seq)}},
+                    UpdateExpression="SET expires_at = :expires",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeValues={":expires": expires_at},
+                )
+            except ClientError as error:
+                if error_code(error) != CONDITION_FAILED:
+                    logger.warning(
+                        "a summarised message keeps no expiry (%s)",
+                        error_code(error),
+                        extra={"session": key, "seq": seq},
+                    )
 
 
 def _item_bytes(item: dict[str, Any]) -> int:

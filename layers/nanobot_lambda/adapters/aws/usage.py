@@ -141,6 +141,27 @@ class DynamoUsageStore:
         )
 
     @aws_errors
+    def periods(self, chat_id: int | None) -> dict[str, Tally]:
+        """One Query of the chat's partition (a year of days is about 400 small items)."""
+        arguments: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": f"{PREFIX}{OVERALL if chat_id is None else chat_id}"}
+            },
+        }
+        found: dict[str, Tally] = {}
+        while True:
+            response = self._dynamodb.query(**arguments)
+            for item in response.get("Items", []):
+                key = item["sk"]["S"]
+                if key.startswith(("day#", "month#")) or key == TOTAL:
+                    found[key] = tally_from_item(item)
+            if "LastEvaluatedKey" not in response:
+                return found
+            arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    @aws_errors
     def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
         expires = int((at + timedelta(days=NOTICE_DAYS)).timestamp())
         return written(

@@ -252,6 +252,13 @@ class TelegramBot:
             for chunk in self.message_parts(markdown)
         ]
 
+    def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> int:
+        """One message with a button that opens the Mini App at `url` (the console)."""
+        (html,) = self.message_parts(text)
+        markup = {"inline_keyboard": [[{"text": label, "web_app": {"url": url}}]]}
+        result = self._send_html("sendMessage", html, chat_id=chat_id, reply_markup=markup)
+        return int(result["message_id"])
+
     def message_parts(self, text: str) -> list[str]:
         """The Telegram HTML messages the Markdown `text` goes out as (see formatting.py)."""
         return render_messages(text)

@@ -14,12 +14,7 @@ from nanobot_lambda.adapters.telegram.models import (
     MessageReactionUpdated,
     Update,
 )
-
-
-def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
-    """The session (and SQS message group) of a chat, or of one topic of a forum chat."""
-    key = f"telegram:{chat_id}"
-    return key if thread_id is None else f"{key}:{thread_id}"
+from nanobot_lambda.core.sessions import session_key_for as session_key_for  # re-exported
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Bot commands: /start, /help, /stop, /usage (with the reactions to the chat's answers,
 core/reactions_and_edits.py), /model and /think (the chat's model and how hard it thinks,
-core/model_choice.py); /new, /compact and /memory (memory_commands.py); and the owner's
-/approve, /deny and /people (pairing, see core/pairing.py) and /hooks (event hooks,
-core/inbound_events.py).
+core/model_choice.py); /new, /compact and /memory (memory_commands.py); /console (a button
+that opens the console, the Mini App: in a private chat only, where Telegram shows one); and the
+owner's /approve, /deny and /people (pairing, see core/pairing.py), /invite (invite links,
+core/invites.py) and /hooks (event hooks, core/inbound_events.py).
 
 Their answers are not journaled: answering a command twice is harmless. /hooks is the
 exception: the answer to `/hooks add` shows the new hook's secret, once, and SQS may run its
@@ -33,6 +34,7 @@ from nanobot_lambda.core.approvals import ApprovalBook, Permission
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.inbound_events import HookCommands
+from nanobot_lambda.core.invites import Invites
 from nanobot_lambda.core.model_choice import ModelMenu
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.core.ports import Channel, SessionStore, StopFlags, TurnJournal
@@ -67,6 +69,8 @@ class CommandDeps:
     journal: TurnJournal  # where /hooks records what it sent
     feedback: FeedbackBook  # the reactions /usage shows
     approvals: ApprovalBook  # the standing permissions /approvals lists
+    console_url: str | None = None  # the console's page (CONSOLE_URL); None: not deployed
+    invites: Invites | None = None  # /invite (core/invites.py); None: no invite links
 
 
 class Commands:
@@ -83,6 +87,8 @@ class Commands:
         self._journal = deps.journal
         self._feedback = deps.feedback
         self._approvals = deps.approvals
+        self._console_url = deps.console_url
+        self._invites = deps.invites
 
     def handle(self, ctx: JobContext, inbound: InboundMessage) -> bool:
         """Answer the message if it is one of the commands; True when it was."""
@@ -104,12 +110,16 @@ class Commands:
             self._answer(inbound, f"{report}\n\n{reactions}")
         elif command in PAIRING_COMMANDS:
             self._pairing_command(inbound, command)
+        elif command == "invite" and self._invites is not None:
+            self._answer(inbound, self._invite(inbound, self._invites))
         elif command in ("model", "think"):
             self._choose(inbound, command)
         elif command == "hooks":
             self._hooks_command(inbound)
         elif command == "approvals":
             self._approvals_command(inbound)
+        elif command == "console":
+            self._console(inbound)
         elif command in MEMORY_COMMANDS:
             self._memory.handle(ctx, inbound, command)
         else:
@@ -161,6 +171,17 @@ class Commands:
         )
         self._answer(inbound, texts.render("approvals_list", lines=lines))
 
+    def _invite(self, inbound: InboundMessage, invites: Invites) -> str:
+        """/invite: the owner's, in their private chat (core/invites.py decides)."""
+        private = inbound.chat_type == "private"
+        return invites.command(
+            " ".join(inbound.text.split()[1:]),
+            sender_id=inbound.sender_id,
+            owner=self._owner,
+            private=private,
+            bot_username=lambda: self._channel.get_me().username,
+        )
+
     def _choose(self, inbound: InboundMessage, command: str) -> None:
         """/model and /think: the chat's choice, kept with its session (core/model_choice.py).
         Setting it again to the same is harmless, so a command delivered twice changes
@@ -181,6 +202,26 @@ class Commands:
                 },
             )
         self._answer(inbound, answer)
+
+    def _console(self, inbound: InboundMessage) -> None:
+        """/console: a button that opens the console (Telegram opens a Mini App from a private
+        chat's button only, and from an https address only: elsewhere the address itself). The
+        console signs the person in by Telegram's launch data, so the button is no secret."""
+        url = self._console_url
+        if not url:
+            self._answer(inbound, texts.load("console_off"))
+        elif inbound.chat_type != "private":
+            self._answer(inbound, texts.load("console_private_only"))
+        elif not url.startswith("https://"):
+            self._answer(inbound, texts.render("console_local", url=url))
+        else:
+            try:
+                self._channel.send_web_app(
+                    inbound.chat_id, texts.load("console_open"), texts.load("console_button"), url
+                )
+            except ChannelError as error:
+                if not error.blocked:
+                    raise
 
     def _hooks_command(self, inbound: InboundMessage) -> None:
         """/hooks: the owner's, answered once per update through the journal (see the module's

@@ -59,6 +59,8 @@ class HookEventTurn(JobTurn[HookEventJob]):
             ctx, history, lambda past: deps.context.messages(ctx.workspace, past, prompt, runtime)
         )
         saved = {"role": "user", "content": prompt, RUNTIME_FIELD: runtime}
+        # Its turn named, for the console to find what the delivery caused (never sent).
+        saved[inbound_events.EVENT_TURN_FIELD] = inbound_events.turn_id(self.job)
         logger.info("hook event turn started", extra=self.log)
         return Request(messages, deps.loops.chat(ctx), saved)
 

@@ -4,9 +4,9 @@ A `JobKind` says all that differs between kinds outside their turn: whose a job 
 core/subjects.py), the turn that runs it (turn.py's `JobTurn`), which tools it is offered,
 whether a person waits for it (told once when it is given up for good), whether it runs only
 while its chat may still talk to the bot, and the ids that name it, never its text (on its log
-records while it runs, and in the dead-letter queue's listing). The dispatcher (which makes each
-job's context from it), its `give_up`, log correlation and `nanobot-lambda dlq list` all read it
-from here.
+records while it runs, by default its chat and its envelope's `ids`, which the dead-letter
+listing names it by too: adapters/aws/dead_letters.py). The dispatcher (which makes each job's
+context from it), its `give_up` and log correlation all read it from here.
 
 Two jobs go on with a turn another job started, and are that job's kind here: a continuation
 (the turn ran out of time) and an approval's resume (`ApprovalJob`: a call of the turn waited for a
@@ -30,7 +30,6 @@ from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.adapters.telegram.subjects import subject_of_update
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,
-    ContinuationJob,
     CronTaskJob,
     HeartbeatJob,
     HookEventJob,
@@ -67,15 +66,12 @@ def of_its_update(queued: QueuedJob, owner: int | None) -> Subject:
     return subject_of_update(queued.update, owner)
 
 
-def carried(*fields: str) -> Callable[[QueuedJob], Ids]:
-    """The ids of a job that carries its chat: the chat, then `fields` of its envelope."""
-
-    def ids(queued: QueuedJob) -> Ids:
-        job = queued.started
-        chat_id: int = getattr(job, "chat_id")  # noqa: B009 - every kind declared so carries one
-        return {"chat_id": chat_id, **{name: getattr(job, name) for name in fields}}
-
-    return ids
+def carried(queued: QueuedJob) -> Ids:
+    """The ids of a job that carries its chat: the chat, then those its envelope names (`ids`,
+    core/jobs.py: the dead-letter listing names it by the same)."""
+    job = queued.started
+    chat_id: int = getattr(job, "chat_id")  # noqa: B009 - every kind declared so carries one
+    return {"chat_id": chat_id, **{name: getattr(job, name) for name in job.ids}}
 
 
 def update_ids(queued: QueuedJob) -> Ids:
@@ -111,7 +107,7 @@ class JobKind(Generic[J]):
     envelope: type[J]  # what is queued (core/jobs.py); its `kind` is this kind's name
     turn: Callable[[TurnDeps, J], JobTurn[J]]  # the turn that runs a job of this kind
     subject: Callable[[QueuedJob, int | None], Subject] = in_its_chat  # (the job, OWNER_ID)
-    ids: Callable[[QueuedJob], Ids]  # what names a job, never its text
+    ids: Callable[[QueuedJob], Ids] = carried  # what names a job, never its text
     # The chat tools too (cron, message, spawn…: toolbox.py); else the workspace tools only.
     chat_tools: bool = True
     # A person waits for its answer: when it fails for good, its chat is told once.
@@ -137,28 +133,22 @@ KINDS = _kinds(
         ids=update_ids,
         told_when_given_up=has_message,
     ),
-    JobKind(envelope=HeartbeatJob, turn=HeartbeatTurn, ids=carried()),
+    JobKind(envelope=HeartbeatJob, turn=HeartbeatTurn),
     JobKind(
         envelope=CronTaskJob,
         turn=CronTaskTurn,
-        ids=carried("job_id"),
         told_when_given_up=always,
         unsent=True,
     ),
     JobKind(
         envelope=SubagentJob,
         turn=SubagentTurn,
-        ids=carried("subagent_id"),
         chat_tools=False,  # a background task has no chat to act in, and starts no other
         told_when_given_up=always,
         unsent=True,
     ),
-    JobKind(
-        envelope=AnnouncementJob, turn=AnnouncementTurn, ids=carried("subagent_id"), unsent=True
-    ),
-    JobKind(
-        envelope=HookEventJob, turn=HookEventTurn, ids=carried("hook", "delivery_id"), unsent=True
-    ),
+    JobKind(envelope=AnnouncementJob, turn=AnnouncementTurn, unsent=True),
+    JobKind(envelope=HookEventJob, turn=HookEventTurn, unsent=True),
 )
 
 
@@ -180,26 +170,3 @@ def job_ids(queued: QueuedJob) -> Ids:
     if queued.approval is not None:
         ids["approval_id"] = queued.approval.approval_id
     return ids
-
-
-def describe(queued: QueuedJob) -> str:
-    """The job in words for a person (the dead-letter queue's listing): its kind and ids."""
-    started = queued.started
-    label: str = started.kind
-    if isinstance(started, TelegramUpdateJob):
-        label += f" {queued.update.kind}" if queued.update else " (unreadable)"
-    ids = kind_of(queued).ids(queued)
-    if queued.update is None and isinstance(started, TelegramUpdateJob):
-        ids = {}
-    words = " ".join(f"{_shown(name)} {value}" for name, value in ids.items())
-    said = f"{label} {words}" if words else label
-    if isinstance(queued.job, ContinuationJob):
-        return f"{said} (continuation, part {queued.job.part})"
-    if queued.approval is not None:
-        approval = queued.approval
-        return f"{said} (approval {approval.approval_id}: {approval.decision})"
-    return said
-
-
-def _shown(name: str) -> str:
-    return "chat" if name == "chat_id" else name

@@ -4,7 +4,8 @@ tools (cron, message, reply_buttons, send_file, spawn, and generate_image with I
 which act for the turn's chat. Built once per container, so the tool list the model is offered
 is byte-identical from turn to turn; each job's are these and the remote ones its chat may use
 (`Toolbox.for_job`). And what the code sandbox has (`SandboxPrograms`), which skills'
-`requires.bins` are checked against.
+`requires.bins` are checked against, and the record of it for the owner's console
+(`RequirementsRecord`).
 
 Adding a tool: its class in tools/ (its name, description, arguments, and `run(ctx, ...)` with
 the job's context), one line in `agent_tools`, and its tests."""
@@ -13,15 +14,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from nanobot_lambda.adapters.web.netguard import FetchLimits
-from nanobot_lambda.core.errors import ToolError
+from nanobot_lambda.core.errors import StorageError, ToolError
 from nanobot_lambda.core.images import ImageGenerator
 from nanobot_lambda.core.ports import JobStore, Schedules, TurnQueue
 from nanobot_lambda.core.sandbox import Sandbox
+from nanobot_lambda.core.skill_requirements import RequirementsSeen
 from nanobot_lambda.core.skills import builtin_skill_files
 from nanobot_lambda.core.tools import Tool, ToolRegistry
 from nanobot_lambda.settings import AgentSettings
@@ -122,9 +124,15 @@ class SandboxPrograms:
     asked, not again for a minute: one prompt checks every skill's `requires.bins`, and a
     sandbox that is down must not be called for each."""
 
-    def __init__(self, sandbox: Sandbox, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        clock: Callable[[], datetime],
+        on_found: Callable[[frozenset[str]], None] = lambda found: None,
+    ) -> None:
         self._sandbox = sandbox
         self._clock = clock
+        self._on_found = on_found  # told once, what the sandbox said
         self._found: frozenset[str] | None = None
         self._retry_at = 0.0  # when to ask again after a failed ask (a timestamp)
 
@@ -139,4 +147,38 @@ class SandboxPrograms:
                 logger.warning("sandbox programs unknown: %s", error)
                 self._retry_at = now + SANDBOX_ASK_AGAIN_SECONDS
                 return frozenset()
+            self._on_found(self._found)
         return self._found
+
+
+class RequirementsRecord:
+    """What this container checks skills' requirements against, recorded once for the owner's
+    console (core/skill_requirements.py), which may neither ask the sandbox nor read this
+    function's environment: the sandbox's programs as `SandboxPrograms` learns them (None without
+    a sandbox) and the names of the environment's variables that are set, never a value. A
+    record that fails is logged and the turn goes on; the next container records again."""
+
+    def __init__(
+        self, jobs: JobStore, environ: Mapping[str, str], clock: Callable[[], datetime]
+    ) -> None:
+        self._jobs = jobs
+        self._environ = environ
+        self._clock = clock
+        self._recorded = False
+
+    def __call__(self, programs: frozenset[str] | None) -> None:
+        if self._recorded:
+            return
+        self._recorded = True
+        names = frozenset(name for name, value in self._environ.items() if value)
+        seen = RequirementsSeen(programs, names, self._clock().isoformat(timespec="seconds"))
+        try:
+            self._jobs.record_requirements_seen(seen)
+        except StorageError as error:
+            logger.warning("what skills are checked against was not recorded: %s", error)
+
+    def without_sandbox(self) -> str:
+        """The prompt's programs line without a sandbox (none), recording as the first prompt
+        is built."""
+        self(None)
+        return ""

@@ -26,6 +26,7 @@ from nanobot_lambda.core.budget import HistoryBudget, default_history_tokens
 from nanobot_lambda.core.context import ContextBuilder
 from nanobot_lambda.core.images import ImageGenerator
 from nanobot_lambda.core.inbound_events import HookCommands, HookStore
+from nanobot_lambda.core.invites import Invites, InviteStore
 from nanobot_lambda.core.memory_versions import VersionedFiles
 from nanobot_lambda.core.model_choice import ChatModels, ModelMenu, ModelOptions
 from nanobot_lambda.core.pairing import Pairing
@@ -67,6 +68,7 @@ from nanobot_lambda.functions.agent_turn.recall import TurnRecall
 from nanobot_lambda.functions.agent_turn.saving import TurnSaver
 from nanobot_lambda.functions.agent_turn.spending import SetupNotices, SpendNotices
 from nanobot_lambda.functions.agent_turn.toolbox import (
+    RequirementsRecord,
     SandboxPrograms,
     Toolbox,
     ToolServices,
@@ -97,6 +99,7 @@ class Stores:
     feedback: FeedbackBook  # reactions and edits, recorded by the webhook
     approvals: ApprovalBook  # approvals asked for, standing permissions (core/approvals.py)
     recall_indexes: RecallIndexObjects | None = None  # each scope's recall index (hybrid recall)
+    invites: InviteStore | None = None  # the owner's invite links (/invite); None: no /invite
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,7 +260,9 @@ def build_turn_deps(
         tools=Toolbox(workspace_tools, chat_tools, remote),
         menu=menu,
         loops=loops,
-        context=_context_builder(services.sandbox, environ, clock),
+        context=_context_builder(
+            services.sandbox, environ, clock, RequirementsRecord(stores.jobs, environ, clock)
+        ),
         requests=TurnRequests(recall, loops.fits, consolidation, stores.sessions, settings, clock),
         albums=Albums(stores.albums),
         commands=Commands(
@@ -277,9 +282,15 @@ def build_turn_deps(
                 sessions=stores.sessions,
                 menu=menu,
                 hooks=HookCommands(stores.hooks, settings.hooks_url, clock),
+                console_url=settings.console_url,
                 journal=stores.journal,
                 feedback=stores.feedback,
                 approvals=stores.approvals,
+                invites=(
+                    Invites(stores.invites, stores.pairing, clock=clock)
+                    if stores.invites is not None
+                    else None
+                ),
             )
         ),
         owner_chat=OwnerChatNote(stores.jobs, settings.owner),
@@ -318,12 +329,13 @@ def _context_builder(
     sandbox: Sandbox | None,
     environ: Mapping[str, str],
     clock: Callable[[], datetime],
+    record: RequirementsRecord,
 ) -> ContextBuilder:
     """The prompt's builder; skills' `requires.bins` are checked against what the sandbox has
-    when there is one."""
+    when there is one. `record` keeps what they are checked against, once."""
     if sandbox is None:
-        return ContextBuilder(environ)
-    programs = SandboxPrograms(sandbox, clock)
+        return ContextBuilder(environ, programs_line=record.without_sandbox)
+    programs = SandboxPrograms(sandbox, clock, on_found=record)
     return ContextBuilder(
         environ,
         which=lambda name: name if name in programs() else None,

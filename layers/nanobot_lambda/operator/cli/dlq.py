@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from nanobot_lambda.adapters.aws.dead_letters import DeadLetter, DeadLetterQueue
 from nanobot_lambda.operator.cli.common import add_command, add_stack_option, deployment
-from nanobot_lambda.operator.ops.dlq import DeadLetter, DeadLetterQueue
 
 
 def register(commands: Any) -> None:

@@ -319,6 +319,11 @@ def _banner(stack: LocalStack, files: Path, state: LocalState | None) -> str:
     hooks = ""
     if stack.hooks_url:  # the HTTP API's, on 127.0.0.1
         hooks = f"Event hooks: POST {stack.hooks_url}/NAME (make one with /hooks add NAME).\n"
+    console = stack.console_launch_url()
+    if console:  # the console's page, with launch data signed for the local user
+        hours = int(stack.environment["console"]["CONSOLE_LAUNCH_MAX_AGE_SECONDS"] or 3600) / 3600
+        hours_text = f"{hours:g} hour" + ("" if hours == 1 else "s")
+        hooks += f"Console (open in a browser; signed in as you for {hours_text}):\n  {console}\n"
     if state is None:
         kept = "Fresh stack: nothing is kept when the chat ends (--state DIR keeps it)."
     else:
@@ -350,7 +355,9 @@ def _interactive(stack: LocalStack, replies: LiveReplies, state: LocalState | No
     def say(text: str) -> None:
         terminal.lines(text + "\n")
 
-    announced = LocalStackInfo.of(stack.template, stack.endpoint_url, REGION, stack.hooks_url)
+    announced = LocalStackInfo.of(
+        stack.template, stack.endpoint_url, REGION, stack.hooks_url, stack.console_url
+    )
     announced.announce()
     # Reminders, scheduled tasks and background tasks arrive while you type.
     stack.start_background()

@@ -19,6 +19,21 @@ as rows that scrolled out of the screen could not be erased. Whatever comes whil
 shown (a file, a message in another chat, the line the person just sent) goes above it, and
 the draft is drawn again under it.
 
+Everything is drawn under one lock, each drawing in one write. readline writes on the prompt
+line too, from the main thread and outside the lock: the prompt as `input()` begins, each key
+typed, the line break of Enter. A drawing from another thread could fall between two of its
+writes (between a key's insertion and its echo, the key then shown twice; between Enter's line
+break and its giving the terminal back, the line sent taken for the prompt and erased). So
+while readline shows the prompt, other threads never draw: they keep the drawing and signal the
+main thread (`WAKE_SIGNAL`). readline waits for keys in `select()`, which the signal
+interrupts; Python runs the signal's handler right there, in the main thread, between two keys,
+and the handler draws what was kept: readline is then between writes by construction. Should
+the handler run anywhere else (readline has taken the line sent, the terminal is in line mode
+again), it draws nothing, and `read_line` draws what was kept, under the line sent.
+`read_line` takes the lock before `input()` and readline's pre-input hook lets it go once the
+prompt is drawn (only then is it shown): output that comes meanwhile waits, instead of drawing
+a prompt that readline's would follow.
+
 Without a screen (`chat -m`, output to a file or a pipe, a test writing to a buffer) nothing
 can be erased: drafts are not written, and the messages are written as they come, as plain
 text. After `mute` nothing is written: a turn still running while the chat quits does not
@@ -28,6 +43,7 @@ print over the shell's prompt.
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 import threading
 import unicodedata
@@ -38,12 +54,18 @@ try:
     import readline
 except ImportError:  # Python without readline (some builds): input() still works
     readline = None  # type: ignore[assignment]
+try:
+    import termios
+except ImportError:  # not a Unix: no readline either
+    termios = None  # type: ignore[assignment]
 
 SAVE_CURSOR_BELOW = "\x1bD\x1bM\x1b7\r\n"  # make the line below exist, save the place, go there
 RESTORE_CURSOR = "\x1b8"
 ERASE_BELOW = "\x1b[J"  # from the cursor to the end of the screen
 CUT = "…"  # the end of a draft shown cut to the screen's height
 TAB_STOP = 8
+# The main thread's wake-up for drawing between readline's writes (no other use in the chat).
+WAKE_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
 
 
 class Terminal:
@@ -69,6 +91,10 @@ class Terminal:
         self._prompt_shown = False
         self._end_saved = False  # the draft's end is in the terminal's cursor memory
         self._muted = False
+        self._readline_prompt = False  # readline draws the prompt, and says when (its hook)
+        self._held_for_prompt = False  # read_line holds the lock until the prompt is drawn
+        self._kept: list[Callable[[], bool]] = []  # what waits for a moment to be drawn
+        self._wakes = False  # the main thread draws on WAKE_SIGNAL (its handler installed)
 
     # -- output, from any thread -------------------------------------------------------------
 
@@ -77,29 +103,36 @@ class Terminal:
         only the rest is written; otherwise it replaces the draft shown."""
         if not self._screen:
             return  # it could not be replaced by its message
-        with self._lock:
-            text = self._fitted(text)
-            if self._live is not None and self._live[1] == text:
-                self._live = (key, text)
-                return
-            self._show("", text)
-            self._live = (key, text)
+
+        def draw() -> bool:
+            fitted = self._fitted(text)
+            if self._live is not None and self._live[1] == fitted:
+                self._live = (key, fitted)
+                return True
+            if not self._show("", fitted):
+                return False
+            self._live = (key, fitted)
+            return True
+
+        self._draw(draw)
 
     def finish(self, key: Hashable, text: str) -> None:
         """A message of `key` (its chat): it replaces that chat's draft, if one is shown;
         otherwise it goes above the draft, like `lines`. `text` ends with a newline."""
-        with self._lock:
-            if self._live is not None and self._live[0] == key:
-                self._show(text, None)
-                self._live = None
-            else:
-                self.lines(text)
+
+        def draw() -> bool:
+            if self._live is None or self._live[0] != key:
+                return self._above(text)
+            if not self._show(text, None):
+                return False
+            self._live = None
+            return True
+
+        self._draw(draw)
 
     def lines(self, text: str) -> None:
         """Whole lines (`text` ends with a newline), above the draft shown, if any."""
-        with self._lock:
-            draft = self._live[1] if self._live is not None else None
-            self._show(text, draft)
+        self._draw(lambda: self._above(text))
 
     def mute(self) -> None:
         with self._lock:
@@ -116,12 +149,20 @@ class Terminal:
 
     def read_line(self) -> str:
         """The person's next line (EOFError on Ctrl-D, KeyboardInterrupt on Ctrl-C)."""
-        with self._lock:
+        hooked = self._screen and readline is not None and hasattr(readline, "set_pre_input_hook")
+        if hooked and not self._wakes:
+            self._wakes = self._install_wake()
+        self._lock.acquire()  # held until the prompt is drawn (`_prompt_drawn`)
+        self._held_for_prompt = True
+        try:
+            self._readline_prompt = hooked
             if self._live is not None and not self._end_saved and not self._muted:
                 self._write(SAVE_CURSOR_BELOW)
                 self._end_saved = True
-            self._prompt_shown = True
-        try:
+            if hooked:
+                readline.set_pre_input_hook(self._prompt_drawn)
+            else:  # input() draws it as soon as it begins
+                self._prompt_drawn()
             line = input(self.prompt)
         except (EOFError, KeyboardInterrupt):
             with self._lock:
@@ -132,7 +173,14 @@ class Terminal:
                     self._write("\n")
                 self._prompt_shown = False
                 self._end_saved = False
+                self._draw_kept()
             raise
+        finally:
+            if hooked:
+                readline.set_pre_input_hook()
+            if self._held_for_prompt:  # no hook call (input() ended first)
+                self._held_for_prompt = False
+                self._lock.release()
         with self._lock:
             self._prompt_shown = False
             self._end_saved = False
@@ -141,38 +189,100 @@ class Terminal:
                 # The cursor is at the start of the row under it (the terminal echoed Enter).
                 rows = self._rows(self.prompt + line) + self._rows(self._live[1])
                 self._write(f"\r\x1b[{rows}A{ERASE_BELOW}{self.prompt}{line}\n{self._live[1]}")
+            self._draw_kept()
         return line
+
+    def _install_wake(self) -> bool:
+        """Draw on WAKE_SIGNAL in the main thread (possible only from there, where input() runs)."""
+        if WAKE_SIGNAL is None or threading.current_thread() is not threading.main_thread():
+            return False
+        signal.signal(WAKE_SIGNAL, self._woken)
+        return True
+
+    def _woken(self, _signal: int, _frame: object) -> None:
+        """WAKE_SIGNAL's handler, in the main thread: while readline waits for a key, draw what
+        was kept. Anywhere else (the prompt is being drawn, or the line was taken),
+        leave it to `read_line`. (Each thread that keeps a drawing signals once it has let the
+        lock go: the lock is never held by another thread for long.)"""
+        with self._lock:
+            if self._held_for_prompt or not self._prompt_shown or not readline_has_the_keys():
+                return
+            self._draw_kept()
+
+    def _prompt_drawn(self) -> None:
+        """readline's pre-input hook (in input(), once it has drawn the prompt): the prompt is
+        shown, and what waited for it can be drawn."""
+        if self._held_for_prompt:
+            self._prompt_shown = True
+            self._held_for_prompt = False
+            self._lock.release()
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def _show(self, lines: str, draft: str | None) -> None:
+    def _draw(self, draw: Callable[[], bool]) -> None:
+        """Draw now; or, while readline shows the prompt, keep it and wake the main thread to
+        draw it between two of readline's writes; or, if readline has taken the line sent
+        already, keep it for `read_line` to draw (under that line), once it has the line."""
+        with self._lock:
+            wake = self._wait_for_main_thread()
+            if self._kept or wake or not draw():
+                self._kept.append(draw)
+        if wake and WAKE_SIGNAL is not None:  # once the lock is free, for the handler to take it
+            signal.pthread_kill(threading.main_thread().ident or 0, WAKE_SIGNAL)
+
+    def _wait_for_main_thread(self) -> bool:
+        return (
+            self._wakes
+            and self._prompt_shown
+            and self._readline_prompt
+            and threading.current_thread() is not threading.main_thread()
+        )
+
+    def _draw_kept(self) -> None:
+        """Draw what was kept, in order; what cannot be drawn yet (and all after it) stays."""
+        while self._kept:
+            if not self._kept[0]():
+                return
+            self._kept.pop(0)
+
+    def _above(self, text: str) -> bool:
+        return self._show(text, self._live[1] if self._live is not None else None)
+
+    def _show(self, lines: str, draft: str | None) -> bool:
         """Write `lines` (whole lines) and then `draft` (unfinished) where the output ends:
-        the draft shown is erased first, unless `draft` only extends it."""
+        the draft shown is erased first, unless `draft` only extends it. In one write, unless
+        readline has taken the line sent (the prompt line is that line now, the cursor under
+        it): then nothing is written, and it is False."""
         if self._muted:
-            return
+            return True
         if not self._screen:
             self._write(lines)
-            return
+            return True
         shown = self._live[1] if self._live is not None else None
+        drawn: list[str] = []
         if self._prompt_shown and shown is not None:
-            self._write(RESTORE_CURSOR + ERASE_BELOW)  # to the draft's end; the prompt goes
+            drawn.append(RESTORE_CURSOR + ERASE_BELOW)  # to the draft's end; the prompt goes
         elif self._prompt_shown:  # to the start of the prompt (and of what is typed)
             rows_up = self._rows(self.prompt + self._typed()) - 1
-            self._write("\r" + (f"\x1b[{rows_up}A" if rows_up else "") + ERASE_BELOW)
+            drawn.append("\r" + (f"\x1b[{rows_up}A" if rows_up else "") + ERASE_BELOW)
         if not lines and draft is not None and shown is not None and draft.startswith(shown):
-            text = draft[len(shown) :]  # it goes on where it ends
+            drawn.append(draft[len(shown) :])  # it goes on where it ends
         else:
             if shown is not None:  # to the draft's start, and it goes
                 rows_up = self._rows(shown) - 1
-                self._write("\r" + (f"\x1b[{rows_up}A" if rows_up else "") + ERASE_BELOW)
-            text = lines + (draft or "")
-        self._write(text)
-        self._end_saved = False
+                drawn.append("\r" + (f"\x1b[{rows_up}A" if rows_up else "") + ERASE_BELOW)
+            drawn.append(lines + (draft or ""))
+        end_saved = False
         if self._prompt_shown:
             if draft is not None:
-                self._write(SAVE_CURSOR_BELOW)
-                self._end_saved = True
-            self._write(self.prompt + self._typed())
+                drawn.append(SAVE_CURSOR_BELOW)
+                end_saved = True
+            drawn.append(self.prompt + self._typed())
+        if self._prompt_shown and self._readline_prompt and not readline_has_the_keys():
+            return False  # checked last: readline may take it any time until then
+        self._write("".join(drawn))
+        self._end_saved = end_saved
+        return True
 
     def _typed(self) -> str:
         return readline.get_line_buffer() if readline is not None else ""
@@ -201,6 +311,18 @@ class Terminal:
             return
         self._out.write(text)
         self._out.flush()
+
+
+def readline_has_the_keys() -> bool:
+    """Whether readline is reading the terminal key by key, as it does until it returns the
+    line (it turns the terminal's line mode off, and back on as it gives it back). Unknown:
+    taken as yes."""
+    if termios is None:
+        return True
+    try:
+        return not termios.tcgetattr(sys.stdin.fileno())[3] & termios.ICANON
+    except (termios.error, OSError, ValueError):  # not a terminal (or stdin replaced)
+        return True
 
 
 def _terminal_size() -> tuple[int, int]:

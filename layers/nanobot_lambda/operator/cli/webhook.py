@@ -19,6 +19,7 @@ from nanobot_lambda.operator.ops.webhook_admin import (
     WebhookInfo,
     delete_webhook,
     set_command_menu,
+    set_menu_button,
     set_webhook,
     webhook_info,
 )
@@ -113,6 +114,12 @@ def set_command(arguments: argparse.Namespace) -> int:
     print(f"Webhook set: {url} (allowed updates: {', '.join(ALLOWED_UPDATES)}).")
     set_command_menu(bot)
     print(f"Command menu set: {' '.join('/' + command for command, _ in BOT_COMMANDS)}.")
+    console = target.console_url
+    set_menu_button(bot, console)
+    if console:
+        print(f"Menu button of private chats: the console, {console}.")
+    else:
+        print("Menu button of private chats: the commands (the stack has no console).")
     if created and target.stack is not None:
         print(
             "The webhook function reads the secret when it starts: if it was running, "

@@ -115,6 +115,7 @@ class SentMessage:
     keyboard: Keyboard = ()  # its inline keyboard: rows of (text, callback_data)
     # What its markup forms and what Telegram finds in its text by itself (entities.py).
     entities: tuple[MessageEntity, ...] = ()
+    web_apps: tuple[tuple[str, str], ...] = ()  # its Mini App buttons: (text, url)
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,7 @@ class LocalBotApi(JsonHttpServer):
         self.timeline: list[tuple[float, str, dict[str, Any]]] = []  # (monotonic, method, params)
         self.reactions: list[SetReaction] = []
         self.commands: list[dict[str, str]] = []  # the command menu (setMyCommands)
+        self.menu_button: dict[str, Any] = {"type": "default"}  # setChatMenuButton's, for all
         self.answered_callbacks: list[str] = []  # callback query ids, as answered
         # (chat_id, message_id, new keyboard) of each editMessageReplyMarkup, in order
         self.keyboard_edits: list[tuple[int, int, Keyboard]] = []
@@ -318,6 +320,11 @@ class LocalBotApi(JsonHttpServer):
         if method == "getMyCommands":
             with self._lock:
                 return [dict(command) for command in self.commands]
+        if method == "setChatMenuButton":
+            return self._set_menu_button(params)
+        if method == "getChatMenuButton":
+            with self._lock:
+                return dict(self.menu_button)
         if method == "deleteMyCommands":
             with self._lock:
                 self.commands = []
@@ -418,6 +425,23 @@ class LocalBotApi(JsonHttpServer):
         result["edit_date"] = result["date"]
         return result
 
+    def _set_menu_button(self, params: dict[str, Any]) -> bool:
+        """The private chats' menu button (no chat_id: every chat's), checked as Telegram
+        checks it: a Mini App's only with an https URL."""
+        button = params.get("menu_button") or {"type": "default"}
+        if isinstance(button, str):
+            button = json.loads(button)
+        kind = button.get("type") if isinstance(button, dict) else None
+        if kind not in ("default", "commands", "web_app"):
+            raise ApiError(400, "Bad Request: can't parse menu button")
+        if kind == "web_app":
+            _web_app_url(button.get("web_app"), "menu button")
+            if not str(button.get("text") or "").strip():
+                raise ApiError(400, "Bad Request: menu button text is empty")
+        with self._lock:
+            self.menu_button = dict(button)
+        return True
+
     def _set_commands(self, params: dict[str, Any]) -> bool:
         """The bot's command menu (default scope and language only), checked as Telegram does."""
         commands = _json_array(params.get("commands"), "commands")
@@ -505,6 +529,9 @@ class LocalBotApi(JsonHttpServer):
         text, plain, parse_mode = self._checked_text(params)
         tags = scan_telegram_html(text)[1] if parse_mode == "HTML" else []
         keyboard = _inline_keyboard(params.get("reply_markup"))
+        web_apps = _web_app_buttons(params.get("reply_markup"))
+        if web_apps and int(params["chat_id"]) < 0:
+            raise ApiError(400, "Bad Request: BUTTON_TYPE_INVALID")  # private chats only
         thread = params.get("message_thread_id")
         message = SentMessage(
             chat_id=int(params["chat_id"]),
@@ -515,6 +542,7 @@ class LocalBotApi(JsonHttpServer):
             thread_id=int(thread) if thread is not None else None,
             keyboard=keyboard,
             entities=message_entities(plain, tags),
+            web_apps=web_apps,
         )
         with self._lock:
             self.messages.append(message)
@@ -778,6 +806,8 @@ def _inline_keyboard(markup: Any) -> Keyboard:
                 raise ApiError(
                     400, "Bad Request: text buttons are unallowed in the inline keyboard"
                 )
+            if isinstance(button, dict) and "web_app" in button:
+                continue  # a Mini App's: _web_app_buttons
             data = button.get("callback_data")
             if not isinstance(data, str) or not 1 <= len(data.encode()) <= CALLBACK_DATA_MAX_BYTES:
                 raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
@@ -785,6 +815,31 @@ def _inline_keyboard(markup: Any) -> Keyboard:
         if buttons:
             keyboard.append(tuple(buttons))
     return tuple(keyboard)
+
+
+def _web_app_buttons(markup: Any) -> tuple[tuple[str, str], ...]:
+    """The inline keyboard's Mini App buttons, (text, url), each URL checked as Telegram
+    checks it (https only)."""
+    if isinstance(markup, str) and markup:
+        markup = json.loads(markup)
+    if not isinstance(markup, dict):
+        return ()
+    found = []
+    for row in markup.get("inline_keyboard") or []:
+        for button in row:
+            if isinstance(button, dict) and "web_app" in button:
+                found.append((str(button.get("text")), _web_app_url(button["web_app"], "button")))
+    return tuple(found)
+
+
+def _web_app_url(web_app: Any, where: str) -> str:
+    url = web_app.get("url") if isinstance(web_app, dict) else None
+    if not isinstance(url, str) or not url.startswith("https://"):
+        raise ApiError(
+            400,
+            f"Bad Request: {where} Web App URL {url!r} is invalid: Only HTTPS links are allowed",
+        )
+    return url
 
 
 def _displayed(text: str, parse_mode: object) -> str:

@@ -7,6 +7,7 @@ environment from the same file SAM deploys, so the two cannot drift.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,11 +41,18 @@ _SHORT_TAGS = {
 }
 
 
-class _TemplateLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (about 5 times faster), else PyYAML's own.
+try:
+    from yaml import CSafeLoader as _SafeLoader
+except ImportError:  # pragma: no cover - a PyYAML without libyaml
+    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
+
+
+class _TemplateLoader(_SafeLoader):
     """SafeLoader that turns CloudFormation short tags into their long (JSON) form."""
 
 
-def _construct_tag(loader: yaml.SafeLoader, node: yaml.Node) -> dict[str, Any]:
+def _construct_tag(loader: _SafeLoader, node: yaml.Node) -> dict[str, Any]:
     name = _SHORT_TAGS[node.tag]
     value: Any
     if isinstance(node, yaml.ScalarNode):
@@ -62,12 +70,23 @@ for _tag in _SHORT_TAGS:
     _TemplateLoader.add_constructor(_tag, _construct_tag)
 
 
+# Parsed templates by path, with the file's size and modification time when it was read: a
+# process that starts several stacks (`chat`'s parameters, then its stack; the tests) parses
+# the template once. Each caller gets its own copy.
+_parsed: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
 def load_template(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as handle:
-        loaded = yaml.load(handle, Loader=_TemplateLoader)  # noqa: S506 - SafeLoader subclass
-    if not isinstance(loaded, dict) or "Resources" not in loaded:
-        raise ValueError(f"{path} is not a CloudFormation template")
-    return loaded
+    stat = path.stat()
+    version = (stat.st_mtime_ns, stat.st_size)
+    cached = _parsed.get(path)
+    if cached is None or cached[0] != version:
+        with path.open(encoding="utf-8") as handle:
+            loaded = yaml.load(handle, Loader=_TemplateLoader)  # noqa: S506 - SafeLoader subclass
+        if not isinstance(loaded, dict) or "Resources" not in loaded:
+            raise ValueError(f"{path} is not a CloudFormation template")
+        cached = _parsed[path] = (version, loaded)
+    return copy.deepcopy(cached[1])
 
 
 def find_template(start: Path | None = None) -> Path:
@@ -92,10 +111,13 @@ SQS_DEFAULT_BATCH_SIZE = 10
 
 @dataclass(frozen=True)
 class QueueMapping:
-    """An SQS event source mapping: which queue (logical id) feeds a function, how many at once."""
+    """An SQS event source mapping: which queue (logical id) feeds a function, how many
+    messages an invocation gets, and how many invocations may run at once (its ScalingConfig's
+    MaximumConcurrency; None: as many as Lambda scales to)."""
 
     queue: str
     batch_size: int
+    maximum_concurrency: int | None = None
 
 
 @dataclass
@@ -133,6 +155,13 @@ class TemplateContext:
 
     def condition(self, name: str) -> bool:
         return bool(self.evaluate(self.template["Conditions"][name]))
+
+    def resource_enabled(self, logical_id: str) -> bool:
+        """Whether the template declares the resource and its Condition (if any) holds."""
+        resource = self.template["Resources"].get(logical_id)
+        if resource is None:
+            return False
+        return "Condition" not in resource or self.condition(resource["Condition"])
 
     def evaluate(self, value: Any) -> Any:
         """Evaluate intrinsic functions in `value`; raises UnresolvedValue when it cannot."""
@@ -192,7 +221,9 @@ class TemplateContext:
             if not queues:
                 raise UnresolvedValue(f"event source {properties['EventSourceArn']}")
             batch_size = int(properties.get("BatchSize", SQS_DEFAULT_BATCH_SIZE))
-            return QueueMapping(queues[0], batch_size)
+            scaling = properties.get("ScalingConfig") or {}
+            maximum = scaling.get("MaximumConcurrency")
+            return QueueMapping(queues[0], batch_size, None if maximum is None else int(maximum))
         raise UnresolvedValue(f"no event source mapping invokes {function}")
 
     def _ref_value(self, name: str) -> str | list[str]:

@@ -1,5 +1,6 @@
 """API Gateway's HTTP API on this machine: the template's routes (each function's `Events` of
-type `HttpApi`: `POST /webhook` and `POST /hooks/{name}`, both the webhook function's) served
+type `HttpApi`: `POST /webhook` and `POST /hooks/{name}`, both the webhook function's; `GET
+/console` and `POST /console/api/{route+}`, the console function's) served
 on 127.0.0.1, each request handed to its function's handler as the payload format 2.0 event
 API Gateway makes of it (the body base64-encoded, as it passes any bytes; header names in
 lower case; the path's parameters), and the handler's answer returned as API Gateway returns
@@ -61,9 +62,12 @@ class Route:
 
 
 def http_api_routes(template: TemplateContext) -> list[Route]:
-    """The routes of the template's functions' `HttpApi` events."""
+    """The routes of the template's functions' `HttpApi` events (of the functions its
+    parameters deploy)."""
     routes = []
     for logical_id, spec in template.resources("AWS::Serverless::Function").items():
+        if not template.resource_enabled(logical_id):
+            continue
         for event in spec.get("Properties", {}).get("Events", {}).values():
             if event.get("Type") != "HttpApi":
                 continue

@@ -94,6 +94,9 @@ class QueuePoller:
     Messages the handler reports as failed are left on the queue and made visible again after
     `retry_delay` (Lambda waits for the visibility timeout; locally that would be 30 minutes),
     so SQS's redrive policy moves a message that keeps failing to the dead-letter queue.
+
+    It runs one invocation at a time, so it keeps any MaximumConcurrency the mapping has (the
+    template's AgentTurnMaxConcurrency, at least 2).
     """
 
     def __init__(

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from typing import Any
 import boto3
 
 from nanobot_lambda.adapters.aws.workspace import S3Workspace, scope_workspaces
+from nanobot_lambda.core import launch_data
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.ports import Workspace
 from nanobot_lambda.core.scopes import ScopedWorkspace, scope_of_chat
@@ -63,6 +65,7 @@ from nanobot_lambda.settings import (
     SECRET_REFERENCE_SUFFIXES,
     SECRET_VARIABLES,
     AgentSettings,
+    ConsoleSettings,
     SchedulerSettings,
     WebhookSettings,
 )
@@ -74,6 +77,7 @@ FUNCTIONS = {
     "webhook": "WebhookFunction",
     "agent_turn": "AgentTurnFunction",
     "scheduler": "SchedulerFunction",
+    "console": "ConsoleFunction",  # with EnableConsole=true (the default)
 }
 
 # Declared empty by the template, but provided by the local stack itself: its Telegram identity
@@ -95,7 +99,7 @@ def variables_the_functions_read() -> frozenset[str]:
     """Every variable a function's settings read, secret references included."""
     names = {
         field.alias or name
-        for settings in (WebhookSettings, AgentSettings, SchedulerSettings)
+        for settings in (WebhookSettings, AgentSettings, SchedulerSettings, ConsoleSettings)
         for name, field in settings.model_fields.items()
     }
     names.update(
@@ -265,6 +269,11 @@ class LocalStack:
             load_template(self.template_path), parameters=self._template_parameters()
         )
         create_resources(self.template, self.prefix, REGION)
+        self.functions = {
+            name: logical_id
+            for name, logical_id in FUNCTIONS.items()
+            if self.template.resource_enabled(logical_id)
+        }
         self.http_api = LocalHttpApi(http_api_routes(self.template), self._invoke).start()
         deployed_api = deployed_api_url(self.template)
         # As Lambda tells an init that will be snapshotted (EnableSnapStart) from an ordinary one.
@@ -273,7 +282,7 @@ class LocalStack:
         self._store_secrets()
         if self._state is not None:
             self._state.restore(self.template)
-        for name, logical_id in FUNCTIONS.items():
+        for name, logical_id in self.functions.items():
             environment = {
                 variable: self.http_api.localized(value, deployed_api)  # HOOKS_URL
                 for variable, value in self.template.function_environment(logical_id).items()
@@ -315,7 +324,7 @@ class LocalStack:
         if self._replace_log_output:
             logging.disable(logging.INFO)
         try:
-            for name, logical_id in FUNCTIONS.items():
+            for name, logical_id in self.functions.items():
                 # SAM resolves CodeUri relative to the template's folder.
                 code_uri = self._function_property(logical_id, "CodeUri")
                 code_dir = (self.template_path.parent / code_uri).resolve()
@@ -323,7 +332,8 @@ class LocalStack:
         finally:
             logging.disable(logging.NOTSET)
         self._attach_log_sink()
-        # The template's event source mapping: which queue feeds agent_turn, how many at once.
+        # The template's event source mapping: which queue feeds agent_turn, how many at once
+        # (one invocation at a time here: within its MaximumConcurrency, whatever it is).
         mapping = self.template.queue_mapping(FUNCTIONS["agent_turn"])
         self.poller = QueuePoller(
             boto3.client("sqs"),
@@ -344,7 +354,9 @@ class LocalStack:
     def output(self, name: str) -> str | None:
         """An output of the template as this stack gives it (the API's URLs: the local one)."""
         declared = self.template.template.get("Outputs", {}).get(name)
-        if declared is None:
+        if declared is None or (
+            "Condition" in declared and not self.template.condition(declared["Condition"])
+        ):
             return None
         value = str(self.template.evaluate(declared["Value"]))
         if self.http_api is not None:
@@ -355,6 +367,32 @@ class LocalStack:
     def hooks_url(self) -> str | None:
         """The event hooks' base URL on this machine (`POST <it>/NAME`), after start()."""
         return self.output("HooksUrl")
+
+    @property
+    def console_url(self) -> str | None:
+        """The console's page on this machine (None: EnableConsole=false), after start()."""
+        return self.output("ConsoleUrl")
+
+    def console_launch_url(self, user: Mapping[str, Any] | None = None) -> str | None:
+        """The console's URL as Telegram opens it for `user` (default: the local user): its
+        launch data, signed with this stack's bot token as Telegram signs it, in the fragment
+        (`#tgWebAppData=…`), so it opens in a browser on this machine. Valid for
+        CONSOLE_LAUNCH_MAX_AGE_SECONDS (an hour by default)."""
+        url = self.console_url
+        if url is None:
+            return None
+        person = dict(user or self.user.as_telegram())
+        fields = {
+            "user": json.dumps(person, separators=(",", ":"), ensure_ascii=False),
+            "auth_date": str(int(time.time())),
+            "chat_type": "private",
+            "chat_instance": str(person["id"] * 7 % 10**12),
+        }
+        launch = launch_data.sign(fields, self.bot_token)
+        fragment = urllib.parse.urlencode(
+            {"tgWebAppData": launch, "tgWebAppVersion": "8.0", "tgWebAppPlatform": "web"}
+        )
+        return f"{url}#{fragment}"
 
     @property
     def endpoint_url(self) -> str:
@@ -595,7 +633,7 @@ class LocalStack:
 
     def _invoke(self, logical_id: str, event: dict[str, Any]) -> dict[str, Any]:
         """The HTTP API's way in: the function a route names, by its logical id."""
-        (name,) = [name for name, function in FUNCTIONS.items() if function == logical_id]
+        (name,) = [name for name, function in self.functions.items() if function == logical_id]
         return self.invoke(name, event)
 
     def _perform_reply_method(self, response: Mapping[str, Any]) -> None:

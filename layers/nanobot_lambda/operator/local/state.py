@@ -231,6 +231,7 @@ class LocalStackInfo:
     pid: int
     resources: dict[str, str]  # RESOURCES' names (workspace_bucket...) → name or URL
     hooks_url: str | None = None  # the event hooks' base URL, on this machine
+    console_url: str | None = None  # the console's page, on this machine (None: no console)
 
     @classmethod
     def of(
@@ -239,6 +240,7 @@ class LocalStackInfo:
         endpoint_url: str,
         region: str,
         hooks_url: str | None = None,
+        console_url: str | None = None,
     ) -> LocalStackInfo:
         outputs = template.template.get("Outputs", {})
         resources = {}
@@ -246,7 +248,7 @@ class LocalStackInfo:
             value = outputs.get(output, {}).get("Value")
             if value is not None:
                 resources[name] = str(template.evaluate(value))
-        return cls(endpoint_url, region, os.getpid(), resources, hooks_url)
+        return cls(endpoint_url, region, os.getpid(), resources, hooks_url, console_url)
 
     def announce(self) -> Path:
         path = stack_file()
@@ -274,6 +276,7 @@ class LocalStackInfo:
                 int(data["pid"]),
                 {str(k): str(v) for k, v in data["resources"].items()},
                 str(data["hooks_url"]) if data.get("hooks_url") else None,
+                str(data["console_url"]) if data.get("console_url") else None,
             )
         except FileNotFoundError:
             raise OperatorError(

@@ -42,13 +42,16 @@ RESOURCES: dict[str, tuple[str, str]] = {
 }
 WEBHOOK_URL_OUTPUT = "WebhookUrl"
 HOOKS_URL_OUTPUT = "HooksUrl"
-# Every output of infra/template.yaml (a unit test keeps the two equal): `doctor` checks them.
+CONSOLE_URL_OUTPUT = "ConsoleUrl"  # only with EnableConsole=true (the default)
+# Every output of infra/template.yaml but the optional ones (a unit test keeps them equal):
+# `doctor` checks them.
 STACK_OUTPUTS = (
     WEBHOOK_URL_OUTPUT,
     HOOKS_URL_OUTPUT,
     *(output for output, _ in RESOURCES.values()),
     "DashboardUrl",
 )
+OPTIONAL_OUTPUTS = (CONSOLE_URL_OUTPUT,)
 # The template parameters naming the secrets' SSM parameters, with the template's defaults.
 BOT_TOKEN_PARAMETER = ("TelegramBotTokenParameter", "/nanobot-lambda/telegram-bot-token")
 SECRET_TOKEN_PARAMETER = ("TelegramSecretTokenParameter", "/nanobot-lambda/telegram-secret-token")
@@ -167,6 +170,11 @@ class Deployment:
     @property
     def webhook_url(self) -> str | None:
         return self.stack.outputs.get(WEBHOOK_URL_OUTPUT) if self.stack else None
+
+    @property
+    def console_url(self) -> str | None:
+        """The console's page (None: a stack without it, EnableConsole=false)."""
+        return self.stack.outputs.get(CONSOLE_URL_OUTPUT) if self.stack else None
 
     @property
     def hooks_url(self) -> str | None:

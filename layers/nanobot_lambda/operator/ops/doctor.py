@@ -50,6 +50,7 @@ from nanobot_lambda.operator.ops.deployment import (
 from nanobot_lambda.operator.ops.webhook_admin import (
     WebhookInfo,
     command_menu_is_current,
+    menu_button_opens,
     webhook_info,
 )
 from nanobot_lambda.settings import (
@@ -198,6 +199,7 @@ class Doctor:
         yield self.bot_token()
         yield self.webhook()
         yield self.command_menu()
+        yield self.console()
         yield self.workspace()
 
     def _stack_unreadable(self) -> bool:
@@ -573,6 +575,40 @@ class Doctor:
             )
         return _ok(name, " ".join(f"/{command}" for command, _ in BOT_COMMANDS))
 
+    def console(self) -> Check:
+        """The console's route (its page, and its API refusing a request without launch
+        data: the console function answers both) and, deployed, the private chats' menu button
+        that opens it."""
+        name = "console"
+        if self._local is not None:
+            url = self._local.console_url
+            if url is None:
+                return _skip(name, "the chat's stack has none (EnableConsole=false)")
+        elif self._deployment is None or self._deployment.stack is None:
+            return _skip(name, "no stack to read its ConsoleUrl from")
+        else:
+            url = self._deployment.console_url
+            if url is None:
+                return _skip(name, "the stack has none (EnableConsole=false)")
+        problem = console_route_problem(url)
+        if problem is not None:
+            redeploy = "start `make chat` again" if self._local else "sam build && sam deploy"
+            return _fail(name, f"{url} {problem}", redeploy)
+        if self._local is not None or self._bot is None:
+            return _ok(name, f"{url}: its page and its API answer")
+        try:
+            opens = menu_button_opens(self._bot)
+        except TelegramError as error:
+            return _fail(name, str(error), "check the network and try again")
+        if opens != url:
+            return _fail(
+                name,
+                f"its page and API answer at {url}, but the private chats' menu button "
+                + (f"opens {opens}" if opens else "opens no console"),
+                f"nanobot-lambda webhook set {self._stack_flag} (it sets the menu button too)",
+            )
+        return _ok(name, f"{url}: its page and API answer; the menu button opens it")
+
     # -- workspace ------------------------------------------------------------------------
 
     def workspace(self) -> Check:
@@ -645,6 +681,40 @@ def hooks_route_problem(hooks_url: str) -> str | None:
     if status in (401, 404) and answered:
         return None
     return f"is not answered by the webhook function (HTTP {status})"
+
+
+def console_route_problem(console_url: str) -> str | None:
+    """What is wrong with the console at `console_url`, None when its function answers: the
+    page (HTML under its Content-Security-Policy), and its API refusing a request that carries
+    no launch data (401 with the function's JSON, where API Gateway's own 404 has none)."""
+    try:
+        with urllib.request.urlopen(console_url, timeout=HTTP_SECONDS) as response:  # noqa: S310
+            page_status = response.status
+            page_type = response.headers.get("Content-Type", "")
+            policy = response.headers.get("Content-Security-Policy", "")
+    except urllib.error.HTTPError as error:
+        return f"does not serve the page (HTTP {error.code})"
+    except (urllib.error.URLError, OSError) as error:
+        return f"cannot be reached ({getattr(error, 'reason', error)})"
+    if page_status != 200 or not page_type.startswith("text/html") or "default-src" not in policy:
+        return f"does not serve the console's page (HTTP {page_status}, {page_type or 'no type'})"
+    request = urllib.request.Request(  # noqa: S310 - the console's own URL
+        f"{console_url.rstrip('/')}/api/me", data=b"{}", method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_SECONDS) as response:  # noqa: S310
+            status, body = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read()
+    except (urllib.error.URLError, OSError) as error:
+        return f"its API cannot be reached ({getattr(error, 'reason', error)})"
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if status == 401 and isinstance(answer, dict) and "error" in answer:
+        return None
+    return f"its API does not refuse a request without launch data (HTTP {status})"
 
 
 def one_token_completion(settings: LlmSettings) -> None:

@@ -73,6 +73,29 @@ def set_command_menu(bot: TelegramBot) -> None:
     bot.call("setMyCommands", commands=command_menu())
 
 
+MENU_BUTTON_TEXT = "Console"
+
+
+def set_menu_button(bot: TelegramBot, console_url: str | None) -> None:
+    """The button beside the message box of every private chat with the bot: the console (a
+    Mini App) where the stack has one, Telegram's command list otherwise."""
+    button: dict[str, Any] = (
+        {"type": "web_app", "text": MENU_BUTTON_TEXT, "web_app": {"url": console_url}}
+        if console_url
+        else {"type": "commands"}
+    )
+    bot.call("setChatMenuButton", menu_button=button)
+
+
+def menu_button_opens(bot: TelegramBot) -> str | None:
+    """The URL the private chats' menu button opens (None: it opens no Mini App)."""
+    button = bot.call("getChatMenuButton") or {}
+    if button.get("type") != "web_app":
+        return None
+    url = button.get("web_app", {}).get("url")
+    return str(url) if url else None
+
+
 def command_menu_is_current(bot: TelegramBot) -> bool:
     return list(bot.call("getMyCommands") or []) == command_menu()
 

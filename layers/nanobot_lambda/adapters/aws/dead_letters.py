@@ -10,6 +10,8 @@ Replaying sends a message back to the turn queue with the same message group (th
 its order) and a deduplication id of its own (`replay-<message id>`: replaying the same
 message twice within SQS's five minutes sends it once), and deletes it from the dead-letter
 queue only once the send succeeded.
+
+The operator's `nanobot-lambda dlq` and the console's Activity (functions/console/) both use it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pydantic import ValidationError
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
+
+    from nanobot_lambda.core.jobs import AnyJob
 
 LIST_VISIBILITY_SECONDS = 30  # long enough to page through, released right after
 RECEIVE_BATCH = 10
@@ -43,16 +47,35 @@ class DeadLetter:
         return len(self.body.encode("utf-8"))
 
     def describe_job(self) -> str:
-        """The job's kind and ids, never its text (a user's message, a task's prompt): as its
-        kind names it (functions/agent_turn/kinds.py)."""
-        # Imported here: the rest of the CLI does not pay for agent_turn's modules.
-        from nanobot_lambda.functions.agent_turn.kinds import describe
-        from nanobot_lambda.functions.agent_turn.queued import read_job
+        """The job's kind and ids, never its text (a user's message, a task's prompt)."""
+        from nanobot_lambda.core.jobs import parse_job  # on first use: the console's start
 
         try:
-            return describe(read_job(self.body))
+            return describe(parse_job(self.body))
         except ValidationError:
             return "unreadable job"
+
+
+def describe(job: AnyJob) -> str:
+    # Imported on first use: the console lists dead letters seldom, and starts without them.
+    from nanobot_lambda.adapters.telegram.models import Update
+    from nanobot_lambda.core.jobs import ApprovalJob, ContinuationJob, TelegramUpdateJob
+
+    if isinstance(job, ContinuationJob):
+        return f"{describe(job.job)} (continuation, part {job.part})"
+    if isinstance(job, ApprovalJob):
+        return f"{describe(job.job)} (approval {job.approval_id}: {job.decision})"
+    if isinstance(job, TelegramUpdateJob):
+        try:
+            update = Update.model_validate(job.update)
+        except ValidationError:
+            return "telegram_update (unreadable)"
+        message = update.message or update.edited_message
+        chat = f" chat {message.chat.id}" if message else ""
+        return f"telegram_update {update.kind} update_id {update.update_id}{chat}"
+    ids = [f"chat {job.chat_id}"]
+    ids += [f"{name} {getattr(job, name)}" for name in job.ids]
+    return f"{job.kind} {' '.join(ids)}"
 
 
 def _dead_letter(message: MessageTypeDef) -> DeadLetter:
