@@ -54,6 +54,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nanobot_lambda.adapters.aws import snapstart
 from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
+from nanobot_lambda.adapters.aws.approvals import DynamoApprovalBook
 from nanobot_lambda.adapters.aws.clients import (
     dynamodb_client,
     scheduler_client,
@@ -70,7 +71,7 @@ from nanobot_lambda.adapters.aws.pairing import DynamoPairingStore
 from nanobot_lambda.adapters.aws.queue import SqsTurnQueue
 from nanobot_lambda.adapters.aws.reactions_and_edits import DynamoFeedbackBook
 from nanobot_lambda.adapters.aws.recall_index import S3RecallIndexObjects
-from nanobot_lambda.adapters.aws.schedules import EventBridgeSchedules
+from nanobot_lambda.adapters.aws.schedules import ApprovalDeadlineSchedules, EventBridgeSchedules
 from nanobot_lambda.adapters.aws.secrets import fetch_secret
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.aws.stop_flags import DynamoStopFlags
@@ -151,6 +152,7 @@ def build_records(
         pairing=DynamoPairingStore(settings.sessions_table, lambda: dynamodb),
         hooks=DynamoHookStore(settings.sessions_table, lambda: dynamodb),
         feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
+        approvals=DynamoApprovalBook(settings.sessions_table, lambda: dynamodb),
         recall_indexes=S3RecallIndexObjects(settings.workspace_bucket, s3),
         invites=DynamoInviteStore(settings.sessions_table, lambda: dynamodb),
     )
@@ -166,6 +168,12 @@ def build_records(
         tokens=LitellmTokenCounter(settings.llm_model, **served_at(settings)),
         queue=queue,
         schedules=EventBridgeSchedules(
+            scheduler_client(),
+            group=settings.schedule_group,
+            target_arn=settings.scheduler_target_arn,
+            role_arn=settings.scheduler_role_arn,
+        ),
+        deadlines=ApprovalDeadlineSchedules(
             scheduler_client(),
             group=settings.schedule_group,
             target_arn=settings.scheduler_target_arn,

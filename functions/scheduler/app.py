@@ -9,6 +9,7 @@ init_phase.begin()  # no garbage collection while the init makes its long-lived 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from nanobot_lambda.adapters.aws.approvals import DynamoApprovalBook
 from nanobot_lambda.adapters.aws.clients import dynamodb_client, s3_client, sqs_client
 from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.logs import configure_logging
@@ -35,6 +36,7 @@ scheduler = SchedulerService(
         jobs=DynamoJobStore(settings.jobs_table, dynamodb_client()),
         channel=TelegramBot(settings.telegram_bot_token, settings.telegram_api_base),
         metrics=EMF,
+        approvals=DynamoApprovalBook(settings.sessions_table, dynamodb_client),
     ),
     heartbeat_chat_id=settings.heartbeat_chat_id,
 )

@@ -15,6 +15,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from nanobot_lambda.adapters.aws.albums import DynamoAlbumBook
+from nanobot_lambda.adapters.aws.approvals import DynamoApprovalBook
 from nanobot_lambda.adapters.aws.clients import dynamodb_client, sqs_client
 from nanobot_lambda.adapters.aws.idempotency import IdempotentUpdateLedger
 from nanobot_lambda.adapters.aws.inbound_events import DynamoHookStore
@@ -61,6 +62,7 @@ webhook = Webhook(
         # pairing); with PAIRING=on strangers also get codes (WebhookPolicy.pairing_codes).
         pairing=Pairing(people, codes_per_hour=settings.pairing_codes_per_hour),
         feedback=DynamoFeedbackBook(settings.sessions_table, lambda: dynamodb),
+        approvals=DynamoApprovalBook(settings.sessions_table, lambda: dynamodb),
         invites=Invites(DynamoInviteStore(settings.sessions_table, lambda: dynamodb), people),
     ),
     EMF,

@@ -39,6 +39,7 @@ from pydantic import (
 )
 
 from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.approvals import ApprovalPolicy, Policy, RulesError, parse_rules
 from nanobot_lambda.core.errors import ConfigError
 from nanobot_lambda.core.model_choice import ModelPreset, parse_presets
 from nanobot_lambda.core.reactions import telegram_reaction
@@ -300,6 +301,32 @@ class McpSettings(_Settings):
         if len(set(names)) != len(names):
             raise ValueError("server names must be unique")
         return servers
+
+
+class ApprovalSettings(_Settings):
+    """Which tool calls ask a person first (core/approvals.py), and how long a question waits."""
+
+    # `tool=allow|ask|deny` pairs, comma-separated, or a JSON object; keys: a tool's name,
+    # `mcp:SERVER` or `mcp:SERVER/TOOL`. Empty: the defaults only.
+    approvals: dict[str, Policy] = Field(default_factory=dict, alias="APPROVALS")
+    # A question unanswered this long is denied, and the model told.
+    approval_timeout_minutes: int = Field(
+        default=60, alias="APPROVAL_TIMEOUT_MINUTES", ge=1, le=7 * 24 * 60
+    )
+
+    @field_validator("approvals", mode="before")
+    @classmethod
+    def _rules(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return parse_rules(value)
+            except RulesError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        return ApprovalPolicy(self.approvals)
 
 
 class QueueSettings(_Settings):
@@ -607,6 +634,7 @@ class AgentSettings(
     McpSettings,
     SandboxSettings,
     HookSettings,
+    ApprovalSettings,
     ConsoleLinkSettings,
 ):
     purpose: ClassVar[str] = "the agent_turn function"
@@ -616,6 +644,7 @@ class SchedulerSettings(TelegramBotSettings, QueueSettings, JobSettings):
     purpose: ClassVar[str] = "the scheduler function"
     workspace_bucket: str = Field(alias="WORKSPACE_BUCKET", min_length=3)
     heartbeat_chat_id: int | None = Field(default=None, alias="HEARTBEAT_CHAT_ID")
+    sessions_table: str = Field(alias="SESSIONS_TABLE", min_length=3)  # approvals' deadlines
 
 
 class ConsoleSettings(

@@ -3,6 +3,7 @@ compares the whole record read back (`get`) with what was recorded."""
 
 from __future__ import annotations
 
+from nanobot_lambda.core.approvals import Pending
 from nanobot_lambda.core.journal import Aside, Message, Shown, TurnProgress, identity
 from nanobot_lambda.core.ports import SessionStore, TurnJournal
 
@@ -141,3 +142,25 @@ def test_an_answered_turn_reads_back_answered_with_its_session(
     assert journal.get(KEY, "t1") == expected
     assert sessions.load(KEY, 10).open_turns["t1"] == expected
     assert expected.resumed
+
+
+def test_a_turn_waiting_for_an_approval_reads_back_its_pending_call(
+    sessions: SessionStore, journal: TurnJournal
+) -> None:
+    """The call waiting for a person and whether untrusted content entered the turn
+    (core/approvals.py), read alone and with the session; a later update keeps them."""
+    pending = Pending("c1", "apv-1234567890", 111, "2026-11-23T13:00:00+00:00", "exec", "")
+    progress = TurnProgress("t1", messages=STEP, iterations=1, pending=pending, untrusted=True)
+    journal.checkpoint(KEY, progress)
+    journal.record_send(KEY, progress, 1, shown("May I?"))
+    expected = TurnProgress(
+        "t1",
+        messages=STEP,
+        iterations=1,
+        sent={1: shown("May I?")},
+        pending=pending,
+        untrusted=True,
+        recorded=True,
+    )
+    assert journal.get(KEY, "t1") == expected
+    assert sessions.load(KEY, 10).open_turns["t1"] == expected

@@ -452,3 +452,24 @@ def test_a_sent_file_is_saved_a_link_shows_its_address_and_env_turns_streaming_o
     assert "nanobot> 📎 document hello.txt (8 B) → chat-files/hello.txt" in completed.stdout
     assert "nanobot> Sent. See the docs (https://example.org/docs)." in completed.stdout
     assert model_server.streamed == [False, False, False]  # on by default: test_live_replies
+
+
+def test_an_approval_is_asked_with_its_buttons_and_answered_with_press(
+    model_server: ScriptedModelServer, tmp_path: Path, cache: Path
+) -> None:
+    """A change to SOUL.md asks the owner (the local user) first: the question shows its three
+    buttons, /press 1 allows it once, the turn goes on and the question says who decided."""
+    chat = start_chat(model_server, tmp_path, cache)
+    try:
+        model_server.call_tool("write_file", {"path": "SOUL.md", "content": "Be brief."})
+        chat.send("be brief from now on")
+        chat.expect("May I do this?")
+        chat.expect("[1 Allow once]\n   [2 Always allow here]\n   [3 Deny]")
+        chat.expect_prompt()
+        model_server.reply("Done: brief it is.")
+        chat.send("/press 1")
+        chat.expect("Allowed once by")
+        chat.expect("nanobot> Done: brief it is.")
+        assert model_server.requests[-1]["messages"][-1]["content"].startswith("Wrote")
+    finally:
+        chat.close()

@@ -14,6 +14,7 @@ from nanobot_lambda.adapters.aws.jobs import DynamoJobStore
 from nanobot_lambda.adapters.aws.sessions import DynamoSessionStore
 from nanobot_lambda.adapters.telegram.client import TelegramError
 from nanobot_lambda.operator.local.stack import LocalStack
+from tests.conftest import StackFactory
 from tests.support.faults import BotApiFaults
 from tests.support.scripted_model import ScriptedModelServer
 
@@ -318,8 +319,11 @@ def test_message_tool_answer_is_not_sent_twice(
 
 
 def test_message_tool_refuses_chats_that_are_not_allowed(
-    stack: LocalStack, model_server: ScriptedModelServer
+    stack_factory: StackFactory, model_server: ScriptedModelServer
 ) -> None:
+    # A message to another chat asks the owner first (tests/e2e/test_approvals.py): allowed
+    # here, so that the tool's own check is what is seen.
+    stack = stack_factory(Approvals="message=allow")
     model_server.call_tool("message", {"content": "hi", "chat_id": 999}).reply("Could not.")
     model_server.call_tool("message", {"content": "hi Ada", "chat_id": 111111111}).reply("Sent.")
     say(stack, "tell someone")

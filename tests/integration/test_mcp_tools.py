@@ -55,6 +55,7 @@ def test_tools_are_listed_under_the_server_s_name_sorted_with_their_schemas(
     assert registry.names == [
         "test_add",
         "test_big",
+        "test_create_issue",
         "test_fail",
         "test_inject",
         "test_slow",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import time
@@ -18,6 +19,12 @@ from nanobot_lambda.adapters.aws.jobs import SUBAGENT_RECORD_SECONDS
 from nanobot_lambda.adapters.aws.sessions import ITEM_LIMIT_BYTES
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.core.albums import AlbumRecord
+from nanobot_lambda.core.approvals import (
+    Approval,
+    ApprovalBook,
+    ApprovalDeadlines,
+    Permission,
+)
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.errors import ChannelError, ModelError, NotFound, StorageError
 from nanobot_lambda.core.inbound_events import DELIVERIES_KEPT, Delivery, Hook
@@ -32,7 +39,7 @@ from nanobot_lambda.core.model import (
     Speech,
     ToolCall,
 )
-from nanobot_lambda.core.outgoing import OutgoingFile
+from nanobot_lambda.core.outgoing import Button, OutgoingFile
 from nanobot_lambda.core.pairing import Asker, AskRecord, PairingCode, Person
 from nanobot_lambda.core.ports import (
     Channel,
@@ -401,6 +408,47 @@ class MemorySchedules:
         self.schedules.pop(job.job_id, None)
 
 
+class MemoryApprovalDeadlines:
+    """ApprovalDeadlines in memory: each approval's deadline, by its id."""
+
+    def __init__(self) -> None:
+        self.deadlines: dict[str, datetime] = {}
+
+    def set(self, approval_id: str, at: datetime) -> None:
+        self.deadlines.setdefault(approval_id, at)
+
+
+class MemoryApprovalBook:
+    """ApprovalBook in memory, as adapters/aws/approvals.py keeps it."""
+
+    def __init__(self) -> None:
+        self.approvals: dict[str, Approval] = {}
+        self.standing: dict[tuple[str, str], Permission] = {}
+
+    def put(self, approval: Approval) -> None:
+        self.approvals.setdefault(approval.approval_id, approval)
+
+    def get(self, approval_id: str) -> Approval | None:
+        return self.approvals.get(approval_id)
+
+    def note_message(self, approval_id: str, message_id: int) -> None:
+        self.approvals[approval_id] = dataclasses.replace(
+            self.approvals[approval_id], message_id=message_id
+        )
+
+    def allow_always(self, permission: Permission) -> None:
+        self.standing[(permission.scope, permission.action)] = permission
+
+    def allowed(self, scope: str, action: str) -> bool:
+        return (scope, action) in self.standing
+
+    def permissions(self) -> list[Permission]:
+        return [self.standing[key] for key in sorted(self.standing)]
+
+    def revoke(self, scope: str, action: str) -> None:
+        self.standing.pop((scope, action), None)
+
+
 class RecordingChannel:
     """The Channel (and MediaSource) port, recording every message sent as (chat_id, text,
     thread_id); messages are split into parts as Telegram's are (the real renderer)."""
@@ -414,7 +462,9 @@ class RecordingChannel:
         self.fail_drafts_with: ChannelError | None = None  # raised by every draft
         self.files: dict[str, bytes] = {}  # file id -> bytes, for get_file and download
         self.files_sent: list[tuple[int, OutgoingFile, int | None]] = []  # send_file
-        self.keyboards: dict[int, tuple[str, ...]] = {}  # message id -> its buttons, until removed
+        # message id -> its buttons, until removed
+        self.keyboards: dict[int, tuple[Button, ...]] = {}
+        self.edits: list[tuple[int, int, str]] = []  # (chat_id, message_id, text) edit_text
         self.buttons_removed: list[tuple[int, int]] = []  # (chat_id, message_id) asked
         self.web_apps: dict[int, tuple[str, str]] = {}  # message id -> its Mini App button
         self.me = BotUser(id=7000000001, username="nano_lambda_bot")
@@ -428,7 +478,7 @@ class RecordingChannel:
         part: str,
         *,
         thread_id: int | None = None,
-        buttons: Sequence[str] = (),
+        buttons: Sequence[Button] = (),
     ) -> int:
         if self.fail_with is not None:
             error, self.fail_with = self.fail_with, None
@@ -444,6 +494,11 @@ class RecordingChannel:
     def remove_buttons(self, chat_id: int, message_id: int) -> bool:
         self.buttons_removed.append((chat_id, message_id))
         return self.keyboards.pop(message_id, None) is not None
+
+    def edit_text(self, chat_id: int, message_id: int, text: str) -> bool:
+        self.edits.append((chat_id, message_id, text))
+        self.keyboards.pop(message_id, None)
+        return True
 
     def send_web_app(self, chat_id: int, text: str, label: str, url: str) -> int:
         (part,) = self.message_parts(text)
@@ -1068,7 +1123,9 @@ if TYPE_CHECKING:  # Each fake is its port, with no cast: `make typecheck` check
         metrics: MetricsPort = RecordingMetrics()
         recall_indexes: RecallIndexObjects = MemoryRecallIndexObjects()
         embedder: Embedder = StandInEmbedder()
-        del recall_indexes, embedder
+        approvals: ApprovalBook = MemoryApprovalBook()
+        deadlines: ApprovalDeadlines = MemoryApprovalDeadlines()
+        del recall_indexes, embedder, approvals, deadlines
         del workspace, versioned, turn_journal, sessions, jobs, schedules, usage, stop_flags
         del queue, ledger
         del channel, media, model, metrics

@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, get_args
 
@@ -35,9 +35,11 @@ import pytest
 
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.adapters.telegram.places import session_key_for
+from nanobot_lambda.core.approvals import Pending
 from nanobot_lambda.core.jobs import (
     AnnouncementJob,
     AnyJob,
+    ApprovalJob,
     ContinuationJob,
     CronTaskJob,
     HeartbeatJob,
@@ -45,6 +47,7 @@ from nanobot_lambda.core.jobs import (
     SubagentJob,
     TelegramUpdateJob,
 )
+from nanobot_lambda.core.journal import TurnProgress
 from nanobot_lambda.core.model import ModelReply, Usage
 from nanobot_lambda.core.pairing import Asker, Pairing, Person
 from nanobot_lambda.core.reactions_and_edits import Reaction
@@ -234,6 +237,58 @@ def continuation(who: Who) -> AnyJob:
     return ContinuationJob(job=TelegramUpdateJob(update=press(who)[0]), part=2)
 
 
+APPROVAL_ID = "apv-isolation-1"
+
+
+def approval(who: Who) -> AnyJob:
+    """A press's turn that waited for an approval (seeded by `waiting`), resumed by its
+    approver's press: the chat's person, or the owner in a group."""
+    return ApprovalJob(
+        job=TelegramUpdateJob(update=press(who)[0]),
+        approval_id=APPROVAL_ID,
+        decision="once",
+        decided_by=approver(who),
+        decided_by_name="Ada",
+        decided_at=NOW.isoformat(),
+    )
+
+
+def approver(who: Who) -> int:
+    return who.chat if who.chat > 0 else OWNER.chat
+
+
+def waiting(bot: Bot, who: Who) -> None:
+    """The press's turn, recorded waiting on its first call (reading the memory)."""
+    update_id = press(who)[0]["update_id"]
+    step = tool("read_file", json.dumps({"path": "memory/MEMORY.md"}), "c1").tool_calls[0]
+    bot.journal.records[(who.session, f"update-{update_id}")] = TurnProgress(
+        f"update-{update_id}",
+        messages=[
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": step.id,
+                        "type": "function",
+                        "function": {"name": step.name, "arguments": step.arguments},
+                    }
+                ],
+            }
+        ],
+        iterations=1,
+        pending=Pending(
+            "c1",
+            APPROVAL_ID,
+            approver(who),
+            (NOW + timedelta(hours=1)).isoformat(),
+            "read_file",
+            who.scope,
+        ),
+        recorded=True,
+    )
+
+
 @dataclass(frozen=True)
 class Row:
     kind: str  # an update kind (the Update field) or a job kind
@@ -243,6 +298,7 @@ class Row:
     recalls: bool = False  # recall searches what the person sent
     heartbeat: bool = False  # a decision call first; the owner's only
     answers: bool = True  # False: a background task hands its result to an announcement
+    seed: Callable[[Bot, Who], None] | None = None  # what the journal holds before it runs
 
     @property
     def job_kind(self) -> str:
@@ -263,6 +319,7 @@ ROWS = [
     Row("announcement", "background task's end", job=announcement),
     Row("hook_event", "hook event", job=hook_event),
     Row("continuation", "a press continued", job=continuation, recalls=True),
+    Row("approval", "a press's turn approved", job=approval, recalls=True, seed=waiting),
 ]
 JOB_KINDS = {job.model_fields["kind"].default for job in get_args(AnyJob)}
 UPDATE_KINDS = set(Update.model_fields) - {"update_id"}
@@ -349,6 +406,8 @@ class Webhooked:
 def deliver(bot: Bot, row: Row, who: Who) -> Webhooked:
     """Run the row: updates through the webhook and then agent_turn, jobs straight to
     agent_turn (the bot made them itself)."""
+    if row.seed is not None:
+        row.seed(bot, who)
     if row.job is not None:
         bot.process(row.job(who))
         return Webhooked(set(), set())
@@ -450,7 +509,11 @@ def test_the_job_s_context_holds_whose_it_is(
     monkeypatch.setattr(dispatch, "run_turn", recorded)
     deliver(prepared(row), row, who)
     assert made, "a context for each job (a heartbeat outside the owner's chat declines later)"
-    person = who.sender if who.chat > 0 or row.updates or row.kind == "continuation" else None
+    person = (
+        who.sender
+        if who.chat > 0 or row.updates or row.kind in ("continuation", "approval")
+        else None
+    )
     thread = None if row.heartbeat else who.thread  # the heartbeat carries no topic
     for ctx in made:  # an album's parts: one job each
         assert ctx.subject == Subject(who.chat, thread, person, Scope(who.scope))

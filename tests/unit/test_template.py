@@ -555,7 +555,8 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
     template: dict[str, Any],
 ) -> None:
     """The webhook raises /stop flags, records album parts and queued updates, reads and writes
-    pairing, reads hooks and records their requests, records reactions and edits; it must not
+    pairing, reads hooks and records their requests, records reactions and edits, reads the
+    approvals a press is checked against; it must not
     read conversations, nor write into one: its sessions-table items are
     its own partitions."""
     context = make_context(template)
@@ -589,6 +590,7 @@ def test_webhook_may_only_write_its_own_items_in_the_sessions_table(
                 ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
                 ["hook#*"],
             ),
+            (sessions, ["dynamodb:GetItem"], ["approval#*"]),  # adapters/aws/approvals.py
             (sessions, ["dynamodb:PutItem"], ["feedback#*", "edit#*"]),  # adapters/aws/feedback
             (
                 idempotency,
@@ -859,6 +861,7 @@ EXPECTED_DATA_ACCESS = {
         (JOBS_ARN, "dynamodb:GetItem"),  # JobStore.get, latest_private_chat, heartbeat_paused
         (JOBS_ARN, "dynamodb:UpdateItem"),  # claim_firing, release_firing, record_run
         (JOBS_ARN, "dynamodb:DeleteItem"),  # a one-time job after it fired
+        (SESSIONS_ARN, "dynamodb:GetItem"),  # an approval at its deadline (approval#* only)
     },
 }
 DATA_SERVICES = ("s3:", "sqs:", "dynamodb:")

@@ -37,6 +37,8 @@ from tests.conftest import telegram_update
 from tests.support.fakes import (
     ApproxTokenCounter,
     MemoryAlbumBook,
+    MemoryApprovalBook,
+    MemoryApprovalDeadlines,
     MemoryFeedbackBook,
     MemoryHookStore,
     MemoryJobStore,
@@ -87,6 +89,8 @@ class Bot:
     hooks: MemoryHookStore = field(default_factory=MemoryHookStore)
     feedback: MemoryFeedbackBook = field(default_factory=MemoryFeedbackBook)
     queue: MemoryQueue = field(default_factory=MemoryQueue)
+    approvals: MemoryApprovalBook = field(default_factory=MemoryApprovalBook)
+    deadlines: MemoryApprovalDeadlines = field(default_factory=MemoryApprovalDeadlines)
     metrics: RecordingMetrics = field(default_factory=RecordingMetrics)
     tokens: ApproxTokenCounter = field(default_factory=ApproxTokenCounter)
     heartbeat_model: ScriptedModel | None = None  # HEARTBEAT_MODEL
@@ -125,6 +129,7 @@ class Bot:
                 pairing=self.pairing,
                 hooks=self.hooks,
                 feedback=self.feedback,
+                approvals=self.approvals,
                 recall_indexes=self.recall_indexes,
             ),
             Services(
@@ -134,6 +139,7 @@ class Bot:
                 tokens=self.tokens,
                 queue=self.queue,
                 schedules=MemorySchedules(),
+                deadlines=self.deadlines,
                 heartbeat_model=self.heartbeat_model,
                 consolidation_model=self.consolidation_model,
                 speaker=self.speaker,

@@ -6,14 +6,18 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
 from nanobot_lambda.adapters.telegram.models import Message
+from nanobot_lambda.core import texts
 from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.approvals import Approval
+from nanobot_lambda.core.jobs import ApprovalJob, TelegramUpdateJob
 from nanobot_lambda.core.pairing import Pairing
 from nanobot_lambda.functions.webhook import (
     MAX_BODY_BYTES,
@@ -26,6 +30,7 @@ from nanobot_lambda.operator.local.stack import http_event
 from tests.conftest import album_updates, telegram_update
 from tests.support.fakes import (
     MemoryAlbumBook,
+    MemoryApprovalBook,
     MemoryFeedbackBook,
     MemoryLedger,
     MemoryQueue,
@@ -43,6 +48,7 @@ def make_webhook(
     ack_reaction: str = "",
     albums: MemoryAlbumBook | None = None,
     feedback: MemoryFeedbackBook | None = None,
+    approvals: MemoryApprovalBook | None = None,
     pairing: Pairing | None = None,
 ) -> Webhook:
     return Webhook(
@@ -55,6 +61,7 @@ def make_webhook(
             MemoryAlbumBook() if albums is None else albums,
             pairing=pairing,
             feedback=MemoryFeedbackBook() if feedback is None else feedback,
+            approvals=approvals,
         ),
         RecordingMetrics(),
     )
@@ -385,3 +392,76 @@ def test_only_a_newly_queued_update_carries_a_method() -> None:
         None,
         None,
     ]
+
+
+def approval_press(
+    approval_id: str, presser: int, chat: int, message_id: int, letter: str = "o"
+) -> dict[str, Any]:
+    return {
+        "update_id": 500000001,
+        "callback_query": {
+            "id": "7000000000001",
+            "from": {"id": presser, "is_bot": False, "first_name": "Ada"},
+            "message": {
+                "message_id": message_id,
+                "date": 1795944875,
+                "chat": {"id": chat, "type": "private", "first_name": "Ada"},
+                "text": "May I do this?",
+            },
+            "chat_instance": "1",
+            "data": f"apv:{approval_id}:{letter}",
+        },
+    }
+
+
+def test_only_the_approvers_press_on_the_question_in_time_queues_the_turns_resume() -> None:
+    """core/approvals.py: the press is checked against the approval recorded when the turn
+    asked; anything else is answered with a notice and queues nothing."""
+    book = MemoryApprovalBook()
+    turn_job = TelegramUpdateJob(update=telegram_update("text_private"))
+    deadline = int(time.time()) + 3600
+    book.put(
+        Approval(
+            "apv-good-123",
+            "telegram:-100",
+            "update-1",
+            -100,
+            111111111,
+            deadline,
+            turn_job.model_dump_json(),
+            message_id=41,
+        )
+    )
+    book.put(
+        Approval(
+            "apv-late-123",
+            "telegram:-100",
+            "update-2",
+            -100,
+            111111111,
+            int(time.time()) - 1,
+            turn_job.model_dump_json(),
+            message_id=42,
+        )
+    )
+    queue = MemoryQueue()
+    webhook = make_webhook(queue, approvals=book)
+
+    def status(update: dict[str, Any]) -> str:
+        return str(json.loads(post(webhook, update)["body"])["status"])
+
+    assert status(approval_press("apv-good-123", 222222222, 111111111, 41)) == "refused"
+    assert status(approval_press("apv-good-123", 111111111, -100, 41)) == "refused"
+    assert status(approval_press("apv-good-123", 111111111, 111111111, 40)) == "refused"
+    assert status(approval_press("apv-none-123", 111111111, 111111111, 41)) == "refused"
+    late = json.loads(
+        post(webhook, approval_press("apv-late-123", 111111111, 111111111, 42))["body"]
+    )
+    assert late["status"] == "refused" and late["text"] == texts.load("approval_too_late")
+    assert queue.sent == []
+
+    assert status(approval_press("apv-good-123", 111111111, 111111111, 41, "a")) == "queued"
+    ((job, group, dedup),) = queue.sent
+    assert isinstance(job, ApprovalJob) and job.job == turn_job
+    assert (job.approval_id, job.decision, job.decided_by) == ("apv-good-123", "always", 111111111)
+    assert (group, dedup) == ("telegram:-100", "approval-apv-good-123")

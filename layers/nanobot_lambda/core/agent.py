@@ -30,6 +30,11 @@ stopped (the provider bills what it wrote; its usage never arrives, so it is not
 
 With a `RequestFitter`, each request is made to fit the model's context window before it is
 sent (core/budget.py).
+
+With a `gate`, every call is ruled on before it runs (core/approvals.py): a call the gate holds
+with a result is not run and the model gets that result (a denial); a call it holds without one
+waits for a person: the step's other calls run, and the loop returns an `awaiting` outcome,
+recorded, for the caller to ask and end the invocation; the press resumes the turn there.
 """
 
 from __future__ import annotations
@@ -73,6 +78,18 @@ StopCheck = Callable[[], bool]
 Record = Callable[["TurnOutcome"], None]
 TimeLeft = Callable[[], float]
 Finished = Callable[[list[tuple[int, str]]], None]  # (a call's index in its step, its result)
+
+
+@dataclass(frozen=True)
+class Held:
+    """A call the gate does not let run now: the model is told `result` instead (a denial), or,
+    with None, the call waits for a person's approval."""
+
+    result: str | None = None
+
+
+# The gate: (the job's context, a call, the turn's messages so far) -> None (run it) or Held.
+Gate = Callable[[Any, ToolCall, list[dict[str, Any]]], Held | None]
 
 
 STOP_CHECK_SECONDS = 1.5  # while an answer streams, how often /stop's flag is read
@@ -155,6 +172,7 @@ class TurnOutcome:
     suspended: bool = False  # out of time: to be continued from the last recorded iteration
     usage: Usage = field(default_factory=Usage)
     limited: LimitReached | None = None  # a spending limit ended the turn (core/spend.py)
+    awaiting: bool = False  # a call waits for a person's approval: the turn ends here for now
 
 
 @dataclass(frozen=True)
@@ -211,6 +229,7 @@ class AgentLoop(Generic[C]):
         time_left: TimeLeft | None = None,
         tool_time_left: TimeLeft | None = None,
         on_text: TextStream | None = None,
+        gate: Gate | None = None,
     ) -> TurnOutcome:
         """Run one turn from `messages` (system, history, user), its tools called with `ctx`.
         Returns what to send and save.
@@ -221,7 +240,8 @@ class AgentLoop(Generic[C]):
         `on_iteration` the step with its results so far, as they come. `time_left` gives the
         seconds a model call may still take in this invocation, `tool_time_left` those a step's
         tools may take; when either is too short, the turn is suspended (see the module's
-        docstring). `on_text` receives each model call's visible text as it is written.
+        docstring). `on_text` receives each model call's visible text as it is written. `gate`
+        rules on each call before it runs (see the module's docstring).
         """
         outcome = TurnOutcome(reply="", new_messages=[])
         if resume is not None:
@@ -234,7 +254,7 @@ class AgentLoop(Generic[C]):
         # model again; at least one of them, whatever it may take (see the module's docstring).
         at = open_step(outcome.new_messages)
         if at is not None and not self._step(
-            ctx, at, outcome, on_progress, on_iteration, tool_time_left, True
+            ctx, at, outcome, on_progress, on_iteration, tool_time_left, True, gate
         ):
             return self._suspend(outcome)
         definitions = self._tools.definitions()
@@ -281,7 +301,9 @@ class AgentLoop(Generic[C]):
             if on_step is not None:
                 on_step(outcome)  # before anything of the step is shown or done
             at = len(outcome.new_messages) - 1
-            if not self._step(ctx, at, outcome, on_progress, on_iteration, tool_time_left, False):
+            if not self._step(
+                ctx, at, outcome, on_progress, on_iteration, tool_time_left, False, gate
+            ):
                 return self._suspend(outcome)
 
         logger.warning("turn stopped at the tool iteration limit (%d)", self._max_iterations)
@@ -298,12 +320,15 @@ class AgentLoop(Generic[C]):
         on_iteration: Record | None,
         tool_time_left: TimeLeft | None,
         resumed: bool,
+        gate: Gate | None = None,
     ) -> bool:
         """Run the calls of the step at `at` in the turn's messages that have no result yet,
         in batches that fit `tool_time_left`, recording each result as it comes; True once all
         have answered, False when some are left for a new invocation. A step `resumed` from an
         earlier invocation runs at least one call here. The step's progress is shown before its
-        first call runs: not when none runs here, nor again once one has answered."""
+        first call runs: not when none runs here, nor again once one has answered. The `gate`
+        rules on the calls first: those it denies get their result, those that wait for a
+        person are left (the outcome `awaiting`, False returned once the others answered)."""
         step = outcome.new_messages[at]
         calls = tool_calls_of(step)
         results = recorded_results(calls, outcome.new_messages[at + 1 :])
@@ -317,8 +342,14 @@ class AgentLoop(Generic[C]):
             if on_iteration is not None and None in results:
                 on_iteration(outcome)  # the step with its results so far
 
+        held = self._held(ctx, gate, calls, results, outcome.new_messages)
+        if denied := [(index, text) for index, text in held.items() if text is not None]:
+            finished(denied)
+        asking = {index for index, text in held.items() if text is None}
         must_run = resumed
-        while waiting := [index for index, result in enumerate(results) if result is None]:
+        while waiting := [
+            index for index, result in enumerate(results) if result is None and index not in asking
+        ]:
             batch = self._batch([calls[index] for index in waiting], tool_time_left, must_run)
             if not batch:
                 left = (len(waiting), len(calls))
@@ -329,9 +360,30 @@ class AgentLoop(Generic[C]):
                 shown = True
             must_run = False
             self._run_tools(ctx, list(zip(waiting, batch, strict=False)), finished)
+        if asking:
+            outcome.awaiting = True
+            return False
         if on_iteration is not None:
             on_iteration(outcome)
         return True
+
+    def _held(
+        self,
+        ctx: C,
+        gate: Gate | None,
+        calls: list[ToolCall],
+        results: list[dict[str, Any] | None],
+        messages: list[dict[str, Any]],
+    ) -> dict[int, str | None]:
+        """The gate's answers for the calls with no result yet that it holds, by index: the
+        result the model gets instead, or None for a call that waits for a person."""
+        if gate is None:
+            return {}
+        held: dict[int, str | None] = {}
+        for index, call in enumerate(calls):
+            if results[index] is None and (answer := gate(ctx, call, messages)) is not None:
+                held[index] = answer.result
+        return held
 
     def _batch(
         self, waiting: list[ToolCall], tool_time_left: TimeLeft | None, at_least_one: bool
@@ -360,6 +412,9 @@ class AgentLoop(Generic[C]):
         return 1
 
     def _suspend(self, outcome: TurnOutcome) -> TurnOutcome:
+        if outcome.awaiting:
+            logger.info("turn waits for an approval after %d steps", outcome.iterations)
+            return outcome
         logger.info("turn suspended after %d steps: out of time", outcome.iterations)
         outcome.suspended = True
         return outcome

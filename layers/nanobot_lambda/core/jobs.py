@@ -114,13 +114,36 @@ class ContinuationJob(_Job):
     part: int
 
 
-AnyJob = StartJob | ContinuationJob
+class ApprovalJob(_Job):
+    """A call of `job`'s turn waited for a person (core/approvals.py): they decided, or its
+    deadline passed. Goes on with the turn from its journal, in the turn's own queue group."""
+
+    kind: Literal["approval"] = "approval"
+    job: Annotated[StartJob, Field(discriminator="kind")]
+    approval_id: str
+    decision: Literal["once", "always", "deny", "timeout", "moved_on"]
+    decided_by: int | None = None  # the approver who pressed; None: nobody (timed out, moved on)
+    decided_by_name: str = ""  # their name as Telegram gave it, for the question's edit
+    decided_at: str  # ISO 8601, UTC
+
+
+AnyJob = StartJob | ContinuationJob | ApprovalJob
 TurnJob = Annotated[AnyJob, Field(discriminator="kind")]
 
 
 @cache
 def _job_adapter() -> TypeAdapter[AnyJob]:
     return TypeAdapter(TurnJob)
+
+
+@cache
+def _start_job_adapter() -> TypeAdapter[StartJob]:
+    return TypeAdapter(Annotated[StartJob, Field(discriminator="kind")])
+
+
+def parse_start_job(body: str) -> StartJob:
+    """A turn's job as an approval keeps it (core/approvals.py); raises ValidationError."""
+    return _start_job_adapter().validate_json(body)
 
 
 def parse_job(body: str) -> AnyJob:

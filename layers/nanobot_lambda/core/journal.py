@@ -24,6 +24,11 @@ background task). While it runs, its progress (`TurnProgress`) is recorded:
 - `answered`: the turn's answer was delivered and only its save failed (functions/agent_turn/
   saving.py): `messages` are then the turn's messages as its session saves them, ending with
   the answer, and a later run saves them; it neither asks the model nor sends anything.
+- `pending`: a call of the last step waits for a person's approval (core/approvals.py): the
+  turn asked and ended; the press (or the deadline) resumes it, and the decision is recorded
+  here before the call runs, so it runs at most once;
+- `untrusted`: content from outside (a fetched page, a document, an MCP result, a hook's
+  payload) entered the turn, so a continued or resumed turn still asks before data leaves.
 
 A re-delivered or continued turn resumes from there. Its messages are numbered again from
 `sends`, and message n is skipped only if it **is** the message an earlier run sent as n (the
@@ -62,10 +67,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from nanobot_lambda.core.approvals import Pending
 from nanobot_lambda.core.stored_writes import StoredWrite
 
 Message = dict[str, Any]
-SendKind = Literal["text", "file", "buttons_off"]
+SendKind = Literal["text", "file", "buttons_off", "edit"]
 
 
 def identity(kind: SendKind, text: str, *extra: str) -> str:
@@ -112,6 +118,8 @@ class TurnProgress:
     continuations: int = 0
     context: str | None = None  # the runtime-context block the request was sent with
     answered: bool = False  # delivered; only its save is left (its messages are as saved)
+    pending: Pending | None = None  # a call waiting for a person's approval
+    untrusted: bool = False  # content from outside entered the turn (core/approvals.py)
     done: bool = False
     recorded: bool = False  # an item exists, so finishing the turn deletes it
 

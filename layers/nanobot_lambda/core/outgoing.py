@@ -12,6 +12,9 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 FileKind = Literal["photo", "document", "audio", "voice"]
+Button = str | tuple[str, str]
+"""A button under a message: its label, whose press comes back to the model as the person's
+choice; or (label, callback data), a press the bot handles itself (an approval's)."""
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 MAX_PHOTO_BYTES = 10 * 1024 * 1024

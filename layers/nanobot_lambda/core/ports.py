@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from nanobot_lambda.core.model import Speaker as Speaker
     from nanobot_lambda.core.model import TokenCounter as TokenCounter
     from nanobot_lambda.core.model import Transcriber as Transcriber
-    from nanobot_lambda.core.outgoing import OutgoingFile
+    from nanobot_lambda.core.outgoing import Button, OutgoingFile
     from nanobot_lambda.core.pairing import PairingStore as PairingStore
     from nanobot_lambda.core.reactions_and_edits import FeedbackBook as FeedbackBook
     from nanobot_lambda.core.recall_index import RecallIndexObjects as RecallIndexObjects
@@ -169,15 +169,20 @@ class Channel(Protocol):
         part: str,
         *,
         thread_id: int | None = None,
-        buttons: Sequence[str] = (),
+        buttons: Sequence[Button] = (),
     ) -> int:
-        """Send one of `message_parts`, with inline `buttons` under it (each one's press comes
+        """Send one of `message_parts`, with inline `buttons` under it (a label's press comes
         back as the user's choice); returns its message id."""
         ...
 
     def remove_buttons(self, chat_id: int, message_id: int) -> bool:
         """Take the buttons off a message; False when it has none any more (a button of it was
         pressed before) or is gone."""
+        ...
+
+    def edit_text(self, chat_id: int, message_id: int, text: str) -> bool:
+        """Replace a message's text with Markdown `text` (within one message), its buttons
+        taken off; False when it is gone or reads so already."""
         ...
 
     def send_text(self, chat_id: int, text: str, *, thread_id: int | None = None) -> list[int]:
@@ -225,7 +230,7 @@ class Outbox(Protocol):
         thread_id: int | None = None,
         *,
         record: bool = True,
-        buttons: Sequence[str] = (),
+        buttons: Sequence[Button] = (),
     ) -> bool:
         """Send `text` (or what an earlier run of the turn did not send of it), `buttons`
         under its last part; False when the chat blocked the bot."""

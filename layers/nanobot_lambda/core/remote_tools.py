@@ -71,6 +71,9 @@ class RemoteTool:
     name: str
     description: str
     input_schema: dict[str, Any] = field(default_factory=dict)
+    # The server says the tool only reads (its annotations' readOnlyHint): it runs without
+    # asking a person first (core/approvals.py). A hint only: the server is the operator's.
+    read_only: bool = False
 
 
 @dataclass(frozen=True)

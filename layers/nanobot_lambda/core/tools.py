@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from nanobot_lambda.core import telemetry
+from nanobot_lambda.core.approvals import Call as ApprovalCall
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.model import ToolCall, function_tool
 from nanobot_lambda.core.redaction import redact
@@ -84,6 +85,10 @@ class Tool(ABC, Generic[C]):
         (core/agent.py). Tools that wait on the network or a run say how long they may."""
         return DEFAULT_TOOL_SECONDS
 
+    def approval_call(self, arguments: dict[str, Any]) -> ApprovalCall:
+        """The call as the approval policy reads it (core/approvals.py)."""
+        return ApprovalCall(self.name, arguments)
+
     def definition(self) -> dict[str, Any]:
         """What the model is sent: `parameters` without what the registry enforces anyway."""
         return function_tool(self.name, self.description, for_model(self.parameters))
@@ -125,6 +130,15 @@ class ToolRegistry(Generic[C]):
 
     def definitions(self) -> list[dict[str, Any]]:
         return [tool.definition() for tool in self._tools.values()]
+
+    def approval_call(self, call: ToolCall) -> ApprovalCall | None:
+        """`call` as the approval policy reads it; None when it would not run anyway (no such
+        tool, arguments that are no JSON object: the registry answers it with an error)."""
+        tool = self._tools.get(call.name)
+        arguments = call.json_object()
+        if tool is None or arguments is None:
+            return None
+        return tool.approval_call(arguments)
 
     def execute(self, ctx: C, call: ToolCall) -> str:
         """The call's result as the model will see it: never with a secret in it (a file or

@@ -10,6 +10,9 @@
   `HEARTBEAT_CHAT_ID`, or by default to the owner's most recent private chat. While the owner
   has it paused (the console: a flag in the job store, read first) a firing does nothing: its
   schedule is the template's, which CloudFormation owns, so it is not touched.
+- `approval_timeout`: an approval's deadline passed (functions/agent_turn/approvals.py): its
+  turn's resume is queued with the decision "timeout", which denies the waiting call and tells
+  the model; a turn no longer waiting on it (decided, finished) does nothing with it.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nanobot_lambda.core import telemetry, texts
+from nanobot_lambda.core.approvals import ApprovalBook
 from nanobot_lambda.core.cron import CronJob
 from nanobot_lambda.core.heartbeat import HEARTBEAT_FILE, HEARTBEAT_GROUP, heartbeat_tasks
-from nanobot_lambda.core.jobs import CronTaskJob, HeartbeatJob
+from nanobot_lambda.core.jobs import ApprovalJob, CronTaskJob, HeartbeatJob, parse_start_job
 from nanobot_lambda.core.ports import Channel, JobStore, MetricsPort, TurnQueue, Workspace
 from nanobot_lambda.core.workspace import NotText
 
@@ -40,6 +44,7 @@ class SchedulerPorts:
     jobs: JobStore
     channel: Channel
     metrics: MetricsPort
+    approvals: ApprovalBook | None = None  # approvals asked for, read at their deadline
 
 
 class SchedulerService:
@@ -55,18 +60,40 @@ class SchedulerService:
         self._jobs = ports.jobs
         self._channel = ports.channel
         self._metrics = ports.metrics
+        self._approvals = ports.approvals
         self._heartbeat_chat_id = heartbeat_chat_id
         self._clock = clock
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, str]:
         kind = event.get("kind")
-        if kind not in ("heartbeat", "cron"):
+        if kind not in ("heartbeat", "cron", "approval_timeout"):
             logger.warning("scheduler event of unknown kind %r ignored", kind)
             return {"status": "ignored"}
         with telemetry.span("scheduled", kind=str(kind)):  # X-Ray, when traced
             if kind == "heartbeat":
                 return self.heartbeat(event.get("scheduled_time"))
+            if kind == "approval_timeout":
+                return self.approval_timeout(str(event.get("approval_id") or ""))
             return self.cron(event)
+
+    def approval_timeout(self, approval_id: str) -> dict[str, str]:
+        """Queue the "timed out" resume of the turn waiting on the approval, in its queue
+        group (a second delivery of the schedule is dropped by the deduplication id, and the
+        turn's journal keeps any later one from doing anything)."""
+        approval = self._approvals.get(approval_id) if self._approvals else None
+        if approval is None:
+            logger.warning("approval deadline of an unknown approval ignored")
+            return {"status": "ignored"}
+        job = ApprovalJob(
+            job=parse_start_job(approval.job),
+            approval_id=approval_id,
+            decision="timeout",
+            decided_at=self._clock().astimezone(UTC).isoformat(timespec="seconds"),
+        )
+        dedup = _dedup_id(f"approval-{approval_id}-timeout")
+        self._queue.enqueue(job, group=approval.session_key, dedup_id=dedup)
+        logger.info("approval deadline: its turn's resume queued")
+        return {"status": "queued"}
 
     def cron(self, event: Mapping[str, Any]) -> dict[str, str]:
         chat_id, job_id = int(event["chat_id"]), str(event["job_id"])

@@ -27,6 +27,10 @@ the reading agent_turn derives the job's subject from: the allow-list judges a b
 the chat of the message it was under. A press Telegram could not have sent (in a private chat
 by someone else, or with data the message's keyboard does not offer) is answered with a short
 notice and not queued.
+
+A press of an approval's button (`apv:<id>:<o|a|d>`, core/approvals.py) is checked against the
+approval recorded when the question was asked: only its approver's press on that question, in
+time, queues the waiting turn's resume (`ApprovalJob`), in that turn's own queue group.
 """
 
 from __future__ import annotations
@@ -38,21 +42,23 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
 from nanobot_lambda.adapters.telegram.addressing import GroupPolicy, command_target, is_group_chat
 from nanobot_lambda.adapters.telegram.inbound import Accepted, Reacted, Rejected, classify
-from nanobot_lambda.adapters.telegram.models import Message, Update, clean_update
+from nanobot_lambda.adapters.telegram.models import CallbackQuery, Message, Update, clean_update
 from nanobot_lambda.adapters.telegram.places import Ignored, RefusedPress
 from nanobot_lambda.adapters.telegram.reactions_and_edits import edit_of
 from nanobot_lambda.core import telemetry, texts
 from nanobot_lambda.core.albums import album_key
 from nanobot_lambda.core.allowlist import AllowList
+from nanobot_lambda.core.approvals import ApprovalBook, Decision, parse_callback
 from nanobot_lambda.core.errors import UpdateInProgress
 from nanobot_lambda.core.invites import Invites, invite_token
-from nanobot_lambda.core.jobs import TelegramUpdateJob
+from nanobot_lambda.core.jobs import ApprovalJob, TelegramUpdateJob, parse_start_job
 from nanobot_lambda.core.pairing import Asker, Pairing
 from nanobot_lambda.core.ports import (
     AlbumBook,
@@ -151,6 +157,7 @@ class WebhookRecords:
     albums: AlbumBook
     pairing: Pairing | None = None
     feedback: FeedbackBook | None = None
+    approvals: ApprovalBook | None = None  # what a press of an approval's button is checked by
     invites: Invites | None = None
 
 
@@ -171,6 +178,7 @@ class Webhook:
         self._albums = records.albums
         self._pairing = records.pairing
         self._feedback = records.feedback
+        self._approvals = records.approvals
         self._invites = records.invites
         self._metrics = metrics
         if policy.allow_list.allows_nobody:
@@ -216,8 +224,12 @@ class Webhook:
         return self._dispatch(update, payload)
 
     def _dispatch(self, update: Update, payload: dict[str, Any]) -> WebhookResponse:
-        decision = classify(update, self._policy.allow_list)
         log = {"update_id": update.update_id, "update_kind": update.kind}
+        query = update.callback_query
+        pressed = parse_callback(query.data) if query is not None else None
+        if query is not None and pressed is not None:
+            return self._approval_press(query, *pressed, payload, log)
+        decision = classify(update, self._policy.allow_list)
         if isinstance(decision, Ignored):
             return _ignore(decision, log)
         invited = self._invited(update)
@@ -285,6 +297,62 @@ class Webhook:
         sign = call["method"] if call else None
         logger.info("update queued", extra={**log, "chat_id": message.chat_id, "sign": sign})
         return reply(200, status="queued", **(call or {}))
+
+    def _approval_press(
+        self,
+        query: CallbackQuery,
+        approval_id: str,
+        decision: Decision,
+        payload: dict[str, Any],
+        log: dict[str, Any],
+    ) -> WebhookResponse:
+        """A button of an approval's question (functions/agent_turn/approvals.py). Only its
+        approver's press, on that question in their private chat, before its deadline, counts:
+        it queues the turn's resume in the turn's own queue group, once per approval (its
+        deduplication id; the turn's journal keeps a later one from doing anything). Any other
+        press is answered with a notice and queues nothing."""
+        answer = {"method": "answerCallbackQuery", "callback_query_id": query.id}
+        try:
+            approval = self._approvals.get(approval_id) if self._approvals else None
+        except Exception as error:
+            logger.error("approval unreadable (%s)", type(error).__name__, extra=log)
+            return reply(503, error="try again later")
+        message = query.message
+        if (
+            approval is None
+            or query.sender.id != approval.approver
+            or message is None
+            or message.chat.id != approval.approver
+            or (approval.message_id is not None and message.message_id != approval.message_id)
+        ):
+            logger.info("approval press refused: not its approver's", extra=log)
+            return reply(200, status="refused", **answer, text=texts.load("approval_not_yours"))
+        now = datetime.now(UTC)
+        if now.timestamp() > approval.deadline:
+            logger.info("approval press refused: after its deadline", extra=log)
+            return reply(200, status="refused", **answer, text=texts.load("approval_too_late"))
+        job = ApprovalJob(
+            job=parse_start_job(approval.job),
+            approval_id=approval_id,
+            decision=decision,
+            decided_by=query.sender.id,
+            decided_by_name=query.sender.first_name,
+            decided_at=now.isoformat(timespec="seconds"),
+        )
+        try:
+            self._ledger.once(
+                payload,
+                lambda: self._queue.enqueue(
+                    job, group=approval.session_key, dedup_id=f"approval-{approval_id}"
+                ),
+            )
+        except UpdateInProgress:
+            return reply(503, error="try again later")
+        except Exception as error:
+            logger.error("enqueue failed (%s)", type(error).__name__, extra=log)
+            return reply(503, error="try again later")
+        logger.info("approval press queued", extra={**log, "decision": decision})
+        return reply(200, status="queued", **answer)
 
     def _with_approvals(
         self, update: Update, decision: Accepted | Rejected | Reacted

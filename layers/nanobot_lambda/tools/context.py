@@ -24,7 +24,7 @@ from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.core.errors import ToolError
-from nanobot_lambda.core.jobs import StartJob
+from nanobot_lambda.core.jobs import ApprovalJob, StartJob
 from nanobot_lambda.core.model_choice import ModelChoice
 from nanobot_lambda.core.ports import Outbox, Workspace
 from nanobot_lambda.core.subjects import Subject
@@ -68,6 +68,8 @@ class JobContext:
     outbox: Outbox | None = None
     turn_id: str = ""
     notes: AnswerNotes = field(default_factory=AnswerNotes)
+    # A turn resumed once a call it waited on was decided: the decision (core/approvals.py).
+    approval: ApprovalJob | None = None
     call_id: str = ""  # in a tool call: its id, the same in every run of the turn
 
     @property

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from nanobot_lambda.core.allowlist import Audience
+from nanobot_lambda.core.approvals import Call as ApprovalCall
 from nanobot_lambda.core.errors import ToolError
 from nanobot_lambda.core.remote_tools import (
     RemoteTool,
@@ -56,12 +57,30 @@ class RemoteCall(Tool[JobContext]):
     mutates = True  # a remote tool may change anything: its calls run one at a time
 
     def __init__(
-        self, server: RemoteToolServer, tool: str, timeout: float, result_max_chars: int
+        self,
+        server: RemoteToolServer,
+        tool: str,
+        timeout: float,
+        result_max_chars: int,
+        *,
+        read_only: bool = False,
     ) -> None:
         self._server = server
         self._tool = tool
         self._timeout = timeout
         self._max_chars = result_max_chars
+        self._read_only = read_only
+
+    def approval_call(self, arguments: dict[str, Any]) -> ApprovalCall:
+        """The call as the approval policy reads it: its server, its tool, and whether the
+        server says it only reads (core/approvals.py)."""
+        return ApprovalCall(
+            self.name,
+            arguments,
+            server=self._server.name,
+            remote_tool=self._tool,
+            read_only=self._read_only,
+        )
 
     def seconds_needed(self, arguments: dict[str, Any]) -> float:
         return self._timeout
@@ -90,7 +109,9 @@ def remote_tool(
         (RemoteCall,),
         {"name": name, "description": description, "parameters": parameters},
     )
-    made: Tool[JobContext] = kind(server, tool.name, timeout, result_max_chars)
+    made: Tool[JobContext] = kind(
+        server, tool.name, timeout, result_max_chars, read_only=tool.read_only
+    )
     return made
 
 

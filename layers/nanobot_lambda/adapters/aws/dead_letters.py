@@ -59,10 +59,12 @@ class DeadLetter:
 def describe(job: AnyJob) -> str:
     # Imported on first use: the console lists dead letters seldom, and starts without them.
     from nanobot_lambda.adapters.telegram.models import Update
-    from nanobot_lambda.core.jobs import ContinuationJob, TelegramUpdateJob
+    from nanobot_lambda.core.jobs import ApprovalJob, ContinuationJob, TelegramUpdateJob
 
     if isinstance(job, ContinuationJob):
         return f"{describe(job.job)} (continuation, part {job.part})"
+    if isinstance(job, ApprovalJob):
+        return f"{describe(job.job)} (approval {job.approval_id}: {job.decision})"
     if isinstance(job, TelegramUpdateJob):
         try:
             update = Update.model_validate(job.update)

@@ -6,8 +6,9 @@ set of `<message>.<part>`), `partial_of` and `partial_text` (zlib), `aside` (a l
 `{"at", "text"}`: messages shown by an earlier run that a later one did not say again),
 `ended` and `ended_at` (the text a turn ended with, unanswered, and its number), `context`
 (the runtime-context block the request was sent with), `answered` (a boolean, only when true:
-the answer was delivered and only the turn's save is left), or `done` for a finished turn that
-saves no session. Records written
+the answer was delivered and only the turn's save is left), `pending` (zlib JSON: a call
+waiting for a person's approval, core/approvals.py), `untrusted` (a boolean, only when true),
+or `done` for a finished turn that saves no session. Records written
 before messages had identities hold `sent` (a number set) instead of `shown_<n>`: those
 messages are read with an unknown identity and skipped by number, as they were then. The items
 sort after the session header, so the session Query a turn makes anyway returns them
@@ -26,6 +27,7 @@ from botocore.exceptions import ClientError
 
 from nanobot_lambda.adapters.aws.errors import CONDITION_FAILED, aws_errors, error_code
 from nanobot_lambda.adapters.aws.numbers import number_value, plain
+from nanobot_lambda.core.approvals import Pending
 from nanobot_lambda.core.journal import Aside, Message, Shown, TurnProgress
 from nanobot_lambda.core.ports import StoredWrite
 from nanobot_lambda.core.sessions import cut_to_fit
@@ -124,6 +126,8 @@ def parse_turn_item(item: dict[str, Any]) -> TurnProgress:
         continuations=int(item.get("continuations", {}).get("N", 0)),
         context=item.get("context", {}).get("S"),
         answered=item.get("answered", {}).get("BOOL", False),
+        pending=Pending.of_record(_unpacked(item["pending"]["B"])) if "pending" in item else None,
+        untrusted=item.get("untrusted", {}).get("BOOL", False),
         done=item.get("done", {}).get("BOOL", False),
         recorded=True,
     )
@@ -199,6 +203,10 @@ class DynamoTurnJournal:
             item["ended_at"] = number_value(progress.ended_at)
         if progress.answered:
             item["answered"] = {"BOOL": True}
+        if progress.pending is not None:
+            item["pending"] = {"B": _packed(progress.pending.as_record())}
+        if progress.untrusted:
+            item["untrusted"] = {"BOOL": True}
         item.update(_context_attribute(progress))
         self._dynamodb.put_item(TableName=self._table, Item=item)
         progress.recorded = True

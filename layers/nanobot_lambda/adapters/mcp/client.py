@@ -79,7 +79,11 @@ class McpServer:
                 page = await session.list_tools(params=params)
                 for tool in page.tools:
                     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-                    found.append(RemoteTool(tool.name, tool.description or "", dict(schema)))
+                    hints = tool.annotations
+                    read_only = hints is not None and hints.read_only_hint is True
+                    found.append(
+                        RemoteTool(tool.name, tool.description or "", dict(schema), read_only)
+                    )
                 cursor = page.next_cursor
                 if not cursor:
                     break

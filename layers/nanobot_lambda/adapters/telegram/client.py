@@ -31,7 +31,7 @@ from nanobot_lambda.adapters.telegram.drafts import render_draft
 from nanobot_lambda.adapters.telegram.formatting import html_to_plain_text, render_messages
 from nanobot_lambda.adapters.telegram.models import User
 from nanobot_lambda.core.errors import ChannelError, ChannelFailure
-from nanobot_lambda.core.outgoing import OutgoingFile
+from nanobot_lambda.core.outgoing import Button, OutgoingFile
 
 logger = logging.getLogger(__name__)
 # urllib3 logs request paths (which contain the token) at DEBUG.
@@ -269,15 +269,16 @@ class TelegramBot:
         html: str,
         *,
         thread_id: int | None = None,
-        buttons: Sequence[str] = (),
+        buttons: Sequence[Button] = (),
     ) -> int:
         """Send one message of Telegram HTML within the length limit; returns its message id.
         If Telegram refuses to parse the HTML, the same text goes out as plain text. Each
-        button goes on its own row; its callback data is its index (`b0`, `b1`…), the press
-        names the button by its text (inbound.button_text)."""
+        button goes on its own row; a label's callback data is its index (`b0`, `b1`…), the
+        press names the button by its text (inbound.button_text); a (label, data) pair's is
+        its data."""
         markup = None
         if buttons:
-            rows = [[{"text": text, "callback_data": f"b{n}"}] for n, text in enumerate(buttons)]
+            rows = [[_inline_button(n, button)] for n, button in enumerate(buttons)]
             markup = {"inline_keyboard": rows}
         result = self._send_html(
             "sendMessage", html, chat_id=chat_id, message_thread_id=thread_id, reply_markup=markup
@@ -287,6 +288,20 @@ class TelegramBot:
     def remove_buttons(self, chat_id: int, message_id: int) -> bool:
         try:
             self.call("editMessageReplyMarkup", chat_id=chat_id, message_id=message_id)
+        except TelegramError as error:
+            if error.status == 400 and (
+                "not modified" in error.description or "not found" in error.description
+            ):
+                return False
+            raise
+        return True
+
+    def edit_text(self, chat_id: int, message_id: int, text: str) -> bool:
+        """editMessageText with the Markdown `text` rendered (one message), no keyboard."""
+        try:
+            self._send_html(
+                "editMessageText", render_messages(text)[0], chat_id=chat_id, message_id=message_id
+            )
         except TelegramError as error:
             if error.status == 400 and (
                 "not modified" in error.description or "not found" in error.description
@@ -372,3 +387,10 @@ class TelegramBot:
         finally:
             stop.set()
             worker.join(timeout=1)
+
+
+def _inline_button(number: int, button: Button) -> dict[str, str]:
+    if isinstance(button, str):
+        return {"text": button, "callback_data": f"b{number}"}
+    label, data = button
+    return {"text": label, "callback_data": data}

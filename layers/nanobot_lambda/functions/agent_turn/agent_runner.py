@@ -16,6 +16,7 @@ the user was told to send the message again.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from nanobot_lambda.adapters.telegram.places import session_key_for
@@ -26,7 +27,8 @@ from nanobot_lambda.core.errors import ModelError
 from nanobot_lambda.core.model_choice import ModelOptions
 from nanobot_lambda.core.ports import ChatModel, StopFlags, TurnJournal
 from nanobot_lambda.core.sessions import Message
-from nanobot_lambda.functions.agent_turn.continuation import Continuation
+from nanobot_lambda.functions.agent_turn.approvals import Approvals
+from nanobot_lambda.functions.agent_turn.continuation import Continuation, TurnSuspended
 from nanobot_lambda.functions.agent_turn.saving import TurnSaver
 from nanobot_lambda.functions.agent_turn.spending import SetupNotices
 from nanobot_lambda.functions.agent_turn.turn_run import TurnRun, checkpoint
@@ -41,20 +43,30 @@ TURN_TOO_LONG = "turn_too_long"
 TOOL_TIME_MARGIN_SECONDS = 5
 
 
+@dataclass(frozen=True)
+class GoingOn:
+    """How a turn goes on in another invocation: out of time (its continuation, queued), or
+    when a call waits for a person (its approval, asked)."""
+
+    continuation: Continuation
+    approvals: Approvals
+
+
 class AgentRunner:
     def __init__(
         self,
         journal: TurnJournal,
         stop_flags: StopFlags,
-        continuation: Continuation,
+        going_on: GoingOn,
         saver: TurnSaver,
         settings: LoopSettings,
         setup_notices: SetupNotices,
     ) -> None:
         self._journal = journal
+        self._approvals = going_on.approvals
         self._setup_notices = setup_notices
         self._stop_flags = stop_flags
-        self._continuation = continuation
+        self._continuation = going_on.continuation
         self._saver = saver
         self._settings = settings
 
@@ -70,11 +82,14 @@ class AgentRunner:
     ) -> TurnOutcome | None:
         """Run (or resume) the turn's loop. None when the turn ended unanswered (the model
         failed; the user was told, if `apologise`, and the turn is closed); raises
-        TurnSuspended when the turn goes on in another invocation."""
+        TurnSuspended when the turn goes on in another invocation: after it ran out of time,
+        or when a call waits for a person's approval (approvals.py: asked, nothing waits)."""
         if run.progress.ended is not None:
             logger.info("turn had ended unanswered: finishing that", extra=log)
             self._end(ctx, run, run.progress.ended)
             return None
+        if self._approvals.waits(ctx, run):
+            raise TurnSuspended  # a resume for an approval decided before, or not this turn's
 
         session_key = session_key_for(ctx.chat_id, ctx.thread_id)
 
@@ -107,6 +122,7 @@ class AgentRunner:
                 time_left=run.deadline(self._settings.turn_time_reserve_seconds),
                 tool_time_left=run.deadline(TOOL_TIME_MARGIN_SECONDS),
                 on_text=run.outbox.draft if run.outbox.drafting else None,
+                gate=self._approvals.gate(run, request),
             )
         except ModelError as error:
             logger.error("model call failed: %s", error, extra=log)
@@ -117,6 +133,11 @@ class AgentRunner:
                 return None
             self._journal.discard(run.journal_key, run.progress)
             return None
+        if outcome.awaiting:
+            checkpoint(self._journal, run, outcome)  # the waiting call, with the step
+            self._approvals.ask(ctx, run)
+            logger.info("turn waits for an approval", extra=log)
+            raise TurnSuspended
         if outcome.suspended:
             if run.progress.continuations >= self._settings.max_continuations:
                 logger.error(

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
+from nanobot_lambda.core.approvals import ApprovalBook, Permission
 from nanobot_lambda.core.bot_commands import help_text
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.inbound_events import HookCommands
@@ -67,6 +68,7 @@ class CommandDeps:
     hooks: HookCommands  # /hooks
     journal: TurnJournal  # where /hooks records what it sent
     feedback: FeedbackBook  # the reactions /usage shows
+    approvals: ApprovalBook  # the standing permissions /approvals lists
     console_url: str | None = None  # the console's page (CONSOLE_URL); None: not deployed
     invites: Invites | None = None  # /invite (core/invites.py); None: no invite links
 
@@ -84,6 +86,7 @@ class Commands:
         self._hooks = deps.hooks
         self._journal = deps.journal
         self._feedback = deps.feedback
+        self._approvals = deps.approvals
         self._console_url = deps.console_url
         self._invites = deps.invites
 
@@ -113,6 +116,8 @@ class Commands:
             self._choose(inbound, command)
         elif command == "hooks":
             self._hooks_command(inbound)
+        elif command == "approvals":
+            self._approvals_command(inbound)
         elif command == "console":
             self._console(inbound)
         elif command in MEMORY_COMMANDS:
@@ -139,6 +144,32 @@ class Commands:
             self._answer(inbound, self._pairing.remove(" ".join(words[1:])))
         else:
             self._answer(inbound, self._pairing.people())
+
+    def _approvals_command(self, inbound: InboundMessage) -> None:
+        """/approvals lists the standing permissions ("Always allow here", core/approvals.py),
+        numbered; /approvals revoke N takes one back. The owner's private chat only."""
+        if inbound.chat_type != "private" or inbound.sender_id != self._owner:
+            self._answer(inbound, texts.load("approvals_owner_only"))
+            return
+        permissions = self._approvals.permissions()
+        words = inbound.text.split()[1:]
+        if words and words[0].lower() == "revoke":
+            number = words[1] if len(words) > 1 else ""
+            if not number.isdigit() or not 1 <= int(number) <= len(permissions):
+                self._answer(inbound, texts.load("approvals_revoke_usage"))
+                return
+            taken = permissions[int(number) - 1]
+            self._approvals.revoke(taken.scope, taken.action)
+            self._answer(inbound, texts.render("approvals_revoked", line=_permission_line(taken)))
+            return
+        if not permissions:
+            self._answer(inbound, texts.load("approvals_none"))
+            return
+        lines = "\n".join(
+            f"{number}. {_permission_line(permission)}"
+            for number, permission in enumerate(permissions, start=1)
+        )
+        self._answer(inbound, texts.render("approvals_list", lines=lines))
 
     def _invite(self, inbound: InboundMessage, invites: Invites) -> str:
         """/invite: the owner's, in their private chat (core/invites.py decides)."""
@@ -262,6 +293,17 @@ class Commands:
 
     def _answer(self, inbound: InboundMessage, text: str) -> None:
         send_unjournaled(self._channel, inbound.chat_id, text, inbound.thread_id)
+
+
+def _permission_line(permission: Permission) -> str:
+    """A standing permission in words: its action, where, since when."""
+    where = "your own chat" if not permission.scope else permission.scope
+    return texts.render(
+        "approvals_line",
+        action=texts.literal(permission.action),
+        where=texts.literal(where),
+        since=texts.literal(permission.granted_at[:16].replace("T", " ")),
+    )
 
 
 def _hooks_record(inbound: InboundMessage) -> tuple[str, str]:

@@ -28,9 +28,10 @@ from typing import Literal
 
 from nanobot_lambda.adapters.telegram.inbound import InboundMessage
 from nanobot_lambda.core import texts
-from nanobot_lambda.core.jobs import ContinuationJob
+from nanobot_lambda.core.jobs import ApprovalJob, ContinuationJob, parse_start_job
 from nanobot_lambda.core.journal import progress_in
-from nanobot_lambda.core.subjects import NoSubject
+from nanobot_lambda.core.subjects import NoSubject, Subject
+from nanobot_lambda.functions.agent_turn.approvals import AnotherTurnWaits
 from nanobot_lambda.functions.agent_turn.kinds import kind_of, subject_of
 from nanobot_lambda.functions.agent_turn.outbox import send_unjournaled
 from nanobot_lambda.functions.agent_turn.queued import QueuedJob
@@ -69,6 +70,35 @@ class Dispatcher:
             # approved list): their schedules and background work stop with them.
             logger.info("job of a chat no longer allowed: skipped", extra={"kind": kind.name})
             return
+        try:
+            self._run(queued, subject, remaining_ms)
+        except AnotherTurnWaits as waiting:
+            # The person wrote again while a call waited for an approval: that turn is
+            # finished first (its call denied, "the person moved on"), then this message.
+            if not self._move_on(waiting.approval_id, remaining_ms):
+                raise
+            self._run(queued, subject, remaining_ms)
+
+    def _move_on(self, approval_id: str, remaining_ms: RemainingMillis | None) -> bool:
+        """Finish the turn waiting on `approval_id`, its call denied; False when its approval
+        is not known (the message then fails, for SQS to retry)."""
+        approval = self.deps.ports.stores.approvals.get(approval_id)
+        if approval is None:
+            logger.error("a turn waits on an approval that is not recorded")
+            return False
+        moved_on = ApprovalJob(
+            job=parse_start_job(approval.job),
+            approval_id=approval_id,
+            decision="moved_on",
+            decided_at=self.deps.clock().astimezone(UTC).isoformat(timespec="seconds"),
+        )
+        self.process(QueuedJob.of(moved_on), remaining_ms)
+        return True
+
+    def _run(
+        self, queued: QueuedJob, subject: Subject, remaining_ms: RemainingMillis | None
+    ) -> None:
+        deps, kind = self.deps, kind_of(queued)
         turn = kind.turn(deps, queued.started)
         with deps.meter.job(subject, continued=queued.continued) as meter:
             workspace = deps.scopes.of(subject.scope)
@@ -84,11 +114,17 @@ class Dispatcher:
                 quiet=turn.quiet,
                 update=queued.update,
                 inbound=queued.inbound,
+                approval=queued.approval,
             )
             if isinstance(queued.job, ContinuationJob):
                 logger.info(
                     "continuing a turn",
                     extra={"continuation": queued.job.part, "job_kind": kind.name},
+                )
+            elif queued.approval is not None:
+                logger.info(
+                    "resuming a turn that waited for an approval",
+                    extra={"decision": queued.approval.decision, "job_kind": kind.name},
                 )
             run_turn(deps, turn, ctx, remaining_ms)
 

@@ -8,6 +8,12 @@ records while it runs, by default its chat and its envelope's `ids`, which the d
 listing names it by too: adapters/aws/dead_letters.py). The dispatcher (which makes each job's
 context from it), its `give_up` and log correlation all read it from here.
 
+Two jobs go on with a turn another job started, and are that job's kind here: a continuation
+(the turn ran out of time) and an approval's resume (`ApprovalJob`: a call of the turn waited for a
+person, functions/agent_turn/approvals.py). Each carries the job it goes on with, so its subject,
+its turn and its ids are that job's (with the approval's id added, `job_ids`, and its decision in
+the dead-letter listing, `describe`); the isolation table has their rows.
+
 Adding a job kind: its envelope in core/jobs.py (what goes on the queue), its turn in a module of
 its own (as scheduled.py's), and its `JobKind` here; then its rows in the isolation table
 (tests/unit/test_isolation.py fails until it has them).
@@ -158,5 +164,9 @@ def subject_of(queued: QueuedJob, owner: int | None) -> Subject:
 
 
 def job_ids(queued: QueuedJob) -> Ids:
-    """What names the job (ids only, never text): its kind, and its kind's ids."""
-    return {"job_kind": queued.job.kind, **kind_of(queued).ids(queued)}
+    """What names the job (ids only, never text): its kind, and its kind's ids (an approval's
+    resume: the approval's id too)."""
+    ids = {"job_kind": queued.job.kind, **kind_of(queued).ids(queued)}
+    if queued.approval is not None:
+        ids["approval_id"] = queued.approval.approval_id
+    return ids

@@ -31,7 +31,7 @@ from typing import Protocol
 
 from nanobot_lambda.core.errors import ChannelError
 from nanobot_lambda.core.journal import Shown, TurnProgress, identity, settled_length
-from nanobot_lambda.core.outgoing import OutgoingFile
+from nanobot_lambda.core.outgoing import Button, OutgoingFile
 from nanobot_lambda.core.ports import Channel, TurnJournal
 
 logger = logging.getLogger(__name__)
@@ -157,6 +157,22 @@ class JournaledOutbox:
             self._journal.record_send(self._key, self._progress, number, shown)
             return True
 
+    def edit(self, chat_id: int, message_id: int, text: str) -> bool:
+        """Replace the text of a message the bot sent (its buttons taken off), once per turn
+        (it counts as one of the turn's messages, like `take_buttons_off`); False when the
+        message is gone or reads so already."""
+        with self.lock:
+            if self.drafts is not None:
+                self.drafts.settle()
+            shown = Shown(identity("edit", f"{chat_id}/{message_id}", text))
+            number = self._next(shown, chat_id, None)
+            if number is None:
+                return True
+            if not self._channel.edit_text(chat_id, message_id, text):
+                return False
+            self._journal.record_send(self._key, self._progress, number, shown)
+            return True
+
     def send(
         self,
         chat_id: int,
@@ -164,7 +180,7 @@ class JournaledOutbox:
         thread_id: int | None = None,
         *,
         record: bool = True,
-        buttons: Sequence[str] = (),
+        buttons: Sequence[Button] = (),
         recorded_as: str | None = None,
     ) -> bool:
         """Send what an earlier run of this turn did not send of this message, `buttons` under
@@ -178,7 +194,8 @@ class JournaledOutbox:
             if self.drafts is not None:
                 self.drafts.settle()
             progress = self._progress
-            shown = Shown(identity("text", text, *buttons), recorded_as or text)
+            labels = [b if isinstance(b, str) else "\n".join(b) for b in buttons]
+            shown = Shown(identity("text", text, *labels), recorded_as or text)
             number = self._next(shown, chat_id, thread_id)
             if number is None:
                 return True

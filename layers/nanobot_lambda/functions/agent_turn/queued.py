@@ -17,6 +17,7 @@ from nanobot_lambda.adapters.telegram.models import Update
 from nanobot_lambda.adapters.telegram.places import Ignored
 from nanobot_lambda.core.jobs import (
     AnyJob,
+    ApprovalJob,
     ContinuationJob,
     StartJob,
     TelegramUpdateJob,
@@ -37,7 +38,7 @@ class QueuedJob:
     @classmethod
     def of(cls, job: AnyJob) -> QueuedJob:
         """`job` with its update validated and read, if it carries one."""
-        started = job.job if isinstance(job, ContinuationJob) else job
+        started = job.job if isinstance(job, ContinuationJob | ApprovalJob) else job
         if not isinstance(started, TelegramUpdateJob):
             return cls(job)
         try:
@@ -49,12 +50,18 @@ class QueuedJob:
     @property
     def started(self) -> StartJob:
         """The job whose turn runs: a continuation's is the job it continues."""
-        return self.job.job if isinstance(self.job, ContinuationJob) else self.job
+        return self.job.job if isinstance(self.job, ContinuationJob | ApprovalJob) else self.job
 
     @property
     def continued(self) -> bool:
-        """A turn's continuation in another invocation (counted as a turn by its first part)."""
-        return isinstance(self.job, ContinuationJob)
+        """A turn's continuation in another invocation (counted as a turn by its first part):
+        after it ran out of time, or once a call it waited on was decided."""
+        return isinstance(self.job, ContinuationJob | ApprovalJob)
+
+    @property
+    def approval(self) -> ApprovalJob | None:
+        """The decision that resumes a turn waiting for a person (core/approvals.py)."""
+        return self.job if isinstance(self.job, ApprovalJob) else None
 
 
 def read_job(body: str) -> QueuedJob:

@@ -8,7 +8,9 @@ the answer. The steps:
    journal key), or that there is nothing to answer (a command answered, a message not for the
    bot, a part of an album another turn answers);
 2. start or resume: the turn's record is read from its journal (turn_run.py); a turn done before
-   is skipped, one cut short resumes where it was; the kind may still decline (`ready`); the
+   is skipped, one cut short resumes where it was; a person's new message finds an earlier turn
+   of the conversation waiting for an approval: that one is finished first (approvals.py,
+   `AnotherTurnWaits`); the kind may still decline (`ready`); the
    job's context takes the run (its outbox), and a session's turn is answered by its chat's
    model (/model, /think: core/model_choice.py, `JobContext.with_model`);
 3. build the request, in the job's scope (the context's workspace): the kind's prompt, with the
@@ -49,6 +51,7 @@ from nanobot_lambda.core.agent import AgentLoop, TurnOutcome
 from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.jobs import StartJob
 from nanobot_lambda.core.sessions import Message, SessionHistory
+from nanobot_lambda.functions.agent_turn.approvals import AnotherTurnWaits, waiting_turn
 from nanobot_lambda.functions.agent_turn.consolidation import consolidate_quietly
 from nanobot_lambda.functions.agent_turn.continuation import TurnSuspended
 from nanobot_lambda.functions.agent_turn.queued import QueuedJob
@@ -142,6 +145,10 @@ def _take_turn(
     history, run = deps.starter.start(kind.job, opening, remaining_ms)
     if run is None:
         return True
+    if ctx.origin == "user" and ctx.approval is None and history is not None:
+        waiting = waiting_turn(history.open_turns, run.progress.turn_id)
+        if waiting is not None:
+            raise AnotherTurnWaits(waiting)  # that turn first (dispatch.py), then this one
     ctx = ctx.with_run(run.progress.turn_id, run.outbox)
     if not kind.ready(ctx, run):
         return True

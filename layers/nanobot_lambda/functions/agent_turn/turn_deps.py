@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from nanobot_lambda.core.albums import Albums
 from nanobot_lambda.core.allowlist import Audience
+from nanobot_lambda.core.approvals import ApprovalBook, ApprovalDeadlines
 from nanobot_lambda.core.budget import HistoryBudget, default_history_tokens
 from nanobot_lambda.core.context import ContextBuilder
 from nanobot_lambda.core.images import ImageGenerator
@@ -55,7 +56,8 @@ from nanobot_lambda.core.remote_tools import RemoteToolServer
 from nanobot_lambda.core.sandbox import Sandbox, describe_programs
 from nanobot_lambda.core.scopes import Scope, ScopeWorkspaces
 from nanobot_lambda.core.usage import UsageMeter
-from nanobot_lambda.functions.agent_turn.agent_runner import AgentLoops, AgentRunner
+from nanobot_lambda.functions.agent_turn.agent_runner import AgentLoops, AgentRunner, GoingOn
+from nanobot_lambda.functions.agent_turn.approvals import Approvals
 from nanobot_lambda.functions.agent_turn.commands import CommandDeps, Commands
 from nanobot_lambda.functions.agent_turn.consolidation import Consolidation
 from nanobot_lambda.functions.agent_turn.continuation import Continuation
@@ -95,6 +97,7 @@ class Stores:
     pairing: PairingStore  # people the owner approved, codes strangers were given
     hooks: HookStore  # the owner's event hooks (/hooks)
     feedback: FeedbackBook  # reactions and edits, recorded by the webhook
+    approvals: ApprovalBook  # approvals asked for, standing permissions (core/approvals.py)
     recall_indexes: RecallIndexObjects | None = None  # each scope's recall index (hybrid recall)
     invites: InviteStore | None = None  # the owner's invite links (/invite); None: no /invite
 
@@ -109,6 +112,7 @@ class Services:
     tokens: TokenCounter  # the model's tokenizer and context window
     queue: TurnQueue
     schedules: Schedules
+    deadlines: ApprovalDeadlines  # a schedule at each approval's deadline
     transcriber: Transcriber | None = None
     speaker: Speaker | None = None  # voice replies (TTS_MODEL)
     remote_servers: tuple[RemoteToolServer, ...] = ()  # MCP_SERVERS
@@ -236,6 +240,9 @@ def build_turn_deps(
     )
     # Recall in the job's scope; with an embedder it indexes the scope at each job's end.
     recall = TurnRecall(settings, services.embedder, stores.recall_indexes)
+    approvals = Approvals(
+        settings, stores.approvals, services.deadlines, stores.journal, settings.owner, clock
+    )
     saver = TurnSaver(
         stores.sessions,
         stores.journal,
@@ -278,6 +285,7 @@ def build_turn_deps(
                 console_url=settings.console_url,
                 journal=stores.journal,
                 feedback=stores.feedback,
+                approvals=stores.approvals,
                 invites=(
                     Invites(stores.invites, stores.pairing, clock=clock)
                     if stores.invites is not None
@@ -296,7 +304,7 @@ def build_turn_deps(
         runner=AgentRunner(
             stores.journal,
             stores.stop_flags,
-            Continuation(stores.journal, services.queue),
+            GoingOn(Continuation(stores.journal, services.queue), approvals),
             saver,
             settings,
             SetupNotices(stores.usage, settings.owner, clock),

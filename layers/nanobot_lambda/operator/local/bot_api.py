@@ -27,7 +27,8 @@ Inline keyboards play as Telegram plays them: `sendMessage` takes a `reply_marku
 kept as the message's `keyboard`; `press` makes the Update of a user pressing one of its
 buttons (a `callback_query`, whose id is then answered once with `answerCallbackQuery`, recorded
 in `answered_callbacks`); `editMessageReplyMarkup` changes or removes a message's keyboard
-(recorded in `keyboard_edits`), refusing an unknown message or an unchanged keyboard (400).
+(recorded in `keyboard_edits`), refusing an unknown message or an unchanged keyboard (400);
+`editMessageText` replaces its text (recorded in `text_edits`).
 
 Reactions (`setMessageReaction`) are recorded in `reactions`; an emoji Telegram does not allow
 is refused (400 `REACTION_INVALID`). Every call is kept in `calls`, and in `timeline` with the
@@ -193,6 +194,7 @@ class LocalBotApi(JsonHttpServer):
         self.answered_callbacks: list[str] = []  # callback query ids, as answered
         # (chat_id, message_id, new keyboard) of each editMessageReplyMarkup, in order
         self.keyboard_edits: list[tuple[int, int, Keyboard]] = []
+        self.text_edits: list[SentMessage] = []  # editMessageText: each message as edited
         self._issued_callbacks: set[str] = set()  # callback query ids `press` made
         self._callback_ids = itertools.count(1)
         self._update_ids = itertools.count(900_000_001)  # apart from the stack's update ids
@@ -301,6 +303,8 @@ class LocalBotApi(JsonHttpServer):
             return self._answer_callback(params)
         if method == "editMessageReplyMarkup":
             return self._edit_reply_markup(params)
+        if method == "editMessageText":
+            return self._edit_text(params)
         if method == "sendMessageDraft":
             return self._send_draft(params)
         if method in FILE_METHODS:
@@ -383,6 +387,40 @@ class LocalBotApi(JsonHttpServer):
             edited = dataclasses.replace(self.messages[index], keyboard=keyboard)
             self.messages[index] = edited
             self.keyboard_edits.append((*key, keyboard))
+        result = _message_json(edited, int(time.time()))
+        result["edit_date"] = result["date"]
+        return result
+
+    def _edit_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A sent message's text replaced (checked as sendMessage's), its keyboard the markup
+        given or none; recorded in `text_edits` and handed to `on_message` as it reads now."""
+        _require(params, "chat_id", "message_id", "text")
+        text, plain, parse_mode = self._checked_text(params)
+        tags = scan_telegram_html(text)[1] if parse_mode == "HTML" else []
+        keyboard = _inline_keyboard(params.get("reply_markup"))
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        with self._lock:
+            index = next(
+                (i for i, m in enumerate(self.messages) if (m.chat_id, m.message_id) == key),
+                None,
+            )
+            if index is None:
+                raise ApiError(400, "Bad Request: message to edit not found")
+            current = self.messages[index]
+            if (current.text, current.keyboard) == (text, keyboard):
+                raise ApiError(400, NOT_MODIFIED)
+            edited = dataclasses.replace(
+                current,
+                text=text,
+                plain_text=plain,
+                parse_mode=parse_mode,
+                keyboard=keyboard,
+                entities=message_entities(plain, tags),
+            )
+            self.messages[index] = edited
+            self.text_edits.append(edited)
+        if self.on_message is not None:
+            self.on_message(edited)
         result = _message_json(edited, int(time.time()))
         result["edit_date"] = result["date"]
         return result

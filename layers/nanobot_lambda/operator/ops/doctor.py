@@ -56,6 +56,7 @@ from nanobot_lambda.operator.ops.webhook_admin import (
 from nanobot_lambda.settings import (
     AgentBehaviourSettings,
     AllowListSettings,
+    ApprovalSettings,
     InputSettings,
     LlmSettings,
     McpSettings,
@@ -92,6 +93,8 @@ STACK_SETTINGS = {
     "SpendLimitPersonDailyUsd": "SPEND_LIMIT_PERSON_DAILY_USD",
     "SpendLimitPersonMonthlyUsd": "SPEND_LIMIT_PERSON_MONTHLY_USD",
     "McpServers": "MCP_SERVERS",
+    "Approvals": "APPROVALS",
+    "ApprovalTimeoutMinutes": "APPROVAL_TIMEOUT_MINUTES",
     "WebFetchAllowNetworks": "WEB_FETCH_ALLOW_NETWORKS",
 }
 CHECKED_SETTINGS = (
@@ -102,6 +105,7 @@ CHECKED_SETTINGS = (
     InputSettings,
     SignOfLifeSettings,
     McpSettings,
+    ApprovalSettings,
 )
 MCP_LIST_SECONDS = 10.0
 STABLE_STATUSES = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "IMPORT_COMPLETE")
