@@ -83,7 +83,13 @@ class AwsRequestLog:
     a read, a unit per 4 KB of the answer (half for an eventually consistent one); a write, a
     unit per KB of each item sent (two in a transaction). UpdateItem is billed on the item's
     whole size, which the request does not show: write units are a floor. Conflicts are the
-    writes refused with ConditionalCheckFailed or TransactionCanceled."""
+    writes refused with ConditionalCheckFailed or TransactionCanceled.
+
+    It also runs one SQS request at a time, as AWS applies each atomically: moto's SQS does not
+    (a receive iterating a queue's in-flight messages while another thread deletes one fails
+    with "Set changed size during iteration"). The local stack leaves SQS out because a long
+    poll would hold everyone up; the simulation's pollers never long-poll (a long poll's
+    request is let through)."""
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
@@ -93,9 +99,12 @@ class AwsRequestLog:
         self.read_units: Counter[str] = Counter()
         self.write_units: Counter[str] = Counter()
         self.s3: Counter[tuple[str, str]] = Counter()  # (caller, kind)
+        self._sqs_lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         service = service_of(environ)
+        if service == "sqs":
+            return self._sqs(environ, start_response)
         if service == "s3":
             self._count_s3(environ)
         if service != "dynamodb":
@@ -122,6 +131,18 @@ class AwsRequestLog:
                 self.read_units[caller] += _read_units(operation, body, answer)
                 self.write_units[caller] += _write_units(operation, body)
         return chunks
+
+    def _sqs(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ["wsgi.input"] = io.BytesIO(body)
+        try:
+            waits = bool(json.loads(body or b"{}").get("WaitTimeSeconds"))
+        except (ValueError, AttributeError):
+            waits = False  # the query protocol: no long poll here
+        if waits:
+            return self._app(environ, start_response)
+        with self._sqs_lock:
+            return list(self._app(environ, start_response))
 
     def _count_s3(self, environ: dict[str, Any]) -> None:
         found = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))

@@ -3,7 +3,8 @@ what one deployment does with 1, 100, 1,000 and 10,000 people writing at once.
 
 The parts, each real where a person's message would meet it:
 - the local stack (infra/template.yaml on a fresh moto server per size, the webhook handler
-  in-process as API Gateway calls it), its code sandbox off (no turn here runs code);
+  in-process as API Gateway calls it), its code sandbox and console off (no turn here runs
+  code; nobody opens the console);
 - agent_turn as Lambda runs it: up to `--concurrency` invocations at once, each in its own
   worker process (tests/soak/worker.py's WorkerPool: a container, warmed with the keep-warm
   ping before the arrivals start), fed by the turn queue as the event source mapping feeds it
@@ -25,7 +26,8 @@ Per size it prints (measured where Telegram and AWS would see it):
   from the first message to the last answer. When the machine (2 shared cores here) cannot keep
   up, achieved stays below offered: the output says so rather than hide it;
 - first text p50/p95: from a message's arrival (when it was due) to the first text the Bot API
-  accepted for its chat during its turn, a draft or a message;
+  accepted for its chat during its turn, a draft or a message (its p95 also from the webhook's
+  answer, which runs late when one webhook cannot keep up);
 - 429s: how many sends the Bot API refused, and their share of all sends;
 - dead-lettered (in the DLQ at the end), lost (queued, never answered, not in the DLQ), and
   unfinished (still queued when the drain gave up): the first two must be 0;
@@ -138,6 +140,7 @@ class Figures:
     invocation_p50: float | None  # s an invocation took
     first_text_p50: float | None
     first_text_p95: float | None
+    first_text_after_webhook_p95: float | None  # from the webhook's answer instead
     sends: int
     rate_limited: int  # 429s
     rate_limited_by_method: dict[str, int]
@@ -317,6 +320,17 @@ def _start_fork_server(log: Path) -> threading.Thread:
     return thread
 
 
+def _concurrency(stack: LocalStack, wanted: int) -> int:
+    """`--concurrency`, or the queue's event source's maximum concurrency if the template sets
+    a lower one (Lambda invokes no more at once)."""
+    mapping = stack.template.queue_mapping(FUNCTIONS["agent_turn"])
+    maximum = getattr(mapping, "maximum_concurrency", None)
+    if maximum and int(maximum) < wanted:
+        print(f"  (the template's maximum concurrency, {maximum}, bounds --concurrency {wanted})")
+        return int(maximum)
+    return wanted
+
+
 def _warm_webhook(stack: LocalStack) -> None:
     """The webhook's first invocation, before the arrivals: a bot's message, which it ignores."""
     update = stack.text_update("warming up", chat_id=FIRST_PERSON_ID - 1)
@@ -330,7 +344,24 @@ def _warm_turns(stack: LocalStack, sqs: Any, invocations: Invocations) -> None:
     for index in range(len(invocations.pools)):
         chat_id = FIRST_PERSON_ID - 2 - index
         stack.post_update(stack.text_update("warming up", chat_id=chat_id))
-    deadline = time.monotonic() + 120
+    _wait_idle(stack, sqs, invocations, 120)
+
+
+def _post(stack: LocalStack, bot_api: RateLimitedBotApi, turn: Turn) -> None:
+    """The turn's message, when it is due, to the webhook as Telegram posts it; then the sign
+    of life its answer asks for, as Telegram performs it."""
+    time.sleep(max(0.0, turn.due - time.monotonic()))
+    update = stack.text_update(f"t{turn.number:06d} {MESSAGE}", chat_id=turn.chat_id)
+    response = stack.post_update(update)
+    turn.posted, turn.status = time.monotonic(), int(response.get("statusCode", 0))
+    requested = reply_method(response)
+    if requested is not None:
+        bot_api.perform(*requested)
+
+
+def _wait_idle(stack: LocalStack, sqs: Any, invocations: Invocations, seconds: float) -> None:
+    """Until the turn queue is empty and no invocation runs (at most `seconds`)."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         time.sleep(0.2)
         if not _queued(sqs, stack.template.refs["TurnQueue"]) and not invocations.busy:
@@ -385,6 +416,7 @@ def run_size(people: int, args: argparse.Namespace, log_dir: Path) -> Figures:
         ),
         parameters={
             "EnableSandbox": "false",
+            "EnableConsole": "false",
             "LogLevel": "WARNING",
             **dict(parameter.split("=", 1) for parameter in args.parameter),
         },
@@ -415,7 +447,7 @@ def run_size(people: int, args: argparse.Namespace, log_dir: Path) -> Figures:
             tag = str((update.get("message") or {}).get("text", ""))[1:7]
             return turns.get(int(tag)) if tag.isdigit() else None
 
-        concurrency = args.concurrency
+        concurrency = _concurrency(stack, args.concurrency)
         invocations = Invocations(stack, concurrency, environ, log, turn_of_body)
         invocations.warm()
         invocations.start()
@@ -431,26 +463,16 @@ def run_size(people: int, args: argparse.Namespace, log_dir: Path) -> Figures:
         for number, (offset, person) in enumerate(schedule, 1):
             turns[number] = Turn(number, FIRST_PERSON_ID + person, started + offset)
         for turn in turns.values():
-            time.sleep(max(0.0, turn.due - time.monotonic()))
-            update = stack.text_update(f"t{turn.number:06d} {MESSAGE}", chat_id=turn.chat_id)
-            response = stack.post_update(update)
-            turn.posted, turn.status = time.monotonic(), int(response.get("statusCode", 0))
-            requested = reply_method(response)  # the sign of life, as Telegram performs it
-            if requested is not None:
-                bot_api.perform(*requested)
+            _post(stack, bot_api, turn)
         time.sleep(max(0.0, started + args.seconds - time.monotonic()))
         load_average = os.getloadavg()[0]
         backlog = sum(1 for turn in turns.values() if not turn.invocations)
         drain_started = time.monotonic()
-        dlq_url = stack.template.refs["TurnDeadLetterQueue"]
-        while time.monotonic() - drain_started < args.drain:
-            if not _queued(sqs, stack.template.refs["TurnQueue"]) and not invocations.busy:
-                break
-            time.sleep(0.5)
+        _wait_idle(stack, sqs, invocations, args.drain)
         drain_seconds = time.monotonic() - drain_started
         unfinished = _queued(sqs, stack.template.refs["TurnQueue"])
         invocations.stop()
-        dead_lettered = _queued(sqs, dlq_url)
+        dead_lettered = _queued(sqs, stack.template.refs["TurnDeadLetterQueue"])
         return _figures(
             people=people,
             args=args,
@@ -508,7 +530,7 @@ def _figures(
     for send in sends:
         if send.status == 200:
             by_chat.setdefault(send.chat_id, []).append((send.at, send.method))
-    first_texts, answered_at = [], []
+    first_texts, after_webhook, answered_at = [], [], []
     lost = refused = 0
     for turn in turns:
         if turn.status != 200:
@@ -522,6 +544,7 @@ def _figures(
         ]
         if shown:
             first_texts.append(shown[0][0] - turn.due)
+            after_webhook.append(shown[0][0] - turn.posted)
         final = [at for at, method in shown if method == "sendMessage"]
         if final and any(ok for _, _, ok in turn.invocations):
             answered_at.append(final[-1])
@@ -546,7 +569,9 @@ def _figures(
         offered_per_second=offered,
         peak_per_second=peak,
         turns=turn_count,
-        posted_per_second=turn_count / args.seconds,
+        # One webhook that cannot keep up posts the last messages after the window.
+        posted_per_second=turn_count
+        / max([args.seconds, *(turn.posted - started for turn in turns)]),
         post_lag_p95=percentile([turn.posted - turn.due for turn in turns], 0.95) or 0.0,
         answered=answered,
         achieved_per_second=(answered - 1) / span if span else 0.0,
@@ -558,6 +583,7 @@ def _figures(
         invocation_p50=percentile(durations, 0.5),
         first_text_p50=percentile(first_texts, 0.5),
         first_text_p95=percentile(first_texts, 0.95),
+        first_text_after_webhook_p95=percentile(after_webhook, 0.95),
         sends=len(sends),
         rate_limited=len(rate_limited),
         rate_limited_by_method=dict(Counter(send.method for send in rate_limited)),
@@ -663,6 +689,7 @@ def report(figures: Figures) -> None:
         )
     print(
         f"  first text p50 {_seconds(f.first_text_p50)} s  p95 {_seconds(f.first_text_p95)} s"
+        f" (p95 {_seconds(f.first_text_after_webhook_p95)} s after the webhook's answer)"
         f"   429s {f.rate_limited} of {f.sends} sends ({100 * f.rate_limited_share:.1f} %)"
         f" {json.dumps(f.rate_limited_by_method)}"
     )

@@ -32,7 +32,7 @@ def _load_module() -> ModuleType:
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory: pytest.TempPathFactory) -> Any:
     load = _load_module()
-    arguments = "--seconds 3 --min-turns 4 --concurrency 2 --tokens 40 --chat-burst 1"
+    arguments = "--seconds 3 --min-turns 4 --concurrency 2 --tokens 40 --chat-burst 1 --cold"
     return load.run_size(
         20, load.parse_arguments(arguments.split()), tmp_path_factory.mktemp("load")
     )
