@@ -828,9 +828,9 @@ def main() -> None:
         figures = run_size(people, args, log_dir)
         report(figures)
         runs.append(figures)
+        if args.json:  # after each size: a long run stopped later keeps what it measured
+            Path(args.json).write_text(json.dumps([asdict(f) for f in runs], indent=2))
     goals(runs)
-    if args.json:
-        Path(args.json).write_text(json.dumps([asdict(f) for f in runs], indent=2))
 
 
 if __name__ == "__main__":
