@@ -135,7 +135,7 @@ class Figures:
     answered: int
     achieved_per_second: float
     answered_in_window: int  # answers within --seconds of the first arrival
-    backlog: int  # messages queued and not yet started when the arrivals ended
+    backlog: int  # messages queued and not yet started once the last one was posted
     queue_wait_p95: float | None  # s from the webhook's answer to the turn's invocation
     invocation_p50: float | None  # s an invocation took
     first_text_p50: float | None
@@ -653,6 +653,25 @@ def _seconds(value: float | None) -> str:
     return "    -" if value is None else f"{value:5.2f}"
 
 
+def _bottleneck(f: Figures) -> str:
+    """Where the rate was lost, as far as the figures tell."""
+    if f.posted_per_second < 0.9 * f.offered_per_second:
+        return (
+            f"the webhook (one container, in this process beside moto and the stand-ins) "
+            f"took the messages at {f.posted_per_second:.2f}/s, so they arrived late; "
+            f"load average {f.load_average:.1f} on {os.cpu_count()} cores"
+        )
+    if f.peak_busy >= f.concurrency:
+        return (
+            f"all {f.concurrency} slots were busy and {f.backlog} messages waited after the "
+            f"last post: too few slots for this rate, or too little CPU for them"
+        )
+    return (
+        f"{f.peak_busy} of {f.concurrency} slots busy at most, {f.backlog} messages waiting "
+        "after the last post: one chat's messages wait for each other, or the CPU was short"
+    )
+
+
 def report(figures: Figures) -> None:
     f = figures
     floor = (
@@ -671,21 +690,14 @@ def report(figures: Figures) -> None:
         f"{f.seconds:g} s)  achieved {f.achieved_per_second:.3f} turns/s sustained"
     )
     print(
-        f"  queued at the end of the arrivals {f.backlog}, queue wait p95 "
+        f"  queued after the last post {f.backlog}, queue wait p95 "
         f"{_seconds(f.queue_wait_p95)} s, invocation p50 {_seconds(f.invocation_p50)} s, "
         f"load average {f.load_average:.1f} on {os.cpu_count()} cores"
     )
     if not f.kept_up:
         print(
             f"  THE RATE WAS NOT SUSTAINED: offered {f.offered_per_second:.2f}/s, achieved "
-            f"{f.achieved_per_second:.2f}/s, {f.backlog} messages waiting when the arrivals "
-            f"ended; {f.peak_busy} of {f.concurrency} slots busy at most ("
-            + (
-                "all: too few slots for this rate, or too little CPU for them)"
-                if f.peak_busy >= f.concurrency
-                else "slots were free: one chat's messages wait for each other, or this "
-                "machine's CPU was the limit)"
-            )
+            f"{f.achieved_per_second:.2f}/s: {_bottleneck(f)}"
         )
     print(
         f"  first text p50 {_seconds(f.first_text_p50)} s  p95 {_seconds(f.first_text_p95)} s"
