@@ -55,7 +55,9 @@ What it leaves out, or plays otherwise than AWS and Telegram would:
   no cold starts (containers are warmed with the keep-warm ping and one turn each, `--cold`
   skips the turn); no spending limit unless given (`--parameter SpendLimitDailyUsd=100`);
 - DynamoDB units are estimates from bytes and moto never throttles (on-demand tables'
-  partition limits are not played).
+  partition limits are not played); moto runs one DynamoDB request at a time, so it never
+  cancels a transaction for a concurrent one on the same item (TransactionConflict): the
+  conflicts counted are the product's own conditions refused, a floor for a hot item's.
 
     .venv/bin/python bench/load.py [--people 1,100,1000,10000] [--seconds 60]
         [--concurrency 16] [--tokens 200] [--json figures.json]
