@@ -574,6 +574,14 @@ class MemoryUsageStore:
     def overall_summary(self, at: datetime) -> UsageSummary:
         return self.summary(OVERALL, at)
 
+    def models(self, chat_id: int, at: datetime) -> dict[str, Tally]:
+        prefix = f"{MODEL_PREFIX}{self._periods(at)[1][len('month#') :]}#"
+        return {
+            period[len(prefix) :]: tally
+            for (chat, period), tally in self.tallies.items()
+            if chat == chat_id and period.startswith(prefix)
+        }
+
     def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
         told_by = self.notices.setdefault((chat_id, key), turn_id)
         return told_by == turn_id

@@ -83,3 +83,15 @@ def test_a_turn_s_record_says_what_it_used() -> None:
     unpriced = run_job(meter, reply("local", None))
     assert unpriced.cost_usd is None and unpriced.tools == ()
     assert TurnRecord.from_json('{"not": "a record"}') is None
+
+
+def test_usage_says_this_month_per_model_in_a_line() -> None:
+    store = MemoryUsageStore()
+    meter = UsageMeter(store, RecordingMetrics(), clock=lambda: NOON)
+    assert "by model" not in meter.report(5)
+    run_job(meter, reply("gpt-4o-mini", 0.001), reply("claude-haiku", 0.004), reply("local", None))
+    line = meter.report(5).splitlines()[-1]
+    assert line == (
+        "This month by model: claude-haiku $0.0040 (1 calls) · gpt-4o-mini $0.0010 (1 calls)"
+        " · local no price (1 calls)"
+    )

@@ -93,6 +93,16 @@ def _cost(tally: Tally) -> str:
     return cost
 
 
+def per_model(by_model: dict[str, Tally]) -> str:
+    """Each model's cost and calls, the costliest first."""
+    ranked = sorted(by_model.items(), key=lambda pair: (-pair[1].cost_usd, pair[0]))
+    return " · ".join(
+        f"{model} {f'${tally.cost_usd:.4f}' if tally.cost_known else 'no price'}"
+        f" ({tally.model_calls:,} calls)"
+        for model, tally in ranked
+    )
+
+
 def periods(summary: UsageSummary) -> str:
     """Today, this month and all time, a line each."""
     return texts.render(
@@ -156,6 +166,9 @@ class UsageMeter:
         at = self.clock()
         summary = self.store.summary(chat_id, at)
         text = texts.render("usage", periods=periods(summary))
+        by_model = self.store.models(chat_id, at)
+        if by_model:
+            text += "\n" + texts.render("usage_models", models=per_model(by_model))
         overall = self.store.overall_summary(at) if self.limits.overall and everyone else None
         left = remaining(self.limits, summary, overall)
         return f"{text}\n\n{left}" if left else text

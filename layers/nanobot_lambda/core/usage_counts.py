@@ -119,6 +119,10 @@ class UsageStore(Protocol):
         """All chats together (counted while `overall` was passed), as chat 0."""
         ...
 
+    def models(self, chat_id: int, at: datetime) -> dict[str, Tally]:
+        """The chat's figures of each model this month (the month of `at`), by model."""
+        ...
+
     def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
         """Record that the chat was told `key` (a spending limit reached in a period); True
         the first time, and again for the same turn (a retry of the turn that tells it)."""

@@ -228,6 +228,23 @@ class DynamoUsageStore:
             arguments["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     @aws_errors
+    def models(self, chat_id: int, at: datetime) -> dict[str, Tally]:
+        """One Query of the month's model items (models are few)."""
+        prefix = f"{MODEL_PREFIX}{self._periods(at)[1]}#"
+        response = self._dynamodb.query(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={
+                ":pk": {"S": f"{PREFIX}{chat_id}"},
+                ":prefix": {"S": prefix},
+            },
+        )
+        return {
+            item["sk"]["S"][len(prefix) :]: tally_from_item(item)
+            for item in response.get("Items", [])
+        }
+
+    @aws_errors
     def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
         expires = int((at + timedelta(days=NOTICE_DAYS)).timestamp())
         return written(
