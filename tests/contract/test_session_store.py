@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
 
 import pytest
 
@@ -15,6 +16,7 @@ from nanobot_lambda.core.sessions import (
     SAVED_MESSAGE_MAX_BYTES,
     Message,
     SessionConflict,
+    TurnRecord,
     within_item_limit,
 )
 from tests.contract.conftest import SessionStores
@@ -121,6 +123,30 @@ def test_recent_turns_keep_the_latest(sessions: SessionStore) -> None:
         sessions.append(history, [{"role": "user", "content": str(n)}], turn_id=f"t{n}")
     expected = tuple(f"t{n}" for n in range(2, RECENT_TURNS + 2))
     assert sessions.load(KEY, 5).recent_turns == expected
+
+
+def test_turn_records_keep_the_latest_and_a_closed_turn_s_too(sessions: SessionStore) -> None:
+    history = sessions.load(KEY, 50)
+    for n in range(RECENT_TURNS + 2):
+        record = TurnRecord(
+            at=f"2026-11-29T12:00:{n:02d}+00:00",
+            turn_id=f"t{n}",
+            models=("openai/gpt-4o-mini",),
+            model_calls=2,
+            prompt_tokens=1000 + n,
+            completion_tokens=50,
+            cost_usd=Decimal("0.000165"),
+            tools=("list_dir", "read_file"),
+        )
+        sessions.append(history, exchange(n), turn_id=f"t{n}", record=record)
+    # A turn that ended unanswered saves no message, and its record still joins.
+    closed = TurnRecord(at="2026-11-29T12:01:00+00:00", turn_id="t-x", error="model_error")
+    sessions.append(history, [], turn_id="t-x", record=closed)
+    loaded = sessions.load(KEY, 5).turn_log
+    assert len(loaded) == RECENT_TURNS and loaded == history.turn_log
+    assert [record.turn_id for record in loaded][-2:] == [f"t{RECENT_TURNS + 1}", "t-x"]
+    assert loaded[-2].prompt_tokens == 1000 + RECENT_TURNS + 1
+    assert loaded[-2].cost_usd == Decimal("0.000165") and loaded[-1] == closed
 
 
 def test_load_range_gives_numbered_messages_in_a_half_open_range(sessions: SessionStore) -> None:

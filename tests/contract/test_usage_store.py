@@ -106,3 +106,15 @@ def test_every_period_of_a_chat_for_the_console_s_charts(usage: UsageStore) -> N
     assert usage.periods(BOB) == {"day#2026-11-26": TURN, "month#2026-11": TURN, "total": TURN}
     assert usage.periods(None) == {"day#2026-12-06": CALL, "month#2026-12": CALL, "total": CALL}
     assert usage.periods(222) == {}
+
+
+def test_each_model_s_month_is_its_own_and_not_in_the_chat_s_summary(usage: UsageStore) -> None:
+    usage.add(ADA, CALL + CALL, AT, by_model={"openai/gpt-4o-mini": CALL, "claude/haiku": CALL})
+    usage.add(ADA, CALL, AT + timedelta(days=10), by_model={"openai/gpt-4o-mini": CALL})
+    usage.add(BOB, CALL, AT, by_model={"openai/gpt-4o-mini": CALL})
+    assert usage.models(ADA, AT) == {"openai/gpt-4o-mini": CALL, "claude/haiku": CALL}
+    assert usage.models(ADA, AT + timedelta(days=10)) == {"openai/gpt-4o-mini": CALL}
+    assert usage.models(222, AT) == {}
+    assert usage.summary(ADA, AT).this_month == CALL + CALL  # counted once, in the chat's
+    assert usage.periods(ADA)["by-model#2026-11#claude/haiku"] == CALL
+    assert "by-model#2026-11#claude/haiku" not in (usage.periods(None) or {})

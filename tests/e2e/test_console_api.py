@@ -93,6 +93,51 @@ def test_a_person_reads_their_own_scope_and_is_refused_another(stack: LocalStack
     assert status == 200 and "secret plans" in owners["text"]
 
 
+def test_a_turn_s_model_tokens_cost_and_tools_are_in_spending_and_activity(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    model_server.response_model = "gpt-4o-mini"  # a model litellm has a price for
+    model_server.call_tool("list_dir", {"path": "."}, prompt_tokens=1000, completion_tokens=20)
+    model_server.reply("Two files.", prompt_tokens=1200, completion_tokens=30)
+    stack.post_update(stack.text_update("What is in my folder?"))
+    stack.process_queue()
+
+    owner = launch_of(stack)
+    status, spending = call(stack, "spending", {}, owner)
+    assert status == 200, spending
+    (model,) = spending["models"]  # the model as the chat's settings name it
+    assert (model["model"], model["model_calls"]) == (ScriptedModelServer.MODEL, 2)
+    assert (model["prompt_tokens"], model["completion_tokens"]) == (2200, 50)
+    assert model["cost_usd"] > 0
+    assert spending["everyone_models"] == spending["models"]  # the owner's chat is all there is
+
+    status, activity = call(stack, "activity", {}, owner)
+    assert status == 200, activity
+    turn = activity["turns"][0]
+    assert turn["models"] == [ScriptedModelServer.MODEL] and turn["tools"] == ["list_dir"]
+    assert (turn["prompt_tokens"], turn["completion_tokens"]) == (2200, 50)
+    assert turn["cost_usd"] == model["cost_usd"] and turn["error"] is None
+    assert "What is in my folder" not in json.dumps(activity)
+
+    # A person sees their own spending, none of the owner's models, and no activity.
+    ada = launch_of(stack, ADA)
+    status, theirs = call(stack, "spending", {}, ada)
+    assert status == 200 and theirs["models"] == [] and "everyone_models" not in theirs
+    assert call(stack, "activity", {}, ada)[0] == 403
+
+
+def test_a_turn_that_ended_unanswered_shows_why_in_activity(
+    stack: LocalStack, model_server: ScriptedModelServer
+) -> None:
+    model_server.fail(status=400, times=5)  # refused: no retry helps
+    stack.post_update(stack.text_update("Hello?"))
+    stack.process_queue()
+    status, activity = call(stack, "activity", {}, launch_of(stack))
+    assert status == 200, activity
+    (turn,) = activity["turns"]
+    assert turn["error"] and turn["steps"] == 0 and turn["models"] == []
+
+
 def test_forged_expired_and_another_user_s_launch_data_are_refused(stack: LocalStack) -> None:
     owner = launch_of(stack)
     forged = owner.replace("hash=", "hash=f")

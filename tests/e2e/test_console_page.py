@@ -238,6 +238,34 @@ def test_the_spending_chart_is_drawn_with_the_recorded_figures(
         assert page.locator("#chart-days line.limit").get_attribute("data-limit") == "1"
 
 
+def test_a_turn_s_model_tokens_cost_and_tools_show_in_spending_and_activity(
+    stack: LocalStack, browser: Browser, model_server: ScriptedModelServer
+) -> None:
+    model_server.response_model = "gpt-4o-mini"  # a model litellm has a price for
+    try:
+        model_server.call_tool("list_dir", {"path": "."}, prompt_tokens=900, completion_tokens=10)
+        model_server.reply("Three files.", prompt_tokens=1100, completion_tokens=25)
+        stack.post_update(stack.text_update("What files do I have?"))
+        stack.process_queue()
+    finally:
+        model_server.response_model = None
+    model = ScriptedModelServer.MODEL
+    with browser.page(opened(stack, "spending")) as page:
+        row = page.locator(f"#spend-models tr[data-model='{model}']")
+        row.wait_for()
+        assert "$0.0" in row.inner_text() and "calls" in row.inner_text()
+        assert page.locator(f"#spend-everyone-models tr[data-model='{model}']").count() == 1
+    with browser.page(opened(stack, "activity")) as page:
+        page.wait_for_selector("#turns tr")
+        shown = page.locator("#turns tr").first.inner_text()
+        assert model in shown and "2035 tokens" in shown and "list_dir" in shown
+        assert "What files" not in page.inner_text("#view")
+    with browser.page(opened(stack, "spending", user=ADA)) as page:
+        page.wait_for_selector("#view[data-ready=spending]")
+        assert page.locator("#spend-models").count() == 0  # the owner's models are not Ada's
+        assert page.locator("#spend-everyone-models").count() == 0
+
+
 def test_a_person_sees_only_their_scope_in_the_page_and_at_the_api(
     stack: LocalStack, browser: Browser
 ) -> None:

@@ -83,6 +83,8 @@ def test_usage_shows_two_turns_summed(stack: LocalStack, model_server: ScriptedM
         "2 turns, 3 model calls, 1 tool calls · tokens: 3,000 in (1,300 cached), 120 out · "
         f"${recorded.cost_usd:.4f}"
     )
+    by_model = lines.pop("This month by model")  # the model as the settings name it
+    assert by_model == f"This month by model: openai/scripted ${recorded.cost_usd:.4f} (3 calls)"
     assert set(lines) == {"Today", "This month", "All time"}
     assert all(line.endswith(expected) for line in lines.values())
     assert len(model_server.requests) == 3  # /usage asked no model

@@ -5,9 +5,11 @@ as Lambda runs them) that stop at a limit, passing it by at most one call each."
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from decimal import Decimal
 
+import boto3
 import pytest
 
 from nanobot_lambda.adapters.aws.clients import dynamodb_client
@@ -18,6 +20,7 @@ from nanobot_lambda.core.subjects import subject_in
 from nanobot_lambda.core.usage import UsageMeter
 from nanobot_lambda.core.usage_counts import Tally
 from nanobot_lambda.operator.local.cfn import TemplateContext
+from tests.support.aws_requests import TransactionOverlaps
 from tests.support.fakes import RecordingMetrics
 
 NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -104,3 +107,59 @@ def test_turns_side_by_side_stop_at_everyone_s_limit(
     # Every turn stopped; together they passed the limit by at most one call each.
     assert limit <= spent.today.cost_usd <= limit + 3 * CALL_COST
     assert len(set(calls)) >= 2  # they did run side by side
+
+
+def test_chats_side_by_side_never_update_the_same_overall_item(
+    resources: TemplateContext,
+) -> None:
+    # Sixteen chats' calls at once, each a transaction with everyone's counters: with one set of
+    # items for everyone (usage#all) they overlapped, which AWS cancels (TransactionConflict);
+    # each chat counts in its shard, so none overlap, and the overall figure is their sum.
+    table = resources.refs["SessionsTable"]
+    overlaps = TransactionOverlaps()  # before the clients: they copy the session's handlers
+    try:
+        stores = [DynamoUsageStore(table, dynamodb_client(), timezone="UTC") for _ in range(16)]
+        start = threading.Barrier(16)
+        call = Tally(model_calls=1, cost_usd=CALL_COST)
+
+        def calls(chat: int) -> None:
+            start.wait()
+            for _ in range(10):
+                stores[chat - 1].add(chat, call, NOON, overall=True)
+
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            list(pool.map(calls, range(1, 17)))
+    finally:
+        overlaps.close()
+    assert overlaps.transactions == 160
+    assert overlaps.on("usage#all") == 0
+    spent = stores[0].overall_summary(NOON)
+    assert (spent.today.model_calls, spent.total.cost_usd) == (160, 160 * CALL_COST)
+
+
+def test_everyone_s_items_written_before_the_shards_still_count(
+    store: DynamoUsageStore, resources: TemplateContext
+) -> None:
+    # usage#all was the one partition of everyone's counters: its items are one more shard.
+    dynamodb = boto3.client("dynamodb")
+    for sort_key in ("day#2026-11-23", "month#2026-11", "total"):
+        dynamodb.update_item(
+            TableName=resources.refs["SessionsTable"],
+            Key={"pk": {"S": "usage#all"}, "sk": {"S": sort_key}},
+            UpdateExpression="ADD model_calls :one, cost_usd :cost",
+            ExpressionAttributeValues={":one": {"N": "1"}, ":cost": {"N": "0.05"}},
+        )
+    store.add(7, Tally(model_calls=1, cost_usd=CALL_COST), NOON, overall=True)
+    overall = store.overall_summary(NOON)
+    assert overall.today == overall.this_month == overall.total
+    assert (overall.today.model_calls, overall.today.cost_usd) == (2, Decimal("0.06"))
+    periods = store.periods(None)
+    assert periods["day#2026-11-23"].cost_usd == periods["total"].cost_usd == Decimal("0.06")
+    assert store.chats() == [7]
+    # A limit counts them: past it, no call.
+    meter = UsageMeter(
+        store, RecordingMetrics(), clock=lambda: NOON, limits=SpendLimits(daily=Decimal("0.06"))
+    )
+    subject = subject_in(8, thread_id=None, person_id=8, owner=None)
+    with meter.job(subject) as job, pytest.raises(SpendLimitReached):
+        job.metered(PricedModel()).complete(CompletionRequest([], []))

@@ -24,7 +24,7 @@ from nanobot_lambda.core.model import (
     force_tool,
     function_tool,
 )
-from nanobot_lambda.core.sessions import SessionConflict
+from nanobot_lambda.core.sessions import SessionConflict, TurnRecord
 from nanobot_lambda.core.subjects import Subject, subject_in
 from nanobot_lambda.core.usage import UsageMeter, usage_report
 from nanobot_lambda.core.usage_counts import Tally
@@ -158,13 +158,18 @@ def test_usage_is_saved_with_the_turn_or_not_at_all(table: str) -> None:
     history = sessions.load("telegram:1", 50)
     stale = sessions.load("telegram:1", 50)
     turn = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    record = TurnRecord(at=NOON.isoformat(), turn_id="t1", models=("m",), model_calls=1)
     counter.reset()
     try:
-        sessions.append(history, turn, also=store.updates(CHAT, CALL, NOON))
+        usage = store.updates(CHAT, CALL, NOON, by_model={"m": CALL})
+        sessions.append(history, turn, turn_id="t1", also=usage, record=record)
+        # The usage, the model's month and the turn's record: in the one transaction.
         assert counter.operations("dynamodb") == {"TransactWriteItems": 1}
     finally:
         counter.close()
     assert store.summary(CHAT, NOON).total == CALL
+    assert store.periods(CHAT)["by-model#2026-11#m"] == CALL
+    assert sessions.load("telegram:1", 1).turn_log == (record,)
 
     with pytest.raises(SessionConflict):  # another writer saved first: nothing of this is kept
         sessions.append(stale, turn, also=store.updates(CHAT, CALL, NOON))

@@ -6,6 +6,7 @@ installed before the code under test creates its clients (e.g. before a LocalSta
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
@@ -47,3 +48,54 @@ class RequestCounter:
     def close(self) -> None:
         self._session.events.unregister("before-send", self._count)
         self._session.events.unregister("before-parameter-build.dynamodb", self._count_table)
+
+
+class TransactionOverlaps:
+    """Which DynamoDB items transactions wrote while another transaction writing them was in
+    flight: what AWS cancels with `TransactionConflict` (the moto server does not). A request is in
+    flight from its parameters' build to its answer, a little longer than on the server.
+
+    Installed, like `RequestCounter`, before the clients are created."""
+
+    def __init__(self) -> None:
+        self.conflicts: Counter[tuple[str, str]] = Counter()  # (pk, sk) -> times overlapped
+        self.transactions = 0
+        self._in_flight: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+        self._session = boto3._get_default_session()
+        self._session.events.register(_BUILD, self._begin)
+        self._session.events.register(_DONE, self._end)
+
+    def _begin(self, params: Any = None, context: Any = None, **_: Any) -> None:
+        keys = [_item_key(item) for item in (params or {}).get("TransactItems", [])]
+        with self._lock:
+            self.transactions += 1
+            for key in keys:
+                if self._in_flight[key]:
+                    self.conflicts[key] += 1
+                self._in_flight[key] += 1
+        if context is not None:
+            context["transaction_keys"] = keys
+
+    def _end(self, context: Any = None, **_: Any) -> None:
+        with self._lock:
+            for key in (context or {}).get("transaction_keys", []):
+                self._in_flight[key] -= 1
+
+    def on(self, partition_prefix: str) -> int:
+        """How many writes overlapped on items whose partition starts with the prefix."""
+        return sum(n for (pk, _), n in self.conflicts.items() if pk.startswith(partition_prefix))
+
+    def close(self) -> None:
+        self._session.events.unregister(_BUILD, self._begin)
+        self._session.events.unregister(_DONE, self._end)
+
+
+_BUILD = "before-parameter-build.dynamodb.TransactWriteItems"
+_DONE = "after-call.dynamodb.TransactWriteItems"
+
+
+def _item_key(item: dict[str, Any]) -> tuple[str, str]:
+    (action,) = item.values()
+    key = action["Key"] if "Key" in action else action["Item"]
+    return key["pk"]["S"], key["sk"]["S"]

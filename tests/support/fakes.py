@@ -68,10 +68,17 @@ from nanobot_lambda.core.sessions import (
     Message,
     SessionConflict,
     SessionHistory,
+    TurnRecord,
     align_to_user_turn,
 )
 from nanobot_lambda.core.skill_requirements import RequirementsSeen
-from nanobot_lambda.core.usage_counts import Tally, UsageSummary
+from nanobot_lambda.core.usage_counts import (
+    MODEL_NAME_MAX,
+    MODEL_PREFIX,
+    ByModel,
+    Tally,
+    UsageSummary,
+)
 from nanobot_lambda.core.workspace import Entry, WorkspaceFile, WriteConflict
 
 
@@ -592,17 +599,43 @@ class MemoryUsageStore:
         return f"day#{local:%Y-%m-%d}", f"month#{local:%Y-%m}", "total"
 
     def updates(
-        self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False
+        self,
+        chat_id: int,
+        tally: Tally,
+        at: datetime,
+        *,
+        overall: bool = False,
+        by_model: ByModel | None = None,
     ) -> list[StoredWrite]:
-        return [{"apply": lambda: self.add(chat_id, tally, at, overall=overall)}]
+        return [{"apply": lambda: self.add(chat_id, tally, at, overall=overall, by_model=by_model)}]
 
-    def add(self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False) -> None:
+    def add(
+        self,
+        chat_id: int,
+        tally: Tally,
+        at: datetime,
+        *,
+        overall: bool = False,
+        by_model: ByModel | None = None,
+    ) -> None:
         for chat in (chat_id, OVERALL) if overall else (chat_id,):
             for period in self._periods(at):
                 self.tallies[(chat, period)] = self.tallies.get((chat, period), Tally()) + tally
+        month = self._periods(at)[1][len("month#") :]
+        for model, used in (by_model or {}).items():
+            key = (chat_id, f"{MODEL_PREFIX}{month}#{model[:MODEL_NAME_MAX]}")
+            self.tallies[key] = self.tallies.get(key, Tally()) + used
 
     def overall_summary(self, at: datetime) -> UsageSummary:
         return self.summary(OVERALL, at)
+
+    def models(self, chat_id: int, at: datetime) -> dict[str, Tally]:
+        prefix = f"{MODEL_PREFIX}{self._periods(at)[1][len('month#') :]}#"
+        return {
+            period[len(prefix) :]: tally
+            for (chat, period), tally in self.tallies.items()
+            if chat == chat_id and period.startswith(prefix)
+        }
 
     def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
         told_by = self.notices.setdefault((chat_id, key), turn_id)
@@ -1025,6 +1058,7 @@ class MemorySessionStore:
         self.noticed: dict[str, int] = {}  # noticed_upto, where a session has one
         self.noticed_at: dict[str, datetime] = {}  # when the chat was last told (to the second)
         self.recent: dict[str, tuple[str, ...]] = {}
+        self.turn_logs: dict[str, tuple[TurnRecord, ...]] = {}
         self.preferences: dict[str, ChatPreferences] = {}
         self.journal = journal
         self.advance_failures = 0  # advance_cursor dies this many times (a crash, mid-way)
@@ -1041,6 +1075,7 @@ class MemorySessionStore:
             next_seq=len(messages),
             consolidated_upto=cursor,
             recent_turns=self.recent.get(key, ()),
+            turn_log=self.turn_logs.get(key, ()),
             open_turns=self.journal.open_turns(key) if self.journal is not None else {},
             preferences=self.preferences.get(key, ChatPreferences()),
             noticed_upto=self.noticed.get(key),
@@ -1054,6 +1089,7 @@ class MemorySessionStore:
         *,
         turn_id: str | None = None,
         also: Sequence[StoredWrite] = (),
+        record: TurnRecord | None = None,
     ) -> None:
         if self.append_failures:
             raise self.append_failures.pop(0)
@@ -1073,6 +1109,9 @@ class MemorySessionStore:
         if turn_id is not None:
             history.recent_turns = (*history.recent_turns, turn_id)[-RECENT_TURNS:]
             self.recent[history.key] = history.recent_turns
+        if record is not None:
+            history.turn_log = (*history.turn_log, record)[-RECENT_TURNS:]
+            self.turn_logs[history.key] = history.turn_log
         if history.noticed_upto is not None:
             self.noticed[history.key] = history.noticed_upto
         if history.noticed_at is not None:  # kept as DynamoDB keeps it: UTC, to the second

@@ -825,6 +825,7 @@ EXPECTED_DATA_ACCESS = {
         # get/put/update/delete_item; stop flags: get_item, delete_item. jobs:
         # put/get/query/update/delete, never scan (the CLI's).
         *((SESSIONS_ARN, action) for action in ITEM_ACTIONS),
+        (SESSIONS_ARN, "dynamodb:BatchGetItem"),  # usage.DynamoUsageStore.overall_summary
         *((JOBS_ARN, action) for action in ITEM_ACTIONS),
     },
     "ConsoleFunction": {

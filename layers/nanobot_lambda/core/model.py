@@ -56,6 +56,7 @@ class ModelReply:
     # (Anthropic thinking blocks with their signatures; reasoning_content of DeepSeek, Kimi…).
     reasoning_content: str | None = None
     thinking_blocks: tuple[dict[str, Any], ...] = ()
+    model: str | None = None  # the model that answered (a fallback's name when one did)
 
     def call_to(self, name: str) -> ToolCall | None:
         """The reply's call to `name` (the answer to a forced tool call), if it made one."""

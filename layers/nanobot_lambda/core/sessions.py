@@ -2,11 +2,14 @@
 
 Each message (OpenAI format: role, content, tool_calls, tool_call_id, name) has a sequence
 number; the session's header holds `next_seq`, the consolidation cursor `consolidated_upto`
-(messages below it have been summarised into memory) and `recent_turns`, the ids of the latest
-turns saved (see core/journal.py). Appending a turn is one conditional write on `next_seq`, so two
-writers can never interleave or overwrite messages. The model is given only unconsolidated
-messages, at most `limit` of them, starting at a user message so that a tool call is never
-separated from its results. (`adapters/aws/sessions.py` keeps them in DynamoDB.)
+(messages below it have been summarised into memory), `recent_turns`, the ids of the latest
+turns saved (see core/journal.py), and `turn_log`, what each of them used (`TurnRecord`: its
+models, tokens, cost, the tools it called, and why it ended unanswered, if it did; the console's
+Activity), written with the turn's save and as bounded. Appending a turn is one conditional
+write on `next_seq`, so two writers can never interleave or overwrite messages. The model is
+given only unconsolidated messages, at most `limit` of them, starting at a user message so that
+a tool call is never separated from its results. (`adapters/aws/sessions.py` keeps them in
+DynamoDB.)
 
 `noticed_upto` is how far the chat was told its conversation was summarised (the compaction
 notice, functions/agent_turn/delivery.py): an automatic consolidation moves the cursor and leaves it
@@ -26,8 +29,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, Protocol
 
 from nanobot_lambda.core.errors import StorageConflict
@@ -51,6 +55,47 @@ def session_key_for(chat_id: int, thread_id: int | None = None) -> str:
     return key if thread_id is None else f"{key}:{thread_id}"
 
 
+@dataclass(frozen=True)
+class TurnRecord:
+    """What one turn used (this invocation's part of a turn continued in several), never its
+    text: the models that answered, calls, tokens, cost (None: no price known), the tools it
+    called, and `error` when it ended unanswered (`model_error`)."""
+
+    at: str  # ISO 8601, when it was saved
+    turn_id: str = ""
+    models: tuple[str, ...] = ()
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: Decimal | None = None
+    tools: tuple[str, ...] = ()
+    error: str | None = None
+
+    def to_json(self) -> str:
+        shown = asdict(self)
+        shown["cost_usd"] = None if self.cost_usd is None else str(self.cost_usd)
+        return json.dumps(shown, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> TurnRecord | None:
+        """The record, or None if it is not one (written by a later version, damaged)."""
+        try:
+            data = json.loads(text)
+            return cls(
+                at=str(data["at"]),
+                turn_id=str(data.get("turn_id", "")),
+                models=tuple(str(name) for name in data.get("models", ())),
+                model_calls=int(data.get("model_calls", 0)),
+                prompt_tokens=int(data.get("prompt_tokens", 0)),
+                completion_tokens=int(data.get("completion_tokens", 0)),
+                cost_usd=None if data.get("cost_usd") is None else Decimal(data["cost_usd"]),
+                tools=tuple(str(name) for name in data.get("tools", ())),
+                error=None if data.get("error") is None else str(data["error"]),
+            )
+        except (ValueError, TypeError, KeyError, ArithmeticError):
+            return None
+
+
 class SessionConflict(StorageConflict):
     """Another writer changed the session since it was loaded."""
 
@@ -70,6 +115,7 @@ class SessionHistory:
     next_seq: int = 0
     consolidated_upto: int = 0
     recent_turns: tuple[str, ...] = ()
+    turn_log: tuple[TurnRecord, ...] = ()  # the latest turns' records, oldest first
     open_turns: dict[str, TurnProgress] = field(default_factory=dict)  # by turn id
     preferences: ChatPreferences = field(default_factory=ChatPreferences)
     noticed_upto: int | None = None  # None: as far as the cursor (nothing to announce)
@@ -194,9 +240,11 @@ class SessionStore(Protocol):
         *,
         turn_id: str | None = None,
         also: Sequence[StoredWrite] = (),
+        record: TurnRecord | None = None,
     ) -> None:
         """Save `messages` after the history in one transaction (per 99 messages); `turn_id`
-        joins `recent_turns` and the `also` writes are made with the last one; the history's
+        joins `recent_turns`, `record` the `turn_log` (each keeping the last `RECENT_TURNS`),
+        and the `also` writes are made with the last one; the history's
         `noticed_upto` and `noticed_at`, where it has them, are written to the header. Raises
         SessionConflict only when another writer changed the session since it was loaded
         (reload the header and save again); a StorageConflict naming the store when one of

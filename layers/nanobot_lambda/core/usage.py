@@ -47,11 +47,18 @@ from nanobot_lambda.core.model import (
     Transcriber,
     Transcript,
 )
+from nanobot_lambda.core.sessions import TurnRecord
 from nanobot_lambda.core.spend import SpendLimitReached, SpendLimits, first_reached, remaining
 from nanobot_lambda.core.stored_writes import StoredWrite
 from nanobot_lambda.core.subjects import Subject
 from nanobot_lambda.core.telemetry import MetricsPort
-from nanobot_lambda.core.usage_counts import Tally, UsageStore, UsageSummary
+from nanobot_lambda.core.usage_counts import (
+    ByModel,
+    Tally,
+    UsageStore,
+    UsageSummary,
+    add_by_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +91,16 @@ def _cost(tally: Tally) -> str:
     if tally.unpriced_calls:
         return texts.render("usage_cost_partial", cost=cost, unpriced=tally.unpriced_calls)
     return cost
+
+
+def per_model(by_model: dict[str, Tally]) -> str:
+    """Each model's cost and calls, the costliest first."""
+    ranked = sorted(by_model.items(), key=lambda pair: (-pair[1].cost_usd, pair[0]))
+    return " · ".join(
+        f"{model} {f'${tally.cost_usd:.4f}' if tally.cost_known else 'no price'}"
+        f" ({tally.model_calls:,} calls)"
+        for model, tally in ranked
+    )
 
 
 def periods(summary: UsageSummary) -> str:
@@ -149,6 +166,9 @@ class UsageMeter:
         at = self.clock()
         summary = self.store.summary(chat_id, at)
         text = texts.render("usage", periods=periods(summary))
+        by_model = self.store.models(chat_id, at)
+        if by_model:
+            text += "\n" + texts.render("usage_models", models=per_model(by_model))
         overall = self.store.overall_summary(at) if self.limits.overall and everyone else None
         left = remaining(self.limits, summary, overall)
         return f"{text}\n\n{left}" if left else text
@@ -164,6 +184,8 @@ class JobMeter:
         self._started = time.monotonic()
         self._used = Tally()  # the whole job, for the metrics
         self._unwritten = Tally()  # not yet in DynamoDB
+        self._unwritten_models: dict[str, Tally] = {}  # its part per model
+        self._models: list[str] = []  # the models that answered, in order
         self._tools: Counter[str] = Counter()
 
     def metered(self, model: ChatModel) -> ChatModel:
@@ -190,9 +212,13 @@ class JobMeter:
             return
         meter = self._meter
         yield meter.store.updates(
-            self.chat_id, self._unwritten, meter.clock(), overall=meter.limits.overall
+            self.chat_id,
+            self._unwritten,
+            meter.clock(),
+            overall=meter.limits.overall,
+            by_model=self._unwritten_models,
         )
-        self._unwritten = Tally()
+        self._unwritten, self._unwritten_models = Tally(), {}
 
     def check_spend(self) -> None:
         """Before a model call: raise SpendLimitReached when the job's chat, or all chats
@@ -229,7 +255,9 @@ class JobMeter:
                 self._tools[call.name if call.name in names else UNKNOWN_TOOL] += 1
             turn = 0 if self._used.turns or self._continued else 1
             counted += Tally(turns=turn, tool_calls=len(reply.tool_calls))
-        self._count(counted)
+        if reply.model is not None and reply.model not in self._models:
+            self._models.append(reply.model)
+        self._count(counted, {reply.model: counted} if reply.model is not None else {})
 
     def paid(self, cost_usd: float | None) -> None:
         """Speech, a transcription, embeddings or an image were made: the cost counts (calls
@@ -237,14 +265,29 @@ class JobMeter:
         if cost_usd is not None:
             self._count(Tally(cost_usd=Decimal(repr(cost_usd))))
 
-    def _count(self, counted: Tally) -> None:
+    def _count(self, counted: Tally, by_model: ByModel | None = None) -> None:
         self._used += counted
         if self._meter.limits.any:
             # Written now, not with the turn: turns running side by side see it before their
             # next call (core/spend.py).
-            self._write(counted, keep=True)
+            self._write(counted, by_model or {}, keep=True)
         else:
             self._unwritten += counted
+            add_by_model(self._unwritten_models, by_model or {})
+
+    def turn_record(self, *, error: str | None = None) -> TurnRecord:
+        """What the job used so far, for the chat's recent turns (the console's Activity)."""
+        used = self._used
+        return TurnRecord(
+            at=self._meter.clock().isoformat(timespec="seconds"),
+            models=tuple(self._models),
+            model_calls=used.model_calls,
+            prompt_tokens=used.prompt_tokens,
+            completion_tokens=used.completion_tokens,
+            cost_usd=used.cost_usd if used.cost_known else None,
+            tools=tuple(sorted(self._tools)),
+            error=error,
+        )
 
     def failed(self) -> None:
         telemetry.error("model_error", self._meter.metrics)
@@ -266,16 +309,24 @@ class JobMeter:
         telemetry.tool_calls(self._tools, metrics)
         if not self._unwritten.empty:
             unwritten, self._unwritten = self._unwritten, Tally()
-            self._write(unwritten, keep=False)
+            by_model, self._unwritten_models = self._unwritten_models, {}
+            self._write(unwritten, by_model, keep=False)
 
-    def _write(self, tally: Tally, *, keep: bool) -> None:
+    def _write(self, tally: Tally, by_model: ByModel, *, keep: bool) -> None:
         """Record `tally` now; when that fails, keep it for the job's next write (`keep`)."""
         meter = self._meter
         try:
-            meter.store.add(self.chat_id, tally, meter.clock(), overall=meter.limits.overall)
+            meter.store.add(
+                self.chat_id,
+                tally,
+                meter.clock(),
+                overall=meter.limits.overall,
+                by_model=by_model,
+            )
         except StorageError as error:
             if keep:
                 self._unwritten += tally
+                add_by_model(self._unwritten_models, by_model)
                 return
             logger.warning("usage not recorded: %s", error)
 

@@ -7,13 +7,16 @@ which core/usage.py imports, can read a summary without importing the meter back
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Protocol
 
 from nanobot_lambda.core.model import Usage
 from nanobot_lambda.core.stored_writes import StoredWrite
+
+DYNAMODB_DIGITS = 38  # a DynamoDB number's precision
 
 
 @dataclass(frozen=True)
@@ -30,9 +33,13 @@ class Tally:
     unpriced_calls: int = 0  # model calls litellm had no price for
 
     def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            **{item.name: getattr(self, item.name) + getattr(other, item.name) for item in FIELDS}
-        )
+        with localcontext(prec=DYNAMODB_DIGITS):  # exact as DynamoDB adds (Python's 28 round)
+            return Tally(
+                **{
+                    item.name: getattr(self, item.name) + getattr(other, item.name)
+                    for item in FIELDS
+                }
+            )
 
     @property
     def empty(self) -> bool:
@@ -56,6 +63,17 @@ class Tally:
 
 
 FIELDS = fields(Tally)  # the attributes a store keeps per period
+# A month's figures of one model (the chat models' calls: speech, transcription, images and
+# embeddings count in the chat's figures only), by key `by-model#YYYY-MM#<model>` in `periods`.
+# It sorts before `day#`: a store reading from today's day on never reads them.
+MODEL_PREFIX = "by-model#"
+MODEL_NAME_MAX = 200  # a longer name is cut: a model's name is the operator's, models are few
+ByModel = Mapping[str, Tally]
+
+
+def add_by_model(counts: dict[str, Tally], more: ByModel) -> None:
+    for model, tally in more.items():
+        counts[model] = counts.get(model, Tally()) + tally
 
 
 @dataclass(frozen=True)
@@ -69,22 +87,40 @@ class UsageSummary:
 
 
 class UsageStore(Protocol):
-    """Usage counts per chat: per day, per month and in total (see `core/usage.py`); with
-    `overall`, also those of all chats together (kept only while a limit needs them, see
-    `core/spend.py`)."""
+    """Usage counts per chat: per day, per month and in total (see `core/usage.py`), and per
+    model and month (`by_model`: what of `tally` each model's calls used); with `overall`, also
+    those of all chats together (kept only while a limit needs them, see `core/spend.py`)."""
 
     def updates(
-        self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False
+        self,
+        chat_id: int,
+        tally: Tally,
+        at: datetime,
+        *,
+        overall: bool = False,
+        by_model: ByModel | None = None,
     ) -> list[StoredWrite]:
         """The writes that add `tally`, to be made with the transaction saving a turn."""
         ...
 
-    def add(self, chat_id: int, tally: Tally, at: datetime, *, overall: bool = False) -> None: ...
+    def add(
+        self,
+        chat_id: int,
+        tally: Tally,
+        at: datetime,
+        *,
+        overall: bool = False,
+        by_model: ByModel | None = None,
+    ) -> None: ...
 
     def summary(self, chat_id: int, at: datetime) -> UsageSummary: ...
 
     def overall_summary(self, at: datetime) -> UsageSummary:
         """All chats together (counted while `overall` was passed), as chat 0."""
+        ...
+
+    def models(self, chat_id: int, at: datetime) -> dict[str, Tally]:
+        """The chat's figures of each model this month (the month of `at`), by model."""
         ...
 
     def first_notice(self, chat_id: int, key: str, turn_id: str, at: datetime) -> bool:
@@ -95,7 +131,8 @@ class UsageStore(Protocol):
     def periods(self, chat_id: int | None) -> dict[str, Tally]:
         """Every period the chat's counters hold (None: all chats together, as counted while
         `overall` was passed), by key: `day#YYYY-MM-DD` (the last 400 days), `month#YYYY-MM`,
-        `total`. The console's spending charts."""
+        `total`; and the chat's months per model, `by-model#YYYY-MM#<model>`. The console's
+        spending charts."""
         ...
 
     def chats(self) -> list[int]:

@@ -4,7 +4,8 @@ Items of a session (partition `pk` = session key):
 - `msg#<12-digit seq>`: one chat message as JSON, append-only; once consolidation has moved the
   cursor past it, it gets an `expires_at` (`summarised_keep_days` later: SESSION_RETENTION_DAYS)
   and the table's TTL removes it then, so a chat's items stay bounded;
-- `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns`; the chat's `/model` and
+- `~meta`: the header (`next_seq`, `consolidated_upto`, `recent_turns` and `turn_log`, their
+  records as JSON strings (core/sessions.py, `TurnRecord`); the chat's `/model` and
   `/think` choices `model_preset`, `thinking` when it made any; `noticed_upto` once a
   consolidation moved the cursor, and `noticed_at` (ISO 8601, UTC) once the chat was told of
   one, see core/sessions.py). It sorts after every `msg#` item, so one Query, newest first,
@@ -58,6 +59,7 @@ from nanobot_lambda.core.sessions import (
     Message,
     SessionConflict,
     SessionHistory,
+    TurnRecord,
     align_to_user_turn,
 )
 
@@ -151,12 +153,15 @@ class DynamoSessionStore:
             if item["sk"]["S"].startswith(MESSAGE_PREFIX) and _seq(item) >= cursor
         ][:limit]
         recent = [value["S"] for value in (meta or {}).get("recent_turns", {}).get("L", [])]
+        logged = [value["S"] for value in (meta or {}).get("turn_log", {}).get("L", [])]
+        records = [record for text in logged if (record := TurnRecord.from_json(text))]
         return SessionHistory(
             key,
             align_to_user_turn(newest_first[::-1]),
             next_seq=_number(meta, "next_seq"),
             consolidated_upto=cursor,
             recent_turns=tuple(recent),
+            turn_log=tuple(records),
             open_turns={progress.turn_id: progress for progress in open_turns},
             preferences=ChatPreferences(
                 model_preset=_text(meta, "model_preset"), thinking=_text(meta, "thinking")
@@ -173,6 +178,7 @@ class DynamoSessionStore:
         *,
         turn_id: str | None = None,
         also: Sequence[StoredWrite] = (),
+        record: TurnRecord | None = None,
     ) -> None:
         now = datetime.now(UTC).isoformat(timespec="seconds")
         bodies = [json.dumps(message, ensure_ascii=False) for message in messages]
@@ -199,16 +205,19 @@ class DynamoSessionStore:
                 }
                 for offset, body in enumerate(bodies[start : start + chunk_size])
             ]
-            recent = history.recent_turns
+            recent, log = history.recent_turns, history.turn_log
             if last and turn_id is not None:
                 recent = (*recent, turn_id)[-RECENT_TURNS:]
-            items.append(self._header_update(history, first, first + len(chunk), recent))
+            if last and record is not None:
+                log = (*log, record)[-RECENT_TURNS:]
+            header = self._header_update(history, first, first + len(chunk), recent, log)
+            items.append(header)
             if last:
                 items.extend(also)  # type: ignore[arg-type]  # the other stores' writes
             self._transact(history.key, items, session_items=len(chunk) + 1)
             history.next_seq += len(chunk)
             history.messages.extend(chunk)
-            history.recent_turns = recent
+            history.recent_turns, history.turn_log = recent, log
 
     @staticmethod
     def _message_item(key: str, seq: int, body: str, now: str) -> dict[str, Any]:
@@ -240,7 +249,12 @@ class DynamoSessionStore:
             time.sleep(random.uniform(0.02, 0.1) * attempt)  # noqa: S311 - jitter, not a secret
 
     def _header_update(
-        self, history: SessionHistory, expected: int, new: int, recent_turns: tuple[str, ...]
+        self,
+        history: SessionHistory,
+        expected: int,
+        new: int,
+        recent_turns: tuple[str, ...],
+        turn_log: tuple[TurnRecord, ...],
     ) -> TransactWriteItemTypeDef:
         condition = "next_seq = :expected"
         if expected == 0:
@@ -251,6 +265,9 @@ class DynamoSessionStore:
             ":new": number_value(new),
             ":recent": {"L": [{"S": turn} for turn in recent_turns]},
         }
+        if turn_log:
+            update += ", turn_log = :log"
+            values[":log"] = {"L": [{"S": record.to_json()} for record in turn_log]}
         if history.noticed_upto is not None:  # how far the chat was told of consolidation
             update += ", noticed_upto = :noticed"
             values[":noticed"] = number_value(history.noticed_upto)

@@ -156,7 +156,7 @@ class AgentRunner:
             self._journal.end(run.journal_key, progress, text, run.outbox.count + 1)
         run.outbox.count = progress.ended_at - 1
         run.outbox.send(ctx.chat_id, texts.load(text), ctx.thread_id)
-        self._saver.close(run)
+        self._saver.close(ctx, run, text)
 
 
 class AgentLoops:

@@ -1,6 +1,7 @@
 """Saving a turn, after its answer is out: its messages (with what earlier runs of it showed and
 this one did not say again, where it was shown), the closing of its journal record and its
-usage (the job's meter's, tools/context.py), in one transaction. A turn that
+usage (the job's meter's, tools/context.py) with the turn's record (what it used, the tools it
+called: the session's `turn_log`, core/sessions.py), in one transaction. A turn that
 ended unanswered (the apology) is closed without saving anything, so a later delivery of its job
 is skipped.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +33,12 @@ from nanobot_lambda.core.errors import StorageError
 from nanobot_lambda.core.journal import with_aside
 from nanobot_lambda.core.ports import SessionStore, StoredWrite, TurnJournal
 from nanobot_lambda.core.reactions_and_edits import FeedbackBook
-from nanobot_lambda.core.sessions import SessionConflict, SessionHistory, within_item_limit
+from nanobot_lambda.core.sessions import (
+    SessionConflict,
+    SessionHistory,
+    TurnRecord,
+    within_item_limit,
+)
 from nanobot_lambda.functions.agent_turn.turn_run import TurnRun
 from nanobot_lambda.tools.context import JobContext
 
@@ -82,9 +89,10 @@ class TurnSaver:
             for chat_id, message_ids in sent.items()
             for write in self._feedback.answer_writes(chat_id, message_ids)
         ]
+        record = replace(ctx.meter.turn_record(), turn_id=run.progress.turn_id)
         try:
             with ctx.meter.folded() as usage:
-                self._append(history, saved, run, [*usage, *answers])
+                self._append(history, saved, run, [*usage, *answers], record)
         except StorageError:
             self._record_answered(run, outcome)
             raise
@@ -110,17 +118,19 @@ class TurnSaver:
             return
         logger.warning("the turn's save failed after its answer was sent: recorded as answered")
 
-    def close(self, run: TurnRun) -> None:
-        """Close a turn that ended unanswered: nothing is saved, but its id joins the session's
-        recent turns (with the closing of its record), so a later delivery of the job is
-        skipped; a turn without a session is marked done."""
+    def close(self, ctx: JobContext, run: TurnRun, error: str) -> None:
+        """Close a turn that ended unanswered (`error`: the text it ended with): nothing is
+        saved, but its id joins the session's recent turns (with the closing of its record, and
+        what it used), so a later delivery of the job is skipped; a turn without a session is
+        marked done."""
         if not run.saves_session:
             self._journal.mark_done(run.journal_key, run.progress)
             return
         history = self._sessions.load(run.journal_key, 1)
         if run.noticed_upto is not None:  # the chat was told of consolidation before the apology
             history.noticed_upto, history.noticed_at = run.noticed_upto, run.noticed_at
-        self._append(history, [], run, [])
+        record = replace(ctx.meter.turn_record(error=error), turn_id=run.progress.turn_id)
+        self._append(history, [], run, [], record)
 
     def _append(
         self,
@@ -128,15 +138,20 @@ class TurnSaver:
         saved: list[dict[str, Any]],
         run: TurnRun,
         folded: list[StoredWrite],
+        record: TurnRecord,
     ) -> None:
-        """One transaction: `saved`, the turn's id among the recent turns, the closing of its
-        record and `folded` (usage, answers); retried on a fresh header when another writer
-        came first."""
+        """One transaction: `saved`, the turn's id among the recent turns and its `record`, the
+        closing of its journal record and `folded` (usage, answers); retried on a fresh header
+        when another writer came first."""
         closing = self._journal.finish(run.journal_key, run.progress)
         for attempt in range(1, SAVE_ATTEMPTS + 1):
             try:
                 self._sessions.append(
-                    history, saved, turn_id=run.progress.turn_id, also=[*closing, *folded]
+                    history,
+                    saved,
+                    turn_id=run.progress.turn_id,
+                    also=[*closing, *folded],
+                    record=record,
                 )
                 return
             except SessionConflict:
@@ -145,3 +160,4 @@ class TurnSaver:
                 logger.warning("session changed while the turn ran; saving on the new header")
                 fresh = self._sessions.load(history.key, 1)
                 history.next_seq, history.recent_turns = fresh.next_seq, fresh.recent_turns
+                history.turn_log = fresh.turn_log

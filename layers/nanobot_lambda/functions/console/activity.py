@@ -1,9 +1,11 @@
 """Activity (the owner's): the recent turns of every chat the owner can choose, and the
 dead-letter queue with replay.
 
-A turn is read from its chat's session as saved (one Query a chat: the unconsolidated window):
-when it started (its user message's time), the tools its steps called, how many steps; never
-its text. Tokens and cost are counted per chat and day (Spending), not per turn. A turn that
+A turn is read from its chat's session (one Query a chat: the header and the unconsolidated
+window), never its text: the header's records of the latest turns (core/sessions.py,
+`TurnRecord`: when it was saved, the models that answered, tokens, cost, the tools it called,
+why it ended unanswered), and for turns saved before there were records, what their messages
+show (when, the tools their steps called, how many steps). A turn that
 failed every attempt is in the dead-letter queue (adapters/aws/dead_letters.py, as `nanobot-
 lambda dlq` reads it: kind and ids, never the text), from where replay sends it back to the
 turn queue in its chat's order.
@@ -14,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from nanobot_lambda.core.allowlist import AllowList
-from nanobot_lambda.core.sessions import session_key_for
+from nanobot_lambda.core.sessions import TurnRecord, session_key_for
 from nanobot_lambda.functions.console.auth import ChatScope
 from nanobot_lambda.functions.console.chats import known_chats
 from nanobot_lambda.functions.console.ports import ConsoleError, ConsolePorts
@@ -42,8 +44,11 @@ class ActivityViews:
         turns: list[dict[str, Any]] = []
         chats = known_chats(self._ports, self._allow_list, self._owner) if self._owner else []
         for chat in chats:
-            messages = self._ports.sessions.load(session_key_for(chat.chat_id), TURNS_READ).messages
-            turns += _turns(messages, chat.scope, chat.label)
+            history = self._ports.sessions.load(session_key_for(chat.chat_id), TURNS_READ)
+            recorded = [_recorded(record, chat.scope, chat.label) for record in history.turn_log]
+            first = min((turn["when"] for turn in recorded), default=None)
+            older = _turns(history.messages, chat.scope, chat.label)
+            turns += recorded + [turn for turn in older if first is None or turn["when"] < first]
         turns.sort(key=lambda turn: turn["when"], reverse=True)
         letters = self._ports.dead_letters.peek() if self._ports.dead_letters else []
         return {
@@ -72,6 +77,21 @@ class ActivityViews:
         if missing or not replayed:
             raise ConsoleError(404, "no such message in the dead-letter queue")
         return {"replayed": message_id}
+
+
+def _recorded(record: TurnRecord, scope: str, label: str) -> dict[str, Any]:
+    return {
+        "when": record.at,
+        "scope": scope,
+        "chat": label,
+        "tools": list(record.tools),
+        "steps": record.model_calls,
+        "models": list(record.models),
+        "prompt_tokens": record.prompt_tokens,
+        "completion_tokens": record.completion_tokens,
+        "cost_usd": None if record.cost_usd is None else float(record.cost_usd),
+        "error": record.error,
+    }
 
 
 def _turns(messages: list[dict[str, Any]], scope: str, label: str) -> list[dict[str, Any]]:

@@ -2,8 +2,9 @@
 spending limits; in the owner's own scope also each chat's this month and all chats together.
 
 The figures are the usage counters `/usage` reads (core/usage_counts.py, one Query a chat):
-litellm's prices, days and months of TIMEZONE. They are kept per chat, not per model, so the
-console cannot split them by model.
+litellm's prices, days and months of TIMEZONE. A chat's months are also split by the model that
+answered (`models`: this month's, the chat models' calls only: speech, transcription, images and
+embeddings are in the chat's figures, under no model); the owner's view adds up every chat's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from nanobot_lambda.core.allowlist import AllowList
 from nanobot_lambda.core.spend import SpendLimits
-from nanobot_lambda.core.usage_counts import Tally
+from nanobot_lambda.core.usage_counts import MODEL_PREFIX, Tally, add_by_model
 from nanobot_lambda.functions.console.auth import ChatScope
 from nanobot_lambda.functions.console.chats import known_chats
 from nanobot_lambda.functions.console.ports import ConsolePorts
@@ -42,8 +43,11 @@ class SpendingViews:
 
     def spending(self, target: ChatScope, body: dict[str, Any]) -> dict[str, Any]:
         today = self._ports.clock().astimezone(self._zone).date()
+        month = f"{today:%Y-%m}"
+        periods = self._ports.usage.periods(target.chat_id)
         answer: dict[str, Any] = {
-            "chat": _series(self._ports.usage.periods(target.chat_id), today),
+            "chat": _series(periods, today),
+            "models": _models([periods], month),
             "limits": {
                 "daily": _dollars(self._limits.daily),
                 "monthly": _dollars(self._limits.monthly),
@@ -52,12 +56,14 @@ class SpendingViews:
             },
         }
         if target.scope.is_owner and self._owner is not None:
-            month = f"month#{today:%Y-%m}"
-            chats = []
+            chats, every = [], []
             for chat in known_chats(self._ports, self._allow_list, self._owner):
-                periods = self._ports.usage.periods(chat.chat_id)
-                chats.append({**chat.shown(), "this_month": _tally(periods.get(month, Tally()))})
+                found = self._ports.usage.periods(chat.chat_id)
+                every.append(found)
+                this_month = _tally(found.get(f"month#{month}", Tally()))
+                chats.append({**chat.shown(), "this_month": this_month})
             answer["chats"] = chats
+            answer["everyone_models"] = _models(every, month)
             if self._limits.overall:  # all chats together are counted only then
                 answer["everyone"] = _series(self._ports.usage.periods(None), today)
         return answer
@@ -76,6 +82,19 @@ def _series(periods: dict[str, Tally], today: date) -> dict[str, Any]:
         ],
         "total": _tally(periods.get("total", Tally())),
     }
+
+
+def _models(chats: list[dict[str, Tally]], month: str) -> list[dict[str, Any]]:
+    """The month's figures per model, added up over `chats`, the costliest first."""
+    prefix = f"{MODEL_PREFIX}{month}#"
+    models: dict[str, Tally] = {}
+    for periods in chats:
+        found = {
+            key[len(prefix) :]: tally for key, tally in periods.items() if key.startswith(prefix)
+        }
+        add_by_model(models, found)
+    ranked = sorted(models.items(), key=lambda pair: (-pair[1].cost_usd, pair[0]))
+    return [{"model": model, **_tally(tally)} for model, tally in ranked]
 
 
 def _months(today: date) -> list[str]:

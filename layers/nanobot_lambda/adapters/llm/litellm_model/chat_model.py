@@ -122,7 +122,7 @@ class LitellmChatModel:
                 continue
             if model != self._model:
                 logger.warning("answered by fallback model %s", model)
-            return self._reply(response)
+            return self._reply(response, model)
         # A setup problem only if no model may answer later: the first model's is the owner's.
         permanent = all(problems)
         raise ModelError("; ".join(failures), setup_problem=problems[0] if permanent else None)
@@ -225,7 +225,7 @@ class LitellmChatModel:
                         "stream of %s failed (%s); retrying", model, self._describe(error)
                     )
 
-    def _reply(self, response: Any) -> ModelReply:
+    def _reply(self, response: Any, model: str) -> ModelReply:
         choice = response.choices[0]
         message = choice.message
         tool_calls = tuple(
@@ -243,6 +243,7 @@ class LitellmChatModel:
             usage=_usage(response),
             reasoning_content=getattr(message, "reasoning_content", None) or None,
             thinking_blocks=tuple(dict(block) for block in blocks),
+            model=model,
         )
 
     def _describe(self, error: Exception, model: str | None = None) -> str:

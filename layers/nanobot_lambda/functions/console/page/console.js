@@ -576,6 +576,7 @@
       section.appendChild(chart("chart-days", days.map(function (d) { return { period: d.day, value: d.cost_usd }; }), limits.person_daily, "Cost per day"));
       section.appendChild(el("h3", { text: "Per month" + (limits.person_monthly ? " · limit " + dollars(limits.person_monthly) : "") }));
       section.appendChild(chart("chart-months", months.map(function (m) { return { period: m.month, value: m.cost_usd }; }), limits.person_monthly, "Cost per month"));
+      section.appendChild(modelTable("spend-models", "This month, per model", data.models));
       if (data.chats) {
         section.appendChild(el("h3", { text: "This month, per person and group" }));
         var most = data.chats.reduce(function (m, c) { return Math.max(m, c.this_month.cost_usd); }, 0) || 1;
@@ -588,12 +589,37 @@
         });
         section.appendChild(table);
       }
+      if (data.everyone_models) section.appendChild(modelTable("spend-everyone-models", "Everyone this month, per model", data.everyone_models));
       if (data.everyone) {
         section.appendChild(el("h3", { text: "Everyone together, per day" + (limits.daily ? " · limit " + dollars(limits.daily) : "") }));
         section.appendChild(chart("chart-everyone", data.everyone.days.map(function (d) { return { period: d.day, value: d.cost_usd }; }), limits.daily, "Cost of all chats per day"));
       }
-      section.appendChild(el("p", { className: "hint", text: "litellm's prices; counted per chat, day and month (not per model)." }));
+      section.appendChild(el("p", { className: "hint", text: "litellm's prices; counted per chat, day and month, and per model and month (chat models' calls only)." }));
     }).catch(failed);
+  }
+
+  function modelTable(id, title, models) {
+    var box = el("div", {});
+    box.appendChild(el("h3", { text: title }));
+    if (!models.length) {
+      box.appendChild(el("p", { className: "hint", text: "No model calls this month." }));
+      return box;
+    }
+    var table = el("table", { id: id });
+    models.forEach(function (m) {
+      table.appendChild(el("tr", { "data-model": m.model }, el("td", { text: m.model }),
+        el("td", { text: dollars(m.cost_usd) }),
+        el("td", { className: "hint", text: m.model_calls + " calls · " + m.prompt_tokens + " in · " + m.completion_tokens + " out" })));
+    });
+    box.appendChild(table);
+    return box;
+  }
+
+  function turnFigures(turn) {
+    if (turn.models === undefined) return "";
+    var parts = [turn.models.join(", ") || "no model", (turn.prompt_tokens + turn.completion_tokens) + " tokens",
+      turn.cost_usd === null ? "cost unknown" : dollars(turn.cost_usd)];
+    return parts.join(" · ");
   }
 
   // -- Activity --------------------------------------------------------------------------------
@@ -604,8 +630,10 @@
       section.appendChild(el("h2", { text: "Recent turns" }));
       var turns = el("table", { id: "turns" });
       data.turns.forEach(function (turn) {
-        turns.appendChild(el("tr", {}, el("td", { text: when(turn.when) }), el("td", { text: turn.chat }),
-          el("td", { className: "hint", text: turn.tools.length ? turn.tools.join(", ") : "no tools" })));
+        turns.appendChild(el("tr", { "data-scope": turn.scope }, el("td", { text: when(turn.when) }), el("td", { text: turn.chat }),
+          el("td", { className: "figures", text: turnFigures(turn) }),
+          el("td", { className: "hint", text: turn.tools.length ? turn.tools.join(", ") : "no tools" }),
+          el("td", { className: "error", text: turn.error ? "ended unanswered: " + turn.error : "" })));
       });
       if (!data.turns.length) section.appendChild(el("p", { className: "hint", text: "No turns yet." }));
       section.appendChild(turns);
