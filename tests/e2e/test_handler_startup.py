@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 REQUIRED = {
     "webhook": ["TELEGRAM_SECRET_TOKEN", "ALLOW_FROM", "TURN_QUEUE_URL", "SESSIONS_TABLE"],
     "agent_turn": ["TELEGRAM_BOT_TOKEN", "WORKSPACE_BUCKET", "SESSIONS_TABLE", "LLM_MODEL"],
-    "scheduler": ["TURN_QUEUE_URL", "WORKSPACE_BUCKET"],
+    "scheduler": ["TURN_QUEUE_URL", "WORKSPACE_BUCKET", "SESSIONS_TABLE"],
     "console": ["TELEGRAM_BOT_TOKEN", "WORKSPACE_BUCKET", "SESSIONS_TABLE", "JOBS_TABLE"],
 }
 
@@ -70,6 +70,7 @@ def test_invalid_setting_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
                 "TURN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
                 "WORKSPACE_BUCKET": "bucket",
                 "JOBS_TABLE": "jobs",
+                "SESSIONS_TABLE": "sessions",  # approvals' deadlines (functions/scheduler.py)
             },
         ),
     ],
