@@ -42,6 +42,7 @@ print over the shell's prompt.
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import signal
 import sys
@@ -95,6 +96,7 @@ class Terminal:
         self._held_for_prompt = False  # read_line holds the lock until the prompt is drawn
         self._kept: list[Callable[[], bool]] = []  # what waits for a moment to be drawn
         self._wakes = False  # the main thread draws on WAKE_SIGNAL (its handler installed)
+        self._in_handler = False  # drawing in WAKE_SIGNAL's handler, between readline's keys
 
     # -- output, from any thread -------------------------------------------------------------
 
@@ -207,7 +209,11 @@ class Terminal:
         with self._lock:
             if self._held_for_prompt or not self._prompt_shown or not readline_has_the_keys():
                 return
-            self._draw_kept()
+            self._in_handler = True
+            try:
+                self._draw_kept()
+            finally:
+                self._in_handler = False
 
     def _prompt_drawn(self) -> None:
         """readline's pre-input hook (in input(), once it has drawn the prompt): the prompt is
@@ -273,16 +279,32 @@ class Terminal:
                 drawn.append("\r" + (f"\x1b[{rows_up}A" if rows_up else "") + ERASE_BELOW)
             drawn.append(lines + (draft or ""))
         end_saved = False
+        redraw = self._readline_redraws()
         if self._prompt_shown:
             if draft is not None:
                 drawn.append(SAVE_CURSOR_BELOW)
                 end_saved = True
-            drawn.append(self.prompt + self._typed())
+            if not redraw:
+                drawn.append(self.prompt + self._typed())
         if self._prompt_shown and self._readline_prompt and not readline_has_the_keys():
             return False  # checked last: readline may take it any time until then
         self._write("".join(drawn))
         self._end_saved = end_saved
+        if self._prompt_shown and redraw and _FORCED_REDISPLAY is not None:
+            # readline draws its line again itself, on the fresh line the cursor is on: what it
+            # believes is shown is then what is (typed keys it had not echoed yet included).
+            _FORCED_REDISPLAY()
         return True
+
+    def _readline_redraws(self) -> bool:
+        """Whether readline is to redraw the prompt and what is typed: from the main thread,
+        between two keys (WAKE_SIGNAL's handler), where its own redisplay can be called."""
+        return (
+            _FORCED_REDISPLAY is not None
+            and self._in_handler
+            and self._readline_prompt
+            and getattr(readline, "__file__", None) == _READLINE_FILE  # the one it belongs to
+        )
 
     def _typed(self) -> str:
         return readline.get_line_buffer() if readline is not None else ""
@@ -311,6 +333,22 @@ class Terminal:
             return
         self._out.write(text)
         self._out.flush()
+
+
+def _forced_redisplay() -> Callable[[], object] | None:
+    """readline's `rl_forced_update_display` (the line drawn again from the start of the cursor's
+    line, whatever readline thought was shown), where Python's readline module is linked to it."""
+    if readline is None:
+        return None
+    try:
+        redisplay: Callable[[], object] = ctypes.CDLL(readline.__file__).rl_forced_update_display
+        return redisplay
+    except (OSError, AttributeError):  # a readline built in, or libedit without it
+        return None
+
+
+_FORCED_REDISPLAY = _forced_redisplay()
+_READLINE_FILE = getattr(readline, "__file__", None)
 
 
 def readline_has_the_keys() -> bool:
