@@ -108,7 +108,6 @@ HANDLER = Path(__file__).resolve().parent / "_load_handler" / "app.py"
 OWNER_ID = 100000001  # ALLOW_FROM's first id: the owner, who writes nothing here
 FIRST_PERSON_ID = 200_000_000
 WORKER_KEY = "load-agent-turn"  # agent_turn's access key: moto's log tells its requests apart
-WEBHOOK_KEY = "local"  # the stack's own (the webhook runs in this process)
 RETRY_DELAY = 10  # a failed turn's message is visible again after RETRY_BACKOFF_SECONDS' first
 IDLE_POLL = 0.05  # s between receives of the one idle slot that polls
 MESSAGE = "what should I cook tonight?"
